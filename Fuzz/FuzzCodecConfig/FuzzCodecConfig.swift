@@ -1,0 +1,17 @@
+// libFuzzer target: codec configuration records and FLV audio/video tag headers, the
+// parsers that see every publisher's sequence headers.
+import Media
+import NIOCore
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzCodecConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let payload = ByteBuffer(bytes: UnsafeBufferPointer(start: data, count: size))
+    if let record = try? AVCDecoderConfigurationRecord(from: payload) { _ = record.codecString }
+    if let record = try? HEVCDecoderConfigurationRecord(from: payload) { _ = record.codecString }
+    if let config = try? AudioSpecificConfig(from: payload) { _ = config.codecString }
+    _ = try? VideoTagHeader(from: payload)
+    _ = try? AudioTagHeader(from: payload)
+    _ = try? MediaFrame.classified(kind: .video, timestamp: 0, payload: payload)
+    _ = try? MediaFrame.classified(kind: .audio, timestamp: 0, payload: payload)
+    return 0
+}

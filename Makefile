@@ -1,0 +1,37 @@
+# Estuary: the two everyday commands are `make run` and `make test`.
+SWIFT ?= swift
+ARGS ?=
+
+.PHONY: deps build release run test fuzz bench-fanout clean
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release --product node
+
+## Build and start a node with every role in one process (RTMP :1935, HTTP :8080).
+run: release
+	.build/release/node $(ARGS)
+
+## Build and run every test: unit tests, integration tests with ffmpeg/ffprobe/rtmpdump,
+## and a short bounded run of each fuzz target.
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+	scripts/fuzz.sh --seconds $${FUZZ_SECONDS:-20}
+
+## Run each libFuzzer target (FUZZ_SECONDS each, default 60).
+fuzz: deps
+	scripts/fuzz.sh --seconds $${FUZZ_SECONDS:-60}
+
+## Fan-out benchmark against nginx-rtmp; writes docs/benchmarks.md figures to stdout.
+bench-fanout:
+	@scripts/install-deps.sh --bench
+	scripts/bench-fanout.sh
+
+clean:
+	rm -rf .build .build-fuzz

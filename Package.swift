@@ -1,0 +1,149 @@
+// swift-tools-version:6.1
+// Estuary: a live-streaming server and cluster. See README.md and docs/architecture.md.
+
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "estuary",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "node", targets: ["Node"]),
+        .executable(name: "fanout-bench", targets: ["FanoutBench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        // The shared vocabulary: frames, codec configurations, FLV, timestamps, the stream hub.
+        .target(
+            name: "Media",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        // The RTMP protocol: handshake, chunk stream, messages, AMF0, and the server/client sessions.
+        .target(
+            name: "RTMP",
+            dependencies: [
+                "Media",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        // Publish admission and republish policy of the ingest role.
+        .target(
+            name: "Ingest",
+            dependencies: [
+                "Media", "RTMP",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
+        // Playback: HTTP-FLV routes and RTMP play, drained from stream hubs.
+        .target(
+            name: "Relay",
+            dependencies: [
+                "Media", "RTMP",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
+        // The `node` executable: CLI, configuration, wiring of roles, service lifecycle.
+        .executableTarget(
+            name: "Node",
+            dependencies: [
+                "Media", "RTMP", "Ingest", "Relay",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        // Load generator for `make bench-fanout`: many lightweight RTMP / HTTP-FLV viewers in one process.
+        .executableTarget(
+            name: "FanoutBench",
+            dependencies: [
+                "Media", "RTMP",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/FanoutBench",
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "MediaTests",
+            dependencies: ["Media", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "RTMPTests",
+            dependencies: [
+                "RTMP", "Media",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOTestUtils", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        // Drives the built `node` binary with real peers: ffmpeg, ffprobe, rtmpdump.
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "Media", "RTMP",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+    ]
+)
+
+// libFuzzer targets, built only by scripts/fuzz.sh (ESTUARY_FUZZ=1, -sanitize=fuzzer).
+// They are kept out of normal builds because they have no `main` of their own.
+if Context.environment["ESTUARY_FUZZ"] != nil {
+    let fuzzTargets: [(name: String, module: String)] = [
+        ("FuzzChunkDecoder", "RTMP"), ("FuzzAMF0", "RTMP"), ("FuzzCommand", "RTMP"),
+        ("FuzzHandshake", "RTMP"), ("FuzzCodecConfig", "Media"), ("FuzzFLV", "Media"),
+    ]
+    for target in fuzzTargets {
+        package.targets.append(
+            .executableTarget(
+                name: target.name,
+                dependencies: [.byName(name: target.module), .product(name: "NIOCore", package: "swift-nio")],
+                path: "Fuzz/\(target.name)",
+                swiftSettings: strict
+            )
+        )
+    }
+}

@@ -1,0 +1,20 @@
+/// Limits and policies of a stream hub. Every bound a peer can push against is here.
+public struct HubConfiguration: Sendable, Equatable {
+    /// Bytes a subscriber may have queued before it skips to the next keyframe.
+    /// 4 MiB holds several seconds of an 8 Mbit/s stream; queued packets share the hub's
+    /// buffers, so this bounds how much old media a stalled viewer can pin, not a copy.
+    public var subscriberQueueBytes: Int = 4 << 20
+    /// The GOP cache is dropped (and rebuilt from the next keyframe) when it exceeds this
+    /// many frames. A stream that never sends a keyframe must not grow memory forever
+    /// (SRS learnt this the hard way). 3000 frames is ~40 s of 30 fps video plus audio.
+    public var gopCacheMaxFrames: Int = 3000
+    /// ... or this many bytes of payload.
+    public var gopCacheMaxBytes: Int = 32 << 20
+    /// A second publisher on a live stream is refused (`NetStream.Publish.BadName`) unless
+    /// the current one has sent nothing for this long; then the new one takes over.
+    /// An active encoder sends a frame every 20–40 ms, so 2 s only ever matches a dead
+    /// connection that TCP has not noticed yet (a phone that changed networks).
+    public var publisherIdleTakeover: Duration = .seconds(2)
+
+    public init() {}
+}

@@ -1,0 +1,268 @@
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// The meeting point of one stream: one publisher in, any number of subscribers out.
+///
+/// It keeps what a late joiner needs (metadata, audio and video configuration records and
+/// the frames since the last keyframe, SRS's meta and GOP caches) and replays them, in
+/// that order, to every new subscriber so its first video frame is a keyframe. Each frame
+/// is serialised at most once per output format and the buffers are shared by all
+/// subscribers of that format.
+///
+/// Concurrency: the state sits behind one lock rather than being confined to an event
+/// loop, because a publisher that reconnects arrives on whichever loop accepted it while
+/// viewers stay attached. The lock is uncontended on the hot path (one publisher thread)
+/// and is held for O(subscribers) cheap appends per frame; wake-ups happen outside it.
+public final class StreamHub: Sendable {
+    public let path: StreamPath
+    public let configuration: HubConfiguration
+    private let serializers: [any FrameSerializer]
+    private let allocator = ByteBufferAllocator()
+    private let state: NIOLockedValueBox<State>
+
+    /// Identifies one publishing session (one connection's publish).
+    public typealias PublisherID = UInt64
+
+    public enum AttachResult: Sendable, Equatable {
+        /// The publisher is now the stream's source; `replacedIdle` when it displaced an idle one.
+        case attached(replacedIdle: Bool)
+        /// Another publisher is live (it sent media `idleFor` ago).
+        case busy(idleFor: Duration)
+        /// The hub has ended; ask the registry for a new one.
+        case ended
+    }
+
+    public struct Statistics: Sendable, Equatable {
+        public var framesIn = 0
+        public var bytesIn = 0
+        public var subscribers = 0
+        public var hasPublisher = false
+        public var timestampRebases = 0
+        public var gopFrames = 0
+    }
+
+    struct Publisher {
+        var id: PublisherID
+        var lastActivity: NIODeadline
+        var evict: @Sendable () -> Void
+    }
+
+    struct State {
+        var normalizer = TimestampNormalizer()
+        var publisher: Publisher?
+        var hadPublisher = false
+        var metadata: HubPacket?
+        var audioSequenceHeader: HubPacket?
+        var videoSequenceHeader: HubPacket?
+        var gop: [HubPacket] = []
+        var gopBytes = 0
+        var hasVideo = false
+        var subscribers: [ObjectIdentifier: HubSubscriber] = [:]
+        /// Subscribers per serializer index: formats nobody reads are not serialised.
+        var demand: [Int]
+        var ended = false
+        var statistics = Statistics()
+    }
+
+    public init(path: StreamPath, serializers: [any FrameSerializer], configuration: HubConfiguration = .init()) {
+        self.path = path
+        self.serializers = serializers
+        self.configuration = configuration
+        self.state = NIOLockedValueBox(State(demand: Array(repeating: 0, count: serializers.count)))
+    }
+
+    // MARK: Publisher side
+
+    /// Makes `id` the stream's publisher, applying the one-publisher rule.
+    /// `evict` is called (once, outside the lock) if a later publisher takes over.
+    public func attachPublisher(id: PublisherID, now: NIODeadline = .now(), evict: @escaping @Sendable () -> Void) -> AttachResult {
+        let (result, evicted) = state.withLockedValue { state -> (AttachResult, (@Sendable () -> Void)?) in
+            guard !state.ended else { return (.ended, nil) }
+            var evicted: (@Sendable () -> Void)?
+            var replaced = false
+            if let current = state.publisher {
+                let idle = now - current.lastActivity
+                let idleDuration = Duration.nanoseconds(idle.nanoseconds)
+                guard idleDuration >= configuration.publisherIdleTakeover else {
+                    return (.busy(idleFor: idleDuration), nil)
+                }
+                evicted = current.evict
+                replaced = true
+            }
+            if state.hadPublisher { state.normalizer.beginNewEpoch() }
+            state.hadPublisher = true
+            state.publisher = Publisher(id: id, lastActivity: now, evict: evict)
+            state.statistics.hasPublisher = true
+            return (.attached(replacedIdle: replaced), evicted)
+        }
+        evicted?()
+        return result
+    }
+
+    /// Releases the stream if `id` is still its publisher. Viewers stay attached: a new
+    /// publisher may continue the stream (see `StreamRegistry`'s grace period).
+    @discardableResult
+    public func detachPublisher(id: PublisherID) -> Bool {
+        state.withLockedValue { state in
+            guard state.publisher?.id == id else { return false }
+            state.publisher = nil
+            state.statistics.hasPublisher = false
+            return true
+        }
+    }
+
+    public var hasPublisher: Bool { state.withLockedValue { $0.publisher != nil } }
+
+    /// Accepts a frame from publisher `id`. The frame's timestamp is the publisher's raw
+    /// 32-bit clock; the hub maps it onto the stream's monotonic timeline.
+    /// Returns false when `id` is not (or no longer) the publisher: the caller should stop.
+    /// Call `flush()` after a burst of frames (e.g. at the end of a socket read).
+    @discardableResult
+    public func publish(_ frame: MediaFrame, publisher id: PublisherID, now: NIODeadline = .now()) -> Bool {
+        state.withLockedValue { state in
+            guard !state.ended, state.publisher?.id == id else { return false }
+            state.publisher?.lastActivity = now
+            var frame = frame
+            frame.timestamp = state.normalizer.normalize(UInt32(truncatingIfNeeded: frame.timestamp), kind: frame.kind)
+            state.statistics.framesIn &+= 1
+            state.statistics.bytesIn &+= frame.payload.readableBytes
+            state.statistics.timestampRebases = state.normalizer.rebaseCount
+            Self.ingest(frame, into: &state, serializers: serializers, allocator: allocator, configuration: configuration)
+            return true
+        }
+    }
+
+    private static func ingest(_ frame: MediaFrame, into state: inout State, serializers: [any FrameSerializer], allocator: ByteBufferAllocator, configuration: HubConfiguration) {
+        if frame.kind == .video { state.hasVideo = true }
+        let isConfiguration = frame.isSequenceHeader || frame.kind == .script
+        let isSyncPoint = isConfiguration || (frame.kind == .video && frame.isKeyframe) || (frame.kind == .audio && !state.hasVideo)
+        var packet = HubPacket(frame: frame, isSyncPoint: isSyncPoint, wire: Array(repeating: nil, count: serializers.count))
+        for (index, count) in state.demand.enumerated() where count > 0 {
+            packet.wire[index] = serializers[index].serialize(frame, allocator: allocator)
+        }
+
+        if isConfiguration {
+            // A reconnecting encoder resends identical records; forwarding them would make
+            // players reset their decoders for nothing.
+            switch frame.kind {
+            case .script:
+                if state.metadata?.frame.payload == frame.payload { return }
+                state.metadata = packet
+            case .audio:
+                if state.audioSequenceHeader?.frame.payload == frame.payload { return }
+                state.audioSequenceHeader = packet
+            case .video:
+                if state.videoSequenceHeader?.frame.payload == frame.payload { return }
+                // New parameters (e.g. a resolution change): cached frames no longer decode.
+                state.videoSequenceHeader = packet
+                state.gop.removeAll()
+                state.gopBytes = 0
+            }
+        } else {
+            cache(packet, in: &state, configuration: configuration)
+        }
+        for subscriber in state.subscribers.values {
+            subscriber.enqueue(packet)
+        }
+    }
+
+    private static func cache(_ packet: HubPacket, in state: inout State, configuration: HubConfiguration) {
+        if packet.frame.kind == .video && packet.frame.isKeyframe {
+            state.gop.removeAll(keepingCapacity: true)
+            state.gopBytes = 0
+        } else if state.gop.isEmpty {
+            return  // nothing cached until the first keyframe
+        }
+        state.gop.append(packet)
+        state.gopBytes += packet.frame.payload.readableBytes
+        if state.gop.count > configuration.gopCacheMaxFrames || state.gopBytes > configuration.gopCacheMaxBytes {
+            state.gop.removeAll()
+            state.gopBytes = 0
+        }
+        state.statistics.gopFrames = state.gop.count
+    }
+
+    /// Wakes subscribers that have new data. One call per burst keeps wake-ups (and the
+    /// consumers' flushes) per burst rather than per frame.
+    public func flush() {
+        let subscribers = state.withLockedValue { Array($0.subscribers.values) }
+        for subscriber in subscribers { subscriber.notify() }
+    }
+
+    // MARK: Subscriber side
+
+    /// Adds a subscriber and queues, in order, the metadata, the audio and video
+    /// configuration records and the cached GOP, then wakes it.
+    /// Returns false if the hub has ended.
+    @discardableResult
+    public func subscribe(_ subscriber: HubSubscriber) -> Bool {
+        let added = state.withLockedValue { state -> Bool in
+            guard !state.ended else { return false }
+            state.subscribers[ObjectIdentifier(subscriber)] = subscriber
+            state.statistics.subscribers = state.subscribers.count
+            if let format = subscriber.format, format < state.demand.count {
+                state.demand[format] += 1
+                // Cached packets may predate this format's first subscriber: fill them in place.
+                fill(format, in: &state.metadata)
+                fill(format, in: &state.audioSequenceHeader)
+                fill(format, in: &state.videoSequenceHeader)
+                for index in state.gop.indices where state.gop[index].wire[format] == nil {
+                    state.gop[index].wire[format] = serializers[format].serialize(state.gop[index].frame, allocator: allocator)
+                }
+            }
+            for packet in [state.metadata, state.audioSequenceHeader, state.videoSequenceHeader] {
+                if let packet { subscriber.enqueue(packet, replay: true) }
+            }
+            for packet in state.gop { subscriber.enqueue(packet, replay: true) }
+            return true
+        }
+        if added { subscriber.notify() }
+        return added
+    }
+
+    private func fill(_ format: Int, in packet: inout HubPacket?) {
+        guard var value = packet, value.wire[format] == nil else { return }
+        value.wire[format] = serializers[format].serialize(value.frame, allocator: allocator)
+        packet = value
+    }
+
+    public func unsubscribe(_ subscriber: HubSubscriber) {
+        state.withLockedValue { state in
+            guard state.subscribers.removeValue(forKey: ObjectIdentifier(subscriber)) != nil else { return }
+            state.statistics.subscribers = state.subscribers.count
+            if let format = subscriber.format, format < state.demand.count { state.demand[format] -= 1 }
+        }
+    }
+
+    // MARK: Lifecycle
+
+    /// Ends the stream: every subscriber is told (and then closes), caches are freed.
+    public func end() {
+        let (subscribers, publisher) = state.withLockedValue { state -> ([HubSubscriber], Publisher?) in
+            guard !state.ended else { return ([], nil) }
+            state.ended = true
+            let subscribers = Array(state.subscribers.values)
+            let publisher = state.publisher
+            state.subscribers.removeAll()
+            state.publisher = nil
+            state.gop.removeAll()
+            state.metadata = nil
+            state.audioSequenceHeader = nil
+            state.videoSequenceHeader = nil
+            state.statistics.subscribers = 0
+            state.statistics.hasPublisher = false
+            return (subscribers, publisher)
+        }
+        for subscriber in subscribers { subscriber.end() }
+        publisher?.evict()
+    }
+
+    public var isEnded: Bool { state.withLockedValue { $0.ended } }
+
+    public var statistics: Statistics { state.withLockedValue { $0.statistics } }
+
+    /// The cached configuration records and metadata (for status pages and the cluster).
+    public var configurationRecords: (metadata: MediaFrame?, audio: MediaFrame?, video: MediaFrame?) {
+        state.withLockedValue { ($0.metadata?.frame, $0.audioSequenceHeader?.frame, $0.videoSequenceHeader?.frame) }
+    }
+}

@@ -1,0 +1,67 @@
+/// The streams this process knows, by path.
+///
+/// An actor: lookups and registrations happen once per connection, never per frame.
+/// A hub outlives its publisher by `publisherGrace`, so an encoder that reconnects (mobile
+/// SDKs do after every network change) finds its viewers still attached.
+public actor StreamRegistry {
+    public let serializers: [any FrameSerializer]
+    public let hubConfiguration: HubConfiguration
+    /// How long a stream without a publisher keeps its viewers before it ends.
+    public let publisherGrace: Duration
+    private var hubs: [StreamPath: StreamHub] = [:]
+    /// Bumped whenever a publisher leaves, so a grace timer knows whether it is stale.
+    private var departures: [StreamPath: UInt64] = [:]
+    private var nextPublisherID: StreamHub.PublisherID = 1
+
+    public init(serializers: [any FrameSerializer], hubConfiguration: HubConfiguration = .init(), publisherGrace: Duration = .seconds(10)) {
+        self.serializers = serializers
+        self.hubConfiguration = hubConfiguration
+        self.publisherGrace = publisherGrace
+    }
+
+    /// The live hub for `path`, if any.
+    public func hub(for path: StreamPath) -> StreamHub? {
+        guard let hub = hubs[path], !hub.isEnded else { return nil }
+        return hub
+    }
+
+    /// The hub a publisher should attach to, created if needed, with a fresh publisher id.
+    public func hubForPublishing(_ path: StreamPath) -> (StreamHub, StreamHub.PublisherID) {
+        let id = nextPublisherID
+        nextPublisherID &+= 1
+        if let hub = hubs[path], !hub.isEnded { return (hub, id) }
+        let hub = StreamHub(path: path, serializers: serializers, configuration: hubConfiguration)
+        hubs[path] = hub
+        return (hub, id)
+    }
+
+    /// Called when publisher `id` leaves `path`. If nobody publishes again within the
+    /// grace period, the stream ends and its viewers are closed.
+    public func publisherLeft(_ path: StreamPath, id: StreamHub.PublisherID) {
+        guard let hub = hubs[path], hub.detachPublisher(id: id) else { return }
+        let ticket = (departures[path] ?? 0) &+ 1
+        departures[path] = ticket
+        let grace = publisherGrace
+        Task { [weak self] in
+            try? await Task.sleep(for: grace)
+            await self?.endIfAbandoned(path, ticket: ticket)
+        }
+    }
+
+    private func endIfAbandoned(_ path: StreamPath, ticket: UInt64) {
+        guard departures[path] == ticket, let hub = hubs[path], !hub.hasPublisher else { return }
+        hubs[path] = nil
+        departures[path] = nil
+        hub.end()
+    }
+
+    /// Ends every stream (graceful shutdown).
+    public func endAll() {
+        let all = hubs.values
+        hubs.removeAll()
+        departures.removeAll()
+        for hub in all { hub.end() }
+    }
+
+    public var streams: [StreamPath: StreamHub] { hubs.filter { !$0.value.isEnded } }
+}

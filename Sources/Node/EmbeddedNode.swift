@@ -1,0 +1,99 @@
+import Hummingbird
+import Ingest
+import Logging
+import Media
+import NIOCore
+import NIOPosix
+import Prometheus
+import RTMP
+import Relay
+import ServiceLifecycle
+import UnixSignals
+
+/// `--role all`: ingest and relay in one process, sharing one stream registry.
+struct EmbeddedNode {
+    /// The hubs' output formats, by index: every frame is serialised at most once into each.
+    enum Format {
+        static let flv = 0
+        static let rtmp = 1
+        static var serializers: [any FrameSerializer] { [FLVTagSerializer(), RTMPChunkSerializer()] }
+    }
+
+    let configuration: NodeConfiguration
+    let metrics: PrometheusCollectorRegistry
+
+    func run() async throws {
+        let logger = Logger(label: "estuary")
+        let registry = StreamRegistry(serializers: Format.serializers, hubConfiguration: configuration.hub, publisherGrace: configuration.publisherGrace)
+        let admission = PublishAdmission(registry: registry, logger: logger)
+        let playback = Playback(registry: registry)
+        let group = MultiThreadedEventLoopGroup.singleton
+
+        let rtmp = RTMPServer(
+            configuration: configuration.rtmp,
+            delegate: EmbeddedRTMPDelegate(admission: admission, playback: playback),
+            rtmpFormat: Format.rtmp,
+            group: group,
+            logger: logger
+        )
+
+        let router = Router()
+        let metrics = metrics
+        router.get("/healthz") { _, _ in "ok\n" }
+        router.get("/metrics") { _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: metrics.emitToBuffer())))
+        }
+        HTTPFLVRoutes(registry: registry, flvFormat: Format.flv, logger: logger).register(on: router)
+        let http = Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.bindHost, port: configuration.httpPort), serverName: "estuary"),
+            eventLoopGroupProvider: .shared(group),
+            logger: logger
+        )
+
+        // Graceful shutdown runs in reverse order: streams end first (viewers get a clean
+        // end of stream), then the listeners close.
+        let services = ServiceGroup(
+            configuration: .init(
+                services: [
+                    .init(service: http),
+                    .init(service: rtmp),
+                    .init(service: StreamShutdown(registry: registry)),
+                ],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
+        logger.info("Estuary node (role all): RTMP :\(configuration.rtmp.port), HTTP :\(configuration.httpPort)")
+        try await services.run()
+    }
+}
+
+/// Publish goes to ingest admission, play to the relay's playback.
+struct EmbeddedRTMPDelegate: RTMPServerDelegate {
+    let admission: PublishAdmission
+    let playback: Playback
+
+    func publish(_ request: RTMPPublishRequest) async -> RTMPPublishDecision {
+        await admission.publish(request)
+    }
+
+    func unpublished(_ path: StreamPath, id: StreamHub.PublisherID) async {
+        await admission.unpublished(path, id: id)
+    }
+
+    func play(_ request: RTMPPlayRequest) async -> RTMPPlayDecision {
+        await playback.play(request)
+    }
+}
+
+/// Ends every stream when the node shuts down, so that viewers (including endless
+/// HTTP-FLV responses) finish cleanly before the listeners stop.
+struct StreamShutdown: Service {
+    let registry: StreamRegistry
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await registry.endAll()
+    }
+}

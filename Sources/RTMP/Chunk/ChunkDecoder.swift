@@ -1,0 +1,313 @@
+import NIOCore
+
+/// Reassembles RTMP messages from a chunk stream (RTMP specification, section 5.3).
+///
+/// A pure parser: feed it bytes with ``next(from:)``, in pieces of any size (one byte at a time
+/// works); it consumes complete header pieces and payload bytes and keeps the rest of its state
+/// internally. It applies Set Chunk Size (type 1) and Abort (type 2) itself when it completes
+/// those messages, because they change how the following bytes parse, and still returns them.
+///
+/// Peer differences it absorbs:
+/// - Extended timestamps on type 3 continuation chunks: the specification, Flash Media Server,
+///   librtmp (and so OBS) and ffmpeg repeat the 4-byte field on every continuation chunk;
+///   some older servers and SDKs do not. Like SRS, the decoder peeks 4 bytes and consumes them
+///   only if they equal the extended timestamp of the message's first chunk.
+/// - A type 3 chunk that starts a new message after a type 0 chunk reuses the type 0 timestamp
+///   as its delta (specification 5.3.1.2.4; ffmpeg's writer depends on this).
+/// - A type 0, 1 or 2 header on a chunk stream whose message is still incomplete discards the
+///   incomplete message and starts the new one, as if an Abort had been received.
+/// - Zero-length messages ("empty messages are sent by some servers", gortmplib) are returned
+///   with an empty payload.
+public struct ChunkDecoder: Sendable {
+    /// The chunk size every RTMP connection starts with (specification 5.4.1).
+    public static let defaultChunkSize = 128
+
+    /// The bounds this decoder enforces.
+    public let limits: ChunkLimits
+
+    /// The chunk size the peer currently sends with; changed by Set Chunk Size messages.
+    public private(set) var chunkSize: Int = ChunkDecoder.defaultChunkSize
+
+    private enum State: Sendable, Equatable {
+        case basicHeader
+        case messageHeader(format: UInt8, chunkStreamID: UInt32)
+        case extendedTimestamp(format: UInt8, stream: Int)
+        case payload(stream: Int)
+    }
+
+    private enum Step {
+        case needMoreData
+        case proceed
+        case message(RTMPMessage)
+    }
+
+    private var state: State = .basicHeader
+    /// Per chunk stream state, in an array so it can be mutated in place (no copy-on-write of payloads).
+    private var streams: [ChunkStreamState] = []
+    private var streamIndex: [UInt32: Int] = [:]
+    /// Declared lengths of messages in reassembly, summed over all chunk streams.
+    private var bufferedBytes = 0
+
+    /// Creates a decoder with the default chunk size of 128.
+    public init(limits: ChunkLimits = .init()) {
+        self.limits = limits
+    }
+
+    /// Returns the next complete message, or nil when `buffer` holds no complete message yet.
+    ///
+    /// Everything read is consumed from `buffer`; call again (with more bytes appended) after nil.
+    /// An error leaves the decoder in an undefined state: close the connection.
+    public mutating func next(from buffer: inout ByteBuffer) throws(ChunkError) -> RTMPMessage? {
+        while true {
+            let step: Step
+            switch self.state {
+            case .basicHeader:
+                step = self.parseBasicHeader(&buffer)
+            case .messageHeader(let format, let chunkStreamID):
+                step = try self.parseMessageHeader(&buffer, format: format, chunkStreamID: chunkStreamID)
+            case .extendedTimestamp(let format, let stream):
+                step = try self.parseExtendedTimestamp(&buffer, format: format, stream: stream)
+            case .payload(let stream):
+                step = try self.parsePayload(&buffer, stream: stream)
+            }
+            switch step {
+            case .needMoreData: return nil
+            case .proceed: continue
+            case .message(let message): return message
+            }
+        }
+    }
+
+    // MARK: Header pieces
+
+    private mutating func parseBasicHeader(_ buffer: inout ByteBuffer) -> Step {
+        let start = buffer.readerIndex
+        guard let first = buffer.getInteger(at: start, as: UInt8.self) else { return .needMoreData }
+        let format = first >> 6
+        let chunkStreamID: UInt32
+        switch first & 0x3F {
+        case 0:
+            // Two-byte form: 64 + the second byte (ids 64...319).
+            guard let second = buffer.getInteger(at: start + 1, as: UInt8.self) else { return .needMoreData }
+            chunkStreamID = 64 + UInt32(second)
+            buffer.moveReaderIndex(forwardBy: 2)
+        case 1:
+            // Three-byte form: 64 + second byte + third byte * 256 (ids 64...65599).
+            guard
+                let second = buffer.getInteger(at: start + 1, as: UInt8.self),
+                let third = buffer.getInteger(at: start + 2, as: UInt8.self)
+            else { return .needMoreData }
+            chunkStreamID = 64 + UInt32(second) + UInt32(third) << 8
+            buffer.moveReaderIndex(forwardBy: 3)
+        case let id:
+            chunkStreamID = UInt32(id)
+            buffer.moveReaderIndex(forwardBy: 1)
+        }
+        self.state = .messageHeader(format: format, chunkStreamID: chunkStreamID)
+        return .proceed
+    }
+
+    private mutating func parseMessageHeader(
+        _ buffer: inout ByteBuffer,
+        format: UInt8,
+        chunkStreamID: UInt32
+    ) throws(ChunkError) -> Step {
+        let headerLength = [11, 7, 3, 0][Int(format & 0x03)]
+        guard buffer.readableBytes >= headerLength else { return .needMoreData }
+
+        let index: Int
+        if let existing = self.streamIndex[chunkStreamID] {
+            index = existing
+        } else {
+            guard format == 0 else { throw .unknownChunkStream(chunkStreamID) }
+            guard self.streams.count < self.limits.maxChunkStreams else {
+                throw .tooManyChunkStreams(limit: self.limits.maxChunkStreams)
+            }
+            index = self.streams.count
+            self.streams.append(ChunkStreamState(chunkStreamID: chunkStreamID))
+            self.streamIndex[chunkStreamID] = index
+        }
+
+        if format == 3 {
+            if self.streams[index].inProgress {
+                // Continuation of the current message.
+                if self.streams[index].extendedTimestamp != nil {
+                    self.state = .extendedTimestamp(format: 3, stream: index)
+                    return .proceed
+                }
+                self.beginChunk(stream: index)
+                return .proceed
+            }
+            // A new message with every header field inherited.
+            if self.streams[index].extendedTimestamp != nil {
+                self.state = .extendedTimestamp(format: 3, stream: index)
+                return .proceed
+            }
+            self.streams[index].timestamp &+= self.streams[index].timestampDelta
+            return try self.beginMessage(stream: index)
+        }
+
+        self.discardIncompleteMessage(stream: index)
+        // The length check above guarantees these reads succeed; the guard only avoids traps.
+        guard let timestampField = buffer.readUInt24() else { return .needMoreData }
+        if format <= 1 {
+            guard
+                let length = buffer.readUInt24(),
+                let typeID = buffer.readInteger(as: UInt8.self)
+            else { return .needMoreData }
+            guard Int(length) <= self.limits.maxMessageSize else {
+                throw .messageTooLarge(Int(length), limit: self.limits.maxMessageSize)
+            }
+            self.streams[index].messageLength = Int(length)
+            self.streams[index].typeID = typeID
+            if format == 0 {
+                guard let streamID = buffer.readInteger(endianness: .little, as: UInt32.self) else {
+                    return .needMoreData
+                }
+                self.streams[index].messageStreamID = streamID
+            }
+        }
+        if timestampField == 0xFFFFFF {
+            self.state = .extendedTimestamp(format: format, stream: index)
+            return .proceed
+        }
+        self.streams[index].extendedTimestamp = nil
+        self.applyTimestamp(timestampField, format: format, stream: index)
+        return try self.beginMessage(stream: index)
+    }
+
+    private mutating func parseExtendedTimestamp(
+        _ buffer: inout ByteBuffer,
+        format: UInt8,
+        stream index: Int
+    ) throws(ChunkError) -> Step {
+        guard let value = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return .needMoreData }
+        if format == 3 && self.streams[index].inProgress {
+            // Continuation chunk: the field is optional in practice (see the type's documentation).
+            if value == self.streams[index].extendedTimestamp {
+                buffer.moveReaderIndex(forwardBy: 4)
+            }
+            self.beginChunk(stream: index)
+            return .proceed
+        }
+        buffer.moveReaderIndex(forwardBy: 4)
+        self.streams[index].extendedTimestamp = value
+        self.applyTimestamp(value, format: format, stream: index)
+        return try self.beginMessage(stream: index)
+    }
+
+    private mutating func applyTimestamp(_ value: UInt32, format: UInt8, stream index: Int) {
+        if format == 0 {
+            self.streams[index].timestamp = value
+        } else {
+            self.streams[index].timestamp &+= value
+        }
+        self.streams[index].timestampDelta = value
+    }
+
+    // MARK: Payload
+
+    private mutating func beginMessage(stream index: Int) throws(ChunkError) -> Step {
+        let length = self.streams[index].messageLength
+        if length == 0 {
+            return .message(try self.completeMessage(stream: index, payload: ByteBuffer()))
+        }
+        guard self.bufferedBytes + length <= self.limits.maxBufferedBytes else {
+            throw .tooManyBufferedBytes(self.bufferedBytes + length, limit: self.limits.maxBufferedBytes)
+        }
+        self.bufferedBytes += length
+        self.streams[index].inProgress = true
+        self.streams[index].received = 0
+        self.streams[index].payload = nil
+        self.beginChunk(stream: index)
+        return .proceed
+    }
+
+    private mutating func beginChunk(stream index: Int) {
+        let remaining = self.streams[index].messageLength - self.streams[index].received
+        self.streams[index].chunkRemaining = min(self.chunkSize, remaining)
+        self.state = .payload(stream: index)
+    }
+
+    private mutating func parsePayload(_ buffer: inout ByteBuffer, stream index: Int) throws(ChunkError) -> Step {
+        let count = min(self.streams[index].chunkRemaining, buffer.readableBytes)
+        guard count > 0, var piece = buffer.readSlice(length: count) else { return .needMoreData }
+        self.streams[index].received += count
+        self.streams[index].chunkRemaining -= count
+
+        let complete = self.streams[index].received == self.streams[index].messageLength
+        if self.streams[index].payload == nil {
+            // Zero-copy when the whole message is one slice of the input.
+            if complete {
+                return .message(try self.completeMessage(stream: index, payload: piece))
+            }
+            self.streams[index].payload = piece
+        } else {
+            self.streams[index].payload?.writeBuffer(&piece)
+        }
+
+        if complete {
+            let payload = self.streams[index].payload ?? ByteBuffer()
+            self.streams[index].payload = nil
+            return .message(try self.completeMessage(stream: index, payload: payload))
+        }
+        if self.streams[index].chunkRemaining == 0 {
+            self.state = .basicHeader
+            return .proceed
+        }
+        return .needMoreData
+    }
+
+    private mutating func completeMessage(stream index: Int, payload: ByteBuffer) throws(ChunkError) -> RTMPMessage {
+        if self.streams[index].inProgress {
+            self.bufferedBytes -= self.streams[index].messageLength
+        }
+        self.streams[index].inProgress = false
+        self.streams[index].received = 0
+        self.streams[index].payload = nil
+        self.state = .basicHeader
+        let stream = self.streams[index]
+        let message = RTMPMessage(
+            typeID: stream.typeID,
+            streamID: stream.messageStreamID,
+            timestamp: stream.timestamp,
+            chunkStreamID: stream.chunkStreamID,
+            payload: payload
+        )
+        try self.applyProtocolControl(message)
+        return message
+    }
+
+    private mutating func discardIncompleteMessage(stream index: Int) {
+        guard self.streams[index].inProgress else { return }
+        self.bufferedBytes -= self.streams[index].messageLength
+        self.streams[index].inProgress = false
+        self.streams[index].received = 0
+        self.streams[index].payload = nil
+    }
+
+    // MARK: Protocol control that changes parsing
+
+    private mutating func applyProtocolControl(_ message: RTMPMessage) throws(ChunkError) {
+        switch message.typeID {
+        case MessageType.setChunkSize.rawValue:
+            guard let value = message.payload.getInteger(at: message.payload.readerIndex, as: UInt32.self) else {
+                throw .malformedControlMessage(typeID: message.typeID, length: message.payload.readableBytes)
+            }
+            guard value != 0, value & 0x8000_0000 == 0 else { throw .invalidChunkSize(value) }
+            guard Int(value) <= self.limits.maxChunkSize else {
+                throw .chunkSizeTooLarge(value, limit: self.limits.maxChunkSize)
+            }
+            self.chunkSize = Int(value)
+        case MessageType.abort.rawValue:
+            guard let target = message.payload.getInteger(at: message.payload.readerIndex, as: UInt32.self) else {
+                throw .malformedControlMessage(typeID: message.typeID, length: message.payload.readableBytes)
+            }
+            if let index = self.streamIndex[target] {
+                self.discardIncompleteMessage(stream: index)
+            }
+        default:
+            break
+        }
+    }
+}

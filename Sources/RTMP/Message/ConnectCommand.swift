@@ -1,0 +1,60 @@
+/// The parameters of a `connect` command (RTMP specification 7.2.1.1).
+public struct ConnectCommand: Sendable, Equatable {
+    /// The transaction id (1 from every known client); echo it in the `_result`.
+    public var transactionID: Double
+    /// The application name, e.g. `live`. Kept raw: it may carry a query string (`live?token=x`).
+    public var app: String
+    /// The server URL the client used, e.g. `rtmp://host/live`; missing from some SDKs.
+    public var tcUrl: String?
+    /// The client's Flash version string, e.g. `FMLE/3.0 (compatible; FMSc/1.0)` (OBS, ffmpeg).
+    public var flashVer: String?
+    /// The SWF URL, if sent.
+    public var swfUrl: String?
+    /// The page URL, if sent.
+    public var pageUrl: String?
+    /// 0 for AMF0, 3 for AMF3; echo it in the `_result` (0 when absent).
+    public var objectEncoding: Double
+    /// The whole command object as received.
+    public var commandObject: AMF0Value
+    /// Values after the command object (some clients send user arguments here).
+    public var optionalArguments: [AMF0Value]
+
+    /// Creates the parameters.
+    public init(
+        transactionID: Double,
+        app: String,
+        tcUrl: String? = nil,
+        flashVer: String? = nil,
+        swfUrl: String? = nil,
+        pageUrl: String? = nil,
+        objectEncoding: Double = 0,
+        commandObject: AMF0Value = .object([]),
+        optionalArguments: [AMF0Value] = []
+    ) {
+        self.transactionID = transactionID
+        self.app = app
+        self.tcUrl = tcUrl
+        self.flashVer = flashVer
+        self.swfUrl = swfUrl
+        self.pageUrl = pageUrl
+        self.objectEncoding = objectEncoding
+        self.commandObject = commandObject
+        self.optionalArguments = optionalArguments
+    }
+
+    /// Reads the parameters from a `connect` command. A missing `app` reads as "".
+    public init(_ command: CommandMessage) {
+        let object = command.commandObject
+        self.init(
+            transactionID: command.transactionID,
+            app: object["app"]?.stringValue ?? "",
+            tcUrl: object["tcUrl"]?.stringValue,
+            flashVer: object["flashVer"]?.stringValue,
+            swfUrl: object["swfUrl"]?.stringValue,
+            pageUrl: object["pageUrl"]?.stringValue,
+            objectEncoding: object["objectEncoding"]?.numberValue ?? 0,
+            commandObject: object,
+            optionalArguments: command.arguments
+        )
+    }
+}

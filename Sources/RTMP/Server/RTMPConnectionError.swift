@@ -1,0 +1,57 @@
+/// Why the server closed an RTMP connection. Each case is logged once and counted in
+/// `estuary_rtmp_connections_closed_total{reason=…}`.
+public enum RTMPConnectionError: Error, Equatable, CustomStringConvertible {
+    case handshake(HandshakeError)
+    case chunk(ChunkError)
+    case message(MessageError)
+    case amf0(AMF0Error)
+    case commandBeforeConnect(String)
+    case unknownCommand(String)
+    case badMedia(String)
+    case tooManyPendingMessages(Int)
+    case handshakeTimeout
+    case mediaWithoutPublish
+    case evicted
+    case invalidStreamName(String)
+
+    /// A short, bounded-cardinality label for metrics.
+    public var reason: String {
+        switch self {
+        case .handshake: "handshake"
+        case .chunk(let error):
+            switch error {
+            case .messageTooLarge: "message_too_large"
+            case .chunkSizeTooLarge, .invalidChunkSize: "bad_chunk_size"
+            case .unknownChunkStream: "unknown_chunk_stream"
+            default: "chunk"
+            }
+        case .message: "bad_message"
+        case .amf0: "bad_amf0"
+        case .commandBeforeConnect: "command_before_connect"
+        case .unknownCommand: "unknown_command"
+        case .badMedia: "bad_media"
+        case .tooManyPendingMessages: "too_many_pending"
+        case .handshakeTimeout: "handshake_timeout"
+        case .mediaWithoutPublish: "media_without_publish"
+        case .evicted: "evicted"
+        case .invalidStreamName: "invalid_stream_name"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .handshake(let error): "malformed handshake: \(error)"
+        case .chunk(let error): "chunk stream error: \(error)"
+        case .message(let error): "malformed message: \(error)"
+        case .amf0(let error): "malformed AMF0: \(error)"
+        case .commandBeforeConnect(let name): "'\(name)' before connect"
+        case .unknownCommand(let name): "unknown command '\(name.prefix(64))'"
+        case .badMedia(let why): "bad media: \(why)"
+        case .tooManyPendingMessages(let count): "\(count) messages sent while a decision was pending"
+        case .handshakeTimeout: "no handshake within the timeout"
+        case .mediaWithoutPublish: "media sent without publish"
+        case .evicted: "replaced by a newer publisher"
+        case .invalidStreamName(let name): "invalid stream name '\(name.prefix(64))'"
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import Logging
+import Media
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+
+/// The RTMP listener: accepts connections and runs an `RTMPServerConnectionHandler` on
+/// each. A `Service`: on graceful shutdown it stops accepting, tells every peer the
+/// stream is over (`onStatus`), and closes the connections.
+public final class RTMPServer: Service, Sendable {
+    private let configuration: RTMPServerConfiguration
+    private let delegate: any RTMPServerDelegate
+    private let rtmpFormat: Int
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let connections = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
+    private let boundPort = NIOLockedValueBox<Int?>(nil)
+    private let onBound: (@Sendable (Int) -> Void)?
+
+    /// - Parameters:
+    ///   - rtmpFormat: the index of the `RTMPChunkSerializer` among the hubs' serializers.
+    ///   - onBound: called with the listening port once bound (useful with port 0).
+    public init(configuration: RTMPServerConfiguration, delegate: any RTMPServerDelegate, rtmpFormat: Int, group: any EventLoopGroup, logger: Logger, onBound: (@Sendable (Int) -> Void)? = nil) {
+        self.configuration = configuration
+        self.delegate = delegate
+        self.rtmpFormat = rtmpFormat
+        self.group = group
+        self.logger = logger
+        self.onBound = onBound
+    }
+
+    public var port: Int? { boundPort.withLockedValue { $0 } }
+
+    public func run() async throws {
+        let configuration = configuration
+        let delegate = delegate
+        let rtmpFormat = rtmpFormat
+        let logger = logger
+        let connections = connections
+        let server = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 1024)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: configuration.writeBufferLowWaterMark, high: configuration.writeBufferHighWaterMark))
+            .childChannelInitializer { channel in
+                let id = ObjectIdentifier(channel)
+                connections.withLockedValue { $0[id] = channel }
+                channel.closeFuture.whenComplete { _ in
+                    _ = connections.withLockedValue { $0.removeValue(forKey: id) }
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        RTMPServerConnectionHandler(configuration: configuration, delegate: delegate, rtmpFormat: rtmpFormat, logger: logger)
+                    )
+                }
+            }
+            .bind(host: configuration.host, port: configuration.port)
+            .get()
+        let port = server.localAddress?.port ?? configuration.port
+        boundPort.withLockedValue { $0 = port }
+        logger.info("RTMP listening on \(configuration.host):\(port)")
+        onBound?(port)
+
+        try await withGracefulShutdownHandler {
+            try await server.closeFuture.get()
+        } onGracefulShutdown: {
+            server.close(promise: nil)
+        }
+        // Stop every connection politely, then wait (bounded) for them to go.
+        let open = connections.withLockedValue { Array($0.values) }
+        for channel in open {
+            channel.pipeline.fireUserInboundEventTriggered(RTMPServerShutdown())
+        }
+        // A peer that stopped reading cannot take its goodbye; do not wait for it forever.
+        let forceClose = group.next().scheduleTask(in: .seconds(2)) {
+            for channel in open { channel.close(promise: nil) }
+        }
+        for channel in open { _ = try? await channel.closeFuture.get() }
+        forceClose.cancel()
+        logger.info("RTMP listener stopped")
+    }
+}

@@ -1,0 +1,610 @@
+import Logging
+import Media
+import Metrics
+import NIOCore
+
+/// One RTMP connection on the server side: handshake, chunk stream, commands, and then
+/// either publishing into a hub or playing from one.
+///
+/// A single handler owns the whole connection so that bytes are counted exactly (for
+/// acknowledgements) and messages go from the socket to the hub with no pipeline hops.
+/// Protocol parsing is done by the pure `ServerHandshake` and `ChunkDecoder`; session
+/// policy (who may publish or play) is the delegate's.
+final class RTMPServerConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private enum Phase {
+        case handshake(ServerHandshake)
+        case session
+        case closing
+    }
+
+    private enum Role {
+        case none
+        /// Waiting for the delegate's answer; messages that arrive meanwhile are held.
+        case pending
+        case publishing(PublishContext)
+        case playing(PlayContext)
+    }
+
+    private struct PublishContext {
+        var hub: StreamHub
+        var id: StreamHub.PublisherID
+        var path: StreamPath
+        var announcedVideo = false
+        var announcedAudio = false
+    }
+
+    private struct PlayContext {
+        var hub: StreamHub
+        var subscriber: HubSubscriber
+        var path: StreamPath
+        /// The serialiser index this viewer reads, or nil when it needs its own chunking
+        /// (a message stream id other than the shared one).
+        var sharedFormat: Int?
+        var streamID: UInt32
+    }
+
+    private let configuration: RTMPServerConfiguration
+    private let delegate: any RTMPServerDelegate
+    private let rtmpFormat: Int
+    private var logger: Logger
+    private var phase: Phase
+    private var role: Role = .none
+    private var decoder: ChunkDecoder
+    private var encoder = ChunkEncoder()
+    private var inbound: ByteBuffer?
+    private var app: String?
+    private var nextStreamID: UInt32 = RTMPChunkSerializer.streamID
+    private var pendingMessages: [RTMPMessage] = []
+    private var context: ChannelHandlerContext?
+    private var handshakeTimer: Scheduled<Void>?
+    private var remoteAddress = "unknown"
+    // Acknowledgements: the peer asks for one every `peerWindow` bytes it sends.
+    private var bytesReceived: UInt64 = 0
+    private var bytesAcknowledged: UInt64 = 0
+    private var peerWindow: UInt64 = 2_500_000
+    private var needsFlush = false
+    /// NetConnection answers go on chunk stream 3, NetStream status on 5, as nginx-rtmp does.
+    static let connectionChunkStreamID: UInt32 = 3
+    static let streamChunkStreamID: UInt32 = 5
+
+    init(configuration: RTMPServerConfiguration, delegate: any RTMPServerDelegate, rtmpFormat: Int, logger: Logger, random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
+        self.configuration = configuration
+        self.delegate = delegate
+        self.rtmpFormat = rtmpFormat
+        self.logger = logger
+        self.phase = .handshake(ServerHandshake(random: random))
+        self.decoder = ChunkDecoder(limits: configuration.chunkLimits)
+    }
+
+    // MARK: Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if let address = context.channel.remoteAddress {
+            remoteAddress = "\(address.ipAddress ?? "?"):\(address.port ?? 0)"
+        }
+        logger[metadataKey: "conn"] = "\(remoteAddress)"
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        handshakeTimer = context.eventLoop.scheduleTask(in: .init(configuration.handshakeTimeout)) {
+            bound.value.fail(.handshakeTimeout)
+        }
+        RTMPMetrics.connectionsOpened.increment()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        handshakeTimer?.cancel()
+        leaveRole()
+        self.context = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        leaveRole()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        bytesReceived &+= UInt64(bytes.readableBytes)
+        if inbound == nil || inbound?.readableBytes == 0 {
+            inbound = bytes
+        } else {
+            inbound?.writeBuffer(&bytes)
+        }
+        process(context: context)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if case .publishing(let publish) = role { publish.hub.flush() }
+        acknowledgeIfNeeded()
+        flushIfNeeded()
+        context.fireChannelReadComplete()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { drainSubscriber() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let error = error as? RTMPConnectionError {
+            fail(error)
+        } else {
+            logger.debug("connection error: \(error)")
+            context.close(promise: nil)
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is RTMPServerShutdown {
+            shutDown()
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    // MARK: Inbound processing
+
+    private func process(context: ChannelHandlerContext) {
+        guard var buffer = inbound else { return }
+        inbound = nil
+        defer {
+            if buffer.readableBytes > 0 {
+                buffer.discardReadBytes()
+                inbound = buffer
+            }
+        }
+        do {
+            if case .handshake(var handshake) = phase {
+                let action: HandshakeAction
+                do { action = try handshake.feed(&buffer) } catch { throw RTMPConnectionError.handshake(error) }
+                phase = .handshake(handshake)
+                switch action {
+                case .needMoreData:
+                    return
+                case .send(let reply):
+                    context.writeAndFlush(wrapOutboundOut(reply), promise: nil)
+                    // C2 may already be in the buffer.
+                    let next: HandshakeAction
+                    do { next = try handshake.feed(&buffer) } catch { throw RTMPConnectionError.handshake(error) }
+                    phase = .handshake(handshake)
+                    guard next == .completed else { return }
+                case .completed:
+                    break
+                }
+                phase = .session
+                handshakeTimer?.cancel()
+                handshakeTimer = nil
+            }
+            while case .session = phase {
+                let message: RTMPMessage?
+                do { message = try decoder.next(from: &buffer) } catch { throw RTMPConnectionError.chunk(error) }
+                guard let message else { break }
+                try handle(message)
+            }
+        } catch let error as RTMPConnectionError {
+            fail(error)
+        } catch {
+            fail(.badMedia("\(error)"))
+        }
+    }
+
+    private func handle(_ message: RTMPMessage) throws(RTMPConnectionError) {
+        if case .pending = role {
+            guard pendingMessages.count < configuration.maxPendingMessages else {
+                throw .tooManyPendingMessages(pendingMessages.count)
+            }
+            pendingMessages.append(message)
+            return
+        }
+        switch MessageType(rawValue: message.typeID) {
+        case .setChunkSize, .abort:
+            break  // applied by the chunk decoder itself
+        case .acknowledgement:
+            break  // we never throttle on the viewer's acknowledgements
+        case .windowAcknowledgementSize:
+            do {
+                let size = try WindowAcknowledgementSize(from: message.payload)
+                peerWindow = max(UInt64(size.windowSize), 4096)
+            } catch { throw .message(error) }
+        case .setPeerBandwidth:
+            break
+        case .userControl:
+            let event: UserControl
+            do { event = try UserControl(from: message.payload) } catch { throw .message(error) }
+            if case .pingRequest(let timestamp) = event {
+                send(UserControl.pingResponse(timestamp: timestamp).message())
+            }
+        case .commandAMF0, .commandAMF3:
+            let command: CommandMessage
+            do { command = try CommandMessage(from: message) } catch { throw .message(error) }
+            try handle(command, streamID: message.streamID)
+        case .audio, .video, .dataAMF0, .dataAMF3:
+            try handleMedia(message)
+        case .sharedObjectAMF0, .sharedObjectAMF3, .aggregate, nil:
+            // Shared objects and aggregates are Flash-era features no encoder we know
+            // sends; ignore rather than reject so an odd client can still publish.
+            logger.debug("ignoring message type \(message.typeID)")
+        }
+    }
+
+    // MARK: Commands
+
+    private func handle(_ message: CommandMessage, streamID: UInt32) throws(RTMPConnectionError) {
+        let command: RTMPCommand
+        do { command = try RTMPCommand(message) } catch { throw .message(error) }
+        if app == nil {
+            guard case .connect = command else { throw .commandBeforeConnect(message.name) }
+        }
+        switch command {
+        case .connect(let connect):
+            try handleConnect(connect)
+        case .releaseStream(let transactionID, _), .fcUnpublish(let transactionID, _), .getStreamLength(let transactionID, _):
+            // nginx-rtmp answers these with an empty `_result` when a reply is expected.
+            if transactionID != 0 { send(CommandMessage.result(transactionID: transactionID).message(chunkStreamID: Self.connectionChunkStreamID)) }
+        case .receiveAudio, .receiveVideo, .pause:
+            break  // live streams ignore these, as nginx-rtmp does
+        case .fcPublish(let transactionID, let name):
+            if transactionID != 0 { send(CommandMessage.result(transactionID: transactionID).message(chunkStreamID: Self.connectionChunkStreamID)) }
+            send(CommandMessage.onFCPublish(streamName: name).message(chunkStreamID: Self.connectionChunkStreamID))
+        case .createStream(let transactionID):
+            let id = nextStreamID
+            nextStreamID &+= 1
+            send(CommandMessage.createStreamResult(transactionID: transactionID, streamID: id).message(chunkStreamID: Self.connectionChunkStreamID))
+        case .publish(_, let name, let type):
+            try startPublish(rawName: name, type: type, streamID: streamID)
+        case .play(_, let name, _, _, _):
+            try startPlay(rawName: name, streamID: streamID)
+        case .deleteStream, .closeStream:
+            leaveRole()
+            role = .none
+        case .result, .error, .onStatus:
+            break
+        case .unknown(let name):
+            // Harmless extensions some clients send; everything else is rejected so a
+            // confused or hostile peer does not linger.
+            switch name {
+            case "FCSubscribe", "FCUnsubscribe", "_checkbw", "onBWDone", "onBWCheck", "seek":
+                break
+            default:
+                throw .unknownCommand(name)
+            }
+        }
+    }
+
+    private func handleConnect(_ connect: ConnectCommand) throws(RTMPConnectionError) {
+        guard app == nil else { return }
+        let app = connect.app.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
+        let trimmed = app.hasSuffix("/") ? String(app.dropLast()) : app
+        guard StreamPath.isValidComponent(trimmed) else {
+            send(CommandMessage.connectError(transactionID: connect.transactionID, description: "invalid application name").message(chunkStreamID: Self.connectionChunkStreamID))
+            throw .invalidStreamName(trimmed)
+        }
+        self.app = trimmed
+        logger[metadataKey: "app"] = "\(trimmed)"
+        send(WindowAcknowledgementSize(windowSize: configuration.windowAcknowledgementSize).message())
+        send(SetPeerBandwidth(windowSize: configuration.windowAcknowledgementSize, limitType: .dynamic).message())
+        send(SetChunkSize(chunkSize: UInt32(configuration.outgoingChunkSize)).message())
+        encoder.chunkSize = configuration.outgoingChunkSize
+        send(CommandMessage.connectResult(transactionID: connect.transactionID, objectEncoding: connect.objectEncoding).message(chunkStreamID: Self.connectionChunkStreamID))
+    }
+
+    /// Splits `name?query` and validates the name.
+    private func streamPath(from rawName: String) throws(RTMPConnectionError) -> (StreamPath, String) {
+        let parts = rawName.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let name = parts.first.map(String.init) ?? ""
+        let query = parts.count > 1 ? String(parts[1]) : ""
+        do {
+            return (try StreamPath(app: app ?? "", name: name), query)
+        } catch {
+            throw .invalidStreamName(name)
+        }
+    }
+
+    private func startPublish(rawName: String, type: String, streamID: UInt32) throws(RTMPConnectionError) {
+        guard case .none = role else { return }
+        let path: StreamPath
+        let query: String
+        do {
+            (path, query) = try streamPath(from: rawName)
+        } catch {
+            status(.error, .publishBadName, "Invalid stream name", streamID: streamID)
+            throw error
+        }
+        guard let context else { return }
+        role = .pending
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let request = RTMPPublishRequest(path: path, query: query, publishType: type, remoteAddress: remoteAddress, evict: {
+            bound.eventLoop.execute { bound.value.fail(.evicted) }
+        })
+        let delegate = delegate
+        let promise = context.eventLoop.makePromise(of: RTMPPublishDecision.self)
+        promise.completeWithTask { await delegate.publish(request) }
+        promise.futureResult.assumeIsolated().whenSuccess { decision in
+            self.resolvePublish(decision, path: path, streamID: streamID)
+        }
+    }
+
+    private func resolvePublish(_ decision: RTMPPublishDecision, path: StreamPath, streamID: UInt32) {
+        guard case .pending = role, case .session = phase else {
+            // The connection went away while we waited: give the stream back.
+            if case .accept(let hub, let id) = decision {
+                let delegate = delegate
+                hub.detachPublisher(id: id)
+                Task { await delegate.unpublished(path, id: id) }
+            }
+            return
+        }
+        switch decision {
+        case .accept(let hub, let id):
+            role = .publishing(PublishContext(hub: hub, id: id, path: path))
+            logger[metadataKey: "stream"] = "\(path)"
+            logger.info("publishing")
+            send(UserControl.streamBegin(streamID: streamID).message())
+            status(.status, .publishStart, "\(path) is now published", streamID: streamID)
+            RTMPMetrics.publishes.increment()
+            replayPending()
+        case .reject(let code, let description):
+            logger.notice("publish of \(path) refused: \(code.rawValue)")
+            RTMPMetrics.refusedPublishes.increment()
+            status(.error, code, description, streamID: streamID)
+            closeAfterFlush()
+        }
+        flushIfNeeded()
+    }
+
+    private func startPlay(rawName: String, streamID: UInt32) throws(RTMPConnectionError) {
+        guard case .none = role else { return }
+        let path: StreamPath
+        let query: String
+        do {
+            (path, query) = try streamPath(from: rawName)
+        } catch {
+            status(.error, .playStreamNotFound, "Invalid stream name", streamID: streamID)
+            throw error
+        }
+        guard let context else { return }
+        role = .pending
+        let delegate = delegate
+        let request = RTMPPlayRequest(path: path, query: query, remoteAddress: remoteAddress)
+        let promise = context.eventLoop.makePromise(of: RTMPPlayDecision.self)
+        promise.completeWithTask { await delegate.play(request) }
+        promise.futureResult.assumeIsolated().whenSuccess { decision in
+            self.resolvePlay(decision, path: path, streamID: streamID)
+        }
+    }
+
+    private func resolvePlay(_ decision: RTMPPlayDecision, path: StreamPath, streamID: UInt32) {
+        guard case .pending = role, case .session = phase, let context else { return }
+        switch decision {
+        case .accept(let hub):
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            let shared = streamID == RTMPChunkSerializer.streamID && encoder.chunkSize == RTMPChunkSerializer.chunkSize
+            let subscriber = HubSubscriber(format: shared ? rtmpFormat : nil, maxQueueBytes: hub.configuration.subscriberQueueBytes) {
+                bound.eventLoop.execute { bound.value.drainSubscriber() }
+            }
+            role = .playing(PlayContext(hub: hub, subscriber: subscriber, path: path, sharedFormat: shared ? rtmpFormat : nil, streamID: streamID))
+            logger[metadataKey: "stream"] = "\(path)"
+            logger.debug("playing")
+            send(UserControl.streamBegin(streamID: streamID).message())
+            status(.status, .playReset, "Playing and resetting \(path)", streamID: streamID)
+            status(.status, .playStart, "Started playing \(path)", streamID: streamID)
+            send(DataMessage.sampleAccess().message(streamID: streamID))
+            flushIfNeeded()
+            RTMPMetrics.plays.increment()
+            if !hub.subscribe(subscriber) {
+                status(.status, .playUnpublishNotify, "\(path) ended", streamID: streamID)
+                closeAfterFlush()
+            }
+        case .notFound:
+            logger.debug("play of unknown stream \(path)")
+            status(.error, .playStreamNotFound, "No such stream: \(path)", streamID: streamID)
+            closeAfterFlush()
+        case .reject(let code, let description):
+            status(.error, code, description, streamID: streamID)
+            closeAfterFlush()
+        }
+        flushIfNeeded()
+    }
+
+    private func replayPending() {
+        let held = pendingMessages
+        pendingMessages = []
+        do {
+            for message in held { try handle(message) }
+        } catch {
+            fail(error)
+        }
+        if case .publishing(let publish) = role { publish.hub.flush() }
+    }
+
+    // MARK: Media
+
+    private func handleMedia(_ message: RTMPMessage) throws(RTMPConnectionError) {
+        guard case .publishing(var publish) = role else {
+            // Players may send nothing but control; media from a non-publisher is abuse.
+            throw .mediaWithoutPublish
+        }
+        let frame: MediaFrame
+        switch MessageType(rawValue: message.typeID) {
+        case .dataAMF0, .dataAMF3:
+            // Only metadata is kept; other data messages (cue points, text) are dropped.
+            guard let metadata = try? DataMessage(from: message), let body = metadata.metadataBody() else { return }
+            frame = MediaFrame(kind: .script, timestamp: Int64(message.timestamp), payload: body)
+        case .audio, .video:
+            guard message.payload.readableBytes > 0 else { return }  // some encoders send empty keep-alives
+            let kind: MediaKind = message.typeID == MediaKind.audio.rawValue ? .audio : .video
+            do {
+                frame = try MediaFrame.classified(kind: kind, timestamp: Int64(message.timestamp), payload: message.payload)
+                if frame.isSequenceHeader {
+                    try validateSequenceHeader(frame, publish: &publish)
+                }
+            } catch {
+                throw .badMedia("\(error)")
+            }
+        default:
+            return
+        }
+        role = .publishing(publish)
+        if !publish.hub.publish(frame, publisher: publish.id) {
+            throw .evicted
+        }
+    }
+
+    /// Parses configuration records before anyone receives them: a garbage record would
+    /// otherwise break every player of the stream.
+    private func validateSequenceHeader(_ frame: MediaFrame, publish: inout PublishContext) throws {
+        var payload = frame.payload
+        switch frame.kind {
+        case .video:
+            let header = try VideoTagHeader(from: payload)
+            payload.moveReaderIndex(forwardBy: header.headerLength)
+            switch header.codec {
+            case .avc:
+                let record = try AVCDecoderConfigurationRecord(from: payload)
+                if !publish.announcedVideo {
+                    logger.info("video: \(record.codecString) \(record.sequenceParameterSet.width)x\(record.sequenceParameterSet.height)")
+                }
+            case .hevc:
+                let record = try HEVCDecoderConfigurationRecord(from: payload)
+                if !publish.announcedVideo { logger.info("video: \(record.codecString)") }
+            default:
+                break
+            }
+            publish.announcedVideo = true
+        case .audio:
+            let header = try AudioTagHeader(from: payload)
+            if header.soundFormat == .aac {
+                payload.moveReaderIndex(forwardBy: header.headerLength)
+                let config = try AudioSpecificConfig(from: payload)
+                if !publish.announcedAudio {
+                    logger.info("audio: \(config.codecString) \(config.sampleRate) Hz \(config.channelCount) ch")
+                }
+            }
+            publish.announcedAudio = true
+        case .script:
+            break
+        }
+    }
+
+    // MARK: Playback
+
+    private func drainSubscriber() {
+        guard case .playing(let play) = role, let context, context.channel.isActive else { return }
+        guard context.channel.isWritable else { return }  // resumed by channelWritabilityChanged
+        let batch = play.subscriber.drain()
+        for packet in batch.packets {
+            if let format = play.sharedFormat, let bytes = packet.bytes(for: format) {
+                context.write(wrapOutboundOut(bytes), promise: nil)
+            } else {
+                let bytes = RTMPChunkSerializer.serialize(packet.frame, streamID: play.streamID, chunkSize: encoder.chunkSize, allocator: context.channel.allocator)
+                context.write(wrapOutboundOut(bytes), promise: nil)
+            }
+        }
+        if batch.ended {
+            send(UserControl.streamEOF(streamID: play.streamID).message())
+            status(.status, .playUnpublishNotify, "\(play.path) ended", streamID: play.streamID)
+            closeAfterFlush()
+        }
+        context.flush()
+        needsFlush = false
+    }
+
+    // MARK: Output and teardown
+
+    private func status(_ level: StatusLevel, _ code: StatusCode, _ description: String, streamID: UInt32) {
+        send(CommandMessage.onStatus(level: level, code: code, description: description).message(chunkStreamID: Self.streamChunkStreamID, streamID: streamID))
+    }
+
+    private func send(_ message: RTMPMessage) {
+        guard let context else { return }
+        var buffer = context.channel.allocator.buffer(capacity: message.payload.readableBytes + 32)
+        encoder.encode(message, into: &buffer)
+        context.write(wrapOutboundOut(buffer), promise: nil)
+        needsFlush = true
+    }
+
+    private func flushIfNeeded() {
+        guard needsFlush, let context else { return }
+        needsFlush = false
+        context.flush()
+    }
+
+    private func acknowledgeIfNeeded() {
+        guard bytesReceived - bytesAcknowledged >= peerWindow else { return }
+        bytesAcknowledged = bytesReceived
+        send(Acknowledgement(sequenceNumber: UInt32(truncatingIfNeeded: bytesReceived)).message())
+    }
+
+    /// Gives up the stream or the subscription this connection holds. Idempotent.
+    private func leaveRole() {
+        switch role {
+        case .publishing(let publish):
+            let delegate = delegate
+            let path = publish.path
+            let id = publish.id
+            publish.hub.detachPublisher(id: id)
+            Task { await delegate.unpublished(path, id: id) }
+            logger.info("unpublished")
+        case .playing(let play):
+            play.hub.unsubscribe(play.subscriber)
+            let stats = play.subscriber.statistics
+            if stats.skips > 0 {
+                logger.info("viewer left after \(stats.skips) queue overflows (\(stats.droppedFrames) frames skipped)")
+            }
+        case .none, .pending:
+            break
+        }
+        role = .none
+        pendingMessages = []
+    }
+
+    private func fail(_ error: RTMPConnectionError) {
+        guard let context else { return }
+        if case .closing = phase { return }
+        phase = .closing
+        if error == .evicted {
+            logger.notice("closing: \(error)")
+        } else {
+            logger.warning("closing connection: \(error)")
+        }
+        RTMPMetrics.closed(reason: error.reason)
+        leaveRole()
+        flushIfNeeded()
+        context.close(promise: nil)
+    }
+
+    private func closeAfterFlush() {
+        guard let context else { return }
+        phase = .closing
+        leaveRole()
+        needsFlush = false
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0))).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
+    }
+
+    /// Server shutdown: tell the peer why and close.
+    private func shutDown() {
+        switch role {
+        case .playing(let play):
+            send(UserControl.streamEOF(streamID: play.streamID).message())
+            status(.status, .playUnpublishNotify, "server shutting down", streamID: play.streamID)
+        case .publishing:
+            status(.status, .unpublishSuccess, "server shutting down", streamID: RTMPChunkSerializer.streamID)
+        case .none, .pending:
+            break
+        }
+        closeAfterFlush()
+    }
+}
+
+@available(*, unavailable)
+extension RTMPServerConnectionHandler: Sendable {}
+
+/// Sent through a connection's pipeline when the server shuts down gracefully.
+public struct RTMPServerShutdown: Sendable {
+    public init() {}
+}

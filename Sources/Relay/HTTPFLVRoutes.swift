@@ -1,0 +1,95 @@
+import Hummingbird
+import Logging
+import Media
+import Metrics
+import NIOCore
+
+/// `GET /{app}/{name}.flv`: a live FLV stream over chunked HTTP, as flv.js, mpegts.js,
+/// ffplay and VLC play it.
+///
+/// Each viewer is a hub subscriber reading the hub's shared FLV tag bytes; the response
+/// task wakes once per publisher burst and writes everything queued in one batch.
+public struct HTTPFLVRoutes: Sendable {
+    public let registry: StreamRegistry
+    /// The index of the `FLVTagSerializer` among the hubs' serializers.
+    public let flvFormat: Int
+    private let logger: Logger
+
+    public init(registry: StreamRegistry, flvFormat: Int, logger: Logger) {
+        self.registry = registry
+        self.flvFormat = flvFormat
+        self.logger = logger
+    }
+
+    public func register<Context: RequestContext>(on router: Router<Context>) {
+        router.get("/:app/:file") { request, context in
+            try await self.stream(app: context.parameters.get("app") ?? "", file: context.parameters.get("file") ?? "")
+        }
+    }
+
+    func stream(app: String, file: String) async throws -> Response {
+        guard file.hasSuffix(".flv"), let path = try? StreamPath(app: app, name: String(file.dropLast(4))) else {
+            RelayMetrics.rejectedRequests(reason: "bad_path")
+            return Self.notFound()
+        }
+        guard let hub = await registry.hub(for: path) else {
+            return Self.notFound()
+        }
+        let format = flvFormat
+        let records = hub.configurationRecords
+        let preamble = FLVFileHeader.httpFLVPreamble(
+            hasAudio: records.audio != nil || records.video == nil,
+            hasVideo: records.video != nil || records.audio == nil,
+            allocator: ByteBufferAllocator()
+        )
+        let logger = logger
+        var headers = HTTPFields()
+        headers[.contentType] = "video/x-flv"
+        headers[.cacheControl] = "no-cache, no-store"
+        headers[.accessControlAllowOrigin] = "*"
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            let (wakes, waker) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+            let subscriber = HubSubscriber(format: format, maxQueueBytes: hub.configuration.subscriberQueueBytes) {
+                waker.yield()
+            }
+            RelayMetrics.flvViewers.increment()
+            defer {
+                hub.unsubscribe(subscriber)
+                waker.finish()
+                RelayMetrics.flvViewers.decrement()
+                let statistics = subscriber.statistics
+                if statistics.skips > 0 {
+                    logger.info("HTTP-FLV viewer of \(path) left after \(statistics.skips) queue overflows (\(statistics.droppedFrames) frames skipped)")
+                }
+            }
+            try await writer.write(preamble)
+            guard hub.subscribe(subscriber) else {
+                try await writer.finish(nil)
+                return
+            }
+            for await _ in wakes {
+                let batch = subscriber.drain()
+                if !batch.packets.isEmpty {
+                    try await writer.write(contentsOf: batch.packets.lazy.compactMap { $0.bytes(for: format) })
+                }
+                if batch.ended { break }
+            }
+            try await writer.finish(nil)
+        })
+    }
+
+    static func notFound() -> Response {
+        var headers = HTTPFields()
+        headers[.accessControlAllowOrigin] = "*"
+        headers[.contentType] = "text/plain; charset=utf-8"
+        return Response(status: .notFound, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "stream not found\n")))
+    }
+}
+
+enum RelayMetrics {
+    static let flvViewers = Meter(label: "estuary_httpflv_viewers")
+
+    static func rejectedRequests(reason: String) {
+        Counter(label: "estuary_http_requests_rejected_total", dimensions: [("reason", reason)]).increment()
+    }
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Estuary needs to build, run and test, if any are missing.
+# Usage: scripts/install-deps.sh [--bench]   (--bench adds nginx + nginx-rtmp, the benchmark reference)
+set -euo pipefail
+
+packages=(
+  libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libswresample-dev
+  libnats-dev librtmp-dev libsqlite3-dev nats-server ffmpeg rtmpdump pkg-config curl
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(nginx libnginx-mod-rtmp)
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "installing: ${missing[*]}"
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
