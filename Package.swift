@@ -130,17 +130,18 @@ let package = Package(
 )
 
 // libFuzzer targets, built only by scripts/fuzz.sh (ESTUARY_FUZZ=1, -sanitize=fuzzer).
-// They are kept out of normal builds because they have no `main` of their own.
+// They are kept out of normal builds: they link only with libFuzzer's runtime.
 if Context.environment["ESTUARY_FUZZ"] != nil {
     let fuzzTargets: [(name: String, module: String)] = [
         ("FuzzChunkDecoder", "RTMP"), ("FuzzAMF0", "RTMP"), ("FuzzCommand", "RTMP"),
         ("FuzzHandshake", "RTMP"), ("FuzzCodecConfig", "Media"), ("FuzzFLV", "Media"),
     ]
+    package.targets.append(.target(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"))
     for target in fuzzTargets {
         package.targets.append(
             .executableTarget(
                 name: target.name,
-                dependencies: [.byName(name: target.module), .product(name: "NIOCore", package: "swift-nio")],
+                dependencies: ["CLibFuzzer", .byName(name: target.module), .product(name: "NIOCore", package: "swift-nio")],
                 path: "Fuzz/\(target.name)",
                 swiftSettings: strict
             )

@@ -20,8 +20,8 @@ fi
 seeds="../shared/fuzz-seeds/gortmplib"
 scratch=".build-fuzz"
 build() {
-  ESTUARY_FUZZ=1 swift build --scratch-path "$scratch" -c release \
-    -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library "$@"
+  ESTUARY_FUZZ=1 swift build --scratch-path "$scratch" -c debug \
+    -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld "$@"
 }
 
 products=()
@@ -29,7 +29,7 @@ for target in "${targets[@]}"; do products+=(--product "$target"); done
 # One product per invocation keeps SwiftPM from relinking everything for each.
 for target in "${targets[@]}"; do
   build --product "$target" 2>&1 | grep -vE "^(warning: .*unhandled|\[[0-9]+/[0-9]+\])" || true
-  [[ -x "$scratch/release/$target" ]] || { echo "fuzz: $target did not build" >&2; exit 1; }
+  [[ -x "$scratch/debug/$target" ]] || { echo "fuzz: $target did not build" >&2; exit 1; }
 done
 
 failed=0
@@ -45,7 +45,7 @@ for target in "${targets[@]}"; do
   existing=()
   for dir in "${seed_dirs[@]}"; do [[ -d "$dir" ]] && existing+=("$dir"); done
   echo "fuzz: $target for ${seconds}s"
-  if ! "$scratch/release/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  if ! "$scratch/debug/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
         -artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" "${existing[@]}" \
         > "Fuzz/.out/$target/log.txt" 2>&1; then
     echo "fuzz: $target FAILED; see Fuzz/.out/$target/log.txt" >&2

@@ -1,10 +1,13 @@
 // libFuzzer target: codec configuration records and FLV audio/video tag headers, the
 // parsers that see every publisher's sequence headers.
 import Media
+import CLibFuzzer
+import Glibc
 import NIOCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzCodecConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+func fuzzCodecConfig(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    guard let data, size > 0 else { return 0 }
     let payload = ByteBuffer(bytes: UnsafeBufferPointer(start: data, count: size))
     if let record = try? AVCDecoderConfigurationRecord(from: payload) { _ = record.codecString }
     if let record = try? HEVCDecoderConfigurationRecord(from: payload) { _ = record.codecString }
@@ -15,3 +18,7 @@ public func fuzzCodecConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     _ = try? MediaFrame.classified(kind: .audio, timestamp: 0, payload: payload)
     return 0
 }
+
+var arguments = CommandLine.argc
+var argumentVector: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+exit(LLVMFuzzerRunDriver(&arguments, &argumentVector) { data, size in fuzzCodecConfig(data, size) })

@@ -1,11 +1,14 @@
 // libFuzzer target: the RTMP chunk stream decoder.
 // Every message that decodes must re-encode, and the re-encoding must decode back to the
 // same message (type, stream, timestamp, payload).
+import CLibFuzzer
+import Glibc
 import NIOCore
 import RTMP
 
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzChunkDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+func fuzzChunkDecoder(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    guard let data, size > 0 else { return 0 }
     var input = ByteBuffer(bytes: UnsafeBufferPointer(start: data, count: size))
     var decoder = ChunkDecoder(limits: ChunkLimits(maxMessageSize: 1 << 20, maxChunkSize: 65536, maxChunkStreams: 16, maxBufferedBytes: 4 << 20))
     let encoder = ChunkEncoder(chunkSize: 128)
@@ -24,3 +27,7 @@ public func fuzzChunkDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     }
     return 0
 }
+
+var arguments = CommandLine.argc
+var argumentVector: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+exit(LLVMFuzzerRunDriver(&arguments, &argumentVector) { data, size in fuzzChunkDecoder(data, size) })

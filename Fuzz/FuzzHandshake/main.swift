@@ -1,4 +1,6 @@
 // libFuzzer target: the server handshake state machine fed arbitrary client bytes.
+import CLibFuzzer
+import Glibc
 import NIOCore
 import RTMP
 
@@ -12,7 +14,8 @@ struct FixedRandom: RandomNumberGenerator, Sendable {
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzHandshake(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+func fuzzHandshake(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    guard let data, size > 0 else { return 0 }
     var input = ByteBuffer(bytes: UnsafeBufferPointer(start: data, count: size))
     var handshake = ServerHandshake(random: FixedRandom())
     for _ in 0..<4 {
@@ -21,3 +24,7 @@ public func fuzzHandshake(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     return 0
 }
+
+var arguments = CommandLine.argc
+var argumentVector: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+exit(LLVMFuzzerRunDriver(&arguments, &argumentVector) { data, size in fuzzHandshake(data, size) })

@@ -1,9 +1,12 @@
 // libFuzzer target: AMF0. A value sequence that decodes must re-encode and decode equal.
+import CLibFuzzer
+import Glibc
 import NIOCore
 import RTMP
 
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzAMF0(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+func fuzzAMF0(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    guard let data, size > 0 else { return 0 }
     var input = ByteBuffer(bytes: UnsafeBufferPointer(start: data, count: size))
     let decoder = AMF0Decoder()
     guard let values = try? decoder.decodeAll(from: &input) else { return 0 }
@@ -19,3 +22,7 @@ public func fuzzAMF0(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     precondition(first == second, "AMF0 round trip changed the values")
     return 0
 }
+
+var arguments = CommandLine.argc
+var argumentVector: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+exit(LLVMFuzzerRunDriver(&arguments, &argumentVector) { data, size in fuzzAMF0(data, size) })

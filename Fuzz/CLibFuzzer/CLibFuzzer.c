@@ -1,0 +1,2 @@
+// Declarations only; the symbol comes from libFuzzer (-sanitize=fuzzer).
+#include "CLibFuzzer.h"

@@ -1,0 +1,244 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import Testing
+
+@testable import Media
+
+/// Fan-out behaviour of `StreamHub` and `HubSubscriber`, driven with real FLV tag bodies
+/// (the AVC and AAC configuration records from the test vectors).
+@Suite struct StreamHubTests {
+    static let path = try! StreamPath(app: "live", name: "hub")  // literal, valid by construction
+
+    /// Counts serialisations, to prove each frame is serialised once per format.
+    final class CountingSerializer: FrameSerializer {
+        let count = NIOLockedValueBox(0)
+        func serialize(_ frame: MediaFrame, allocator: ByteBufferAllocator) -> ByteBuffer {
+            count.withLockedValue { $0 += 1 }
+            return FLVTagEncoder.encode(frame, allocator: allocator)
+        }
+    }
+
+    static func videoSequenceHeader(timestamp: Int64 = 0) -> MediaFrame {
+        MediaFrame(kind: .video, timestamp: timestamp, isKeyframe: true, isSequenceHeader: true, payload: ByteBuffer(hex: Vectors.avcHigh720TagBody))
+    }
+
+    static func audioSequenceHeader(timestamp: Int64 = 0) -> MediaFrame {
+        MediaFrame(kind: .audio, timestamp: timestamp, isSequenceHeader: true, payload: ByteBuffer(hex: Vectors.aacLC44100StereoTagBody))
+    }
+
+    static func video(_ timestamp: Int64, keyframe: Bool, size: Int = 100) -> MediaFrame {
+        var payload = ByteBuffer(bytes: [keyframe ? 0x17 : 0x27, 0x01, 0, 0, 0])
+        payload.writeRepeatingByte(0xAB, count: size)
+        return MediaFrame(kind: .video, timestamp: timestamp, isKeyframe: keyframe, payload: payload)
+    }
+
+    static func audio(_ timestamp: Int64) -> MediaFrame {
+        MediaFrame(kind: .audio, timestamp: timestamp, payload: ByteBuffer(bytes: [0xAF, 0x01, 1, 2, 3, 4]))
+    }
+
+    static func metadata() -> MediaFrame {
+        MediaFrame(kind: .script, timestamp: 0, payload: ByteBuffer(bytes: [0x02, 0x00, 0x0A] + Array("onMetaData".utf8) + [0x05]))
+    }
+
+    func makeHub(_ configuration: HubConfiguration = .init(), serializer: CountingSerializer = .init()) -> StreamHub {
+        StreamHub(path: Self.path, serializers: [serializer], configuration: configuration)
+    }
+
+    func attach(_ hub: StreamHub, id: StreamHub.PublisherID = 1, now: NIODeadline = .uptimeNanoseconds(1_000_000_000)) throws {
+        let result = hub.attachPublisher(id: id, now: now) {}
+        #expect(result == .attached(replacedIdle: false))
+    }
+
+    @Test func lateJoinerGetsMetadataHeadersThenGOPStartingAtKeyframe() throws {
+        let hub = makeHub()
+        try attach(hub)
+        for frame in [Self.metadata(), Self.audioSequenceHeader(), Self.videoSequenceHeader(),
+                      Self.video(0, keyframe: true), Self.audio(10), Self.video(33, keyframe: false),
+                      Self.video(66, keyframe: true), Self.audio(70), Self.video(100, keyframe: false)] {
+            hub.publish(frame, publisher: 1)
+        }
+        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) {}
+        #expect(hub.subscribe(subscriber))
+        let packets = subscriber.drain().packets
+        let kinds = packets.map { ($0.frame.kind, $0.frame.isSequenceHeader, $0.frame.timestamp) }
+        #expect(kinds.count == 6)
+        #expect(kinds[0].0 == .script)
+        #expect(kinds[1].0 == .audio && kinds[1].1)
+        #expect(kinds[2].0 == .video && kinds[2].1)
+        // The GOP starts at the last keyframe (66), not the first.
+        #expect(packets[3].frame.isKeyframe && packets[3].frame.timestamp == 66)
+        #expect(packets[4].frame.kind == .audio && packets[4].frame.timestamp == 70)
+        #expect(packets[5].frame.timestamp == 100)
+    }
+
+    @Test func eachFrameIsSerialisedOnceAndSharedByAllSubscribers() throws {
+        let serializer = CountingSerializer()
+        let hub = makeHub(serializer: serializer)
+        try attach(hub)
+        let subscribers = (0..<50).map { _ in HubSubscriber(format: 0, maxQueueBytes: 1 << 20) {} }
+        for subscriber in subscribers { hub.subscribe(subscriber) }
+        hub.publish(Self.video(0, keyframe: true), publisher: 1)
+        hub.publish(Self.audio(5), publisher: 1)
+        #expect(serializer.count.withLockedValue { $0 } == 2)
+        let batches = subscribers.map { $0.drain().packets }
+        let firstAddress = batches[0][0].bytes(for: 0)?.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) }
+        for batch in batches {
+            #expect(batch.count == 2)
+            let address = batch[0].bytes(for: 0)?.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) }
+            #expect(address == firstAddress, "every subscriber must get the same storage, not a copy")
+        }
+    }
+
+    @Test func formatsWithoutSubscribersAreNotSerialisedUntilOneJoins() throws {
+        let serializer = CountingSerializer()
+        let hub = makeHub(serializer: serializer)
+        try attach(hub)
+        hub.publish(Self.video(0, keyframe: true), publisher: 1)
+        hub.publish(Self.video(33, keyframe: false), publisher: 1)
+        #expect(serializer.count.withLockedValue { $0 } == 0)
+        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) {}
+        hub.subscribe(subscriber)
+        #expect(serializer.count.withLockedValue { $0 } == 2)  // the cached GOP, filled in once
+        let packets = subscriber.drain().packets
+        #expect(packets.allSatisfy { $0.bytes(for: 0) != nil })
+    }
+
+    @Test func overflowingSubscriberSkipsToNextKeyframeAndOthersAreUnaffected() throws {
+        let hub = makeHub()
+        try attach(hub)
+        hub.publish(Self.videoSequenceHeader(), publisher: 1)
+        let slow = HubSubscriber(format: 0, maxQueueBytes: 1000) {}
+        let fast = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) {}
+        hub.subscribe(slow)
+        hub.subscribe(fast)
+        _ = slow.drain()
+        _ = fast.drain()
+        // 20 frames of ~120 bytes overflow the slow subscriber's 1000 bytes.
+        hub.publish(Self.video(0, keyframe: true), publisher: 1)
+        for index in 1..<20 { hub.publish(Self.video(Int64(index) * 33, keyframe: false), publisher: 1) }
+        #expect(slow.statistics.skips == 1)
+        #expect(slow.queuedBytes <= 1000)
+        hub.publish(Self.video(700, keyframe: true), publisher: 1)
+        hub.publish(Self.video(733, keyframe: false), publisher: 1)
+        let slowPackets = slow.drain().packets
+        // After the skip, delivery resumes exactly at the next keyframe.
+        #expect(slowPackets.first?.frame.isKeyframe == true)
+        #expect(slowPackets.first?.frame.timestamp == 700)
+        #expect(slowPackets.count == 2)
+        #expect(fast.drain().packets.count == 22)
+        #expect(fast.statistics.skips == 0)
+    }
+
+    @Test func configurationRecordsSurviveAnOverflow() throws {
+        let hub = makeHub()
+        try attach(hub)
+        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 600) {}
+        hub.subscribe(subscriber)
+        hub.publish(Self.videoSequenceHeader(), publisher: 1)
+        hub.publish(Self.video(0, keyframe: true), publisher: 1)
+        for index in 1..<10 { hub.publish(Self.video(Int64(index) * 33, keyframe: false), publisher: 1) }
+        let packets = subscriber.drain().packets
+        #expect(subscriber.statistics.skips >= 1)
+        #expect(packets.first?.frame.isSequenceHeader == true)
+    }
+
+    @Test func wakesOncePerBurstNotPerFrame() throws {
+        let hub = makeHub()
+        try attach(hub)
+        let wakes = NIOLockedValueBox(0)
+        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { wakes.withLockedValue { $0 += 1 } }
+        hub.subscribe(subscriber)  // an empty hub: nothing to replay, no wake
+        #expect(wakes.withLockedValue { $0 } == 0)
+        for index in 0..<10 { hub.publish(Self.audio(Int64(index) * 23), publisher: 1) }
+        hub.flush()
+        hub.flush()
+        #expect(wakes.withLockedValue { $0 } == 1)
+        #expect(subscriber.drain().packets.count == 10)
+        hub.publish(Self.audio(300), publisher: 1)
+        hub.flush()
+        #expect(wakes.withLockedValue { $0 } == 2)
+    }
+
+    @Test func identicalSequenceHeadersFromAReconnectAreNotForwardedAgain() throws {
+        let hub = makeHub()
+        try attach(hub)
+        hub.publish(Self.videoSequenceHeader(), publisher: 1)
+        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) {}
+        hub.subscribe(subscriber)
+        #expect(subscriber.drain().packets.count == 1)
+        hub.publish(Self.videoSequenceHeader(timestamp: 5000), publisher: 1)
+        #expect(subscriber.drain().packets.isEmpty)
+        // A changed configuration is forwarded.
+        var changed = Self.videoSequenceHeader(timestamp: 6000)
+        changed.payload = ByteBuffer(hex: Vectors.avcBaseline360TagBody)
+        hub.publish(changed, publisher: 1)
+        #expect(subscriber.drain().packets.count == 1)
+    }
+
+    @Test func secondPublisherIsRefusedWhileTheFirstIsActiveAndTakesOverWhenIdle() throws {
+        let hub = makeHub()
+        let start = NIODeadline.uptimeNanoseconds(10_000_000_000)
+        let evicted = NIOLockedValueBox(false)
+        #expect(hub.attachPublisher(id: 1, now: start) { evicted.withLockedValue { $0 = true } } == .attached(replacedIdle: false))
+        hub.publish(Self.audio(0), publisher: 1, now: start + .milliseconds(500))
+        let busy = hub.attachPublisher(id: 2, now: start + .milliseconds(1500)) {}
+        #expect(busy == .busy(idleFor: .seconds(1)))
+        #expect(evicted.withLockedValue { $0 } == false)
+        let takeover = hub.attachPublisher(id: 3, now: start + .milliseconds(2600)) {}
+        #expect(takeover == .attached(replacedIdle: true))
+        #expect(evicted.withLockedValue { $0 })
+        // The evicted publisher's frames are refused.
+        #expect(hub.publish(Self.audio(30), publisher: 1) == false)
+        #expect(hub.publish(Self.audio(30), publisher: 3))
+    }
+
+    @Test func timestampsContinueAcrossAPublisherReconnect() throws {
+        let hub = makeHub()
+        try attach(hub, id: 1)
+        let subscriber = HubSubscriber(format: nil, maxQueueBytes: 1 << 20) {}
+        hub.subscribe(subscriber)
+        for index in 0..<30 { hub.publish(Self.video(Int64(index) * 33, keyframe: index == 0), publisher: 1) }
+        hub.detachPublisher(id: 1)
+        try attach(hub, id: 2)
+        // The new encoder restarts its clock at 0.
+        for index in 0..<30 { hub.publish(Self.video(Int64(index) * 33, keyframe: index == 0), publisher: 2) }
+        let timestamps = subscriber.drain().packets.map(\.frame.timestamp)
+        #expect(timestamps.count == 60)
+        #expect(zip(timestamps, timestamps.dropFirst()).allSatisfy { $0 <= $1 }, "timestamps went backwards: \(timestamps)")
+        #expect(timestamps[30] > timestamps[29])
+    }
+
+    @Test func endingTheHubEndsEverySubscriber() throws {
+        let hub = makeHub()
+        try attach(hub)
+        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) {}
+        hub.subscribe(subscriber)
+        hub.end()
+        #expect(subscriber.drain().ended)
+        #expect(hub.subscribe(HubSubscriber(format: 0, maxQueueBytes: 1 << 20) {}) == false)
+        #expect(hub.attachPublisher(id: 9) {} == .ended)
+    }
+
+    @Test func gopCacheIsDroppedWhenAStreamNeverSendsAnotherKeyframe() throws {
+        var configuration = HubConfiguration()
+        configuration.gopCacheMaxFrames = 10
+        let hub = makeHub(configuration)
+        try attach(hub)
+        hub.publish(Self.video(0, keyframe: true), publisher: 1)
+        for index in 1...20 { hub.publish(Self.video(Int64(index) * 33, keyframe: false), publisher: 1) }
+        #expect(hub.statistics.gopFrames <= 10)
+        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) {}
+        hub.subscribe(subscriber)
+        // A new viewer is never handed frames it cannot decode.
+        #expect(subscriber.drain().packets.allSatisfy { $0.frame.isKeyframe } )
+    }
+
+    @Test(arguments: [
+        ("live", "demo", true), ("live", "a.b-c_d", true), ("", "demo", false), ("live", "", false),
+        ("live", "../etc", false), ("live", ".hidden", false), ("li ve", "x", false), ("live", "x/y", false),
+        ("live", String(repeating: "a", count: 129), false), ("live", String(repeating: "a", count: 128), true),
+    ])
+    func streamPathValidation(app: String, name: String, valid: Bool) {
+        #expect(((try? StreamPath(app: app, name: name)) != nil) == valid)
+    }
+}
