@@ -38,7 +38,11 @@ public actor StreamRegistry {
     /// Called when publisher `id` leaves `path`. If nobody publishes again within the
     /// grace period, the stream ends and its viewers are closed.
     public func publisherLeft(_ path: StreamPath, id: StreamHub.PublisherID) {
-        guard let hub = hubs[path], hub.detachPublisher(id: id) else { return }
+        // The connection usually detached already (synchronously, so a reconnect can take
+        // over at once); what matters is whether anyone publishes now.
+        guard let hub = hubs[path] else { return }
+        hub.detachPublisher(id: id)
+        guard !hub.hasPublisher else { return }
         let ticket = (departures[path] ?? 0) &+ 1
         departures[path] = ticket
         let grace = publisherGrace

@@ -14,6 +14,15 @@ public enum RTMPConnectionError: Error, Equatable, CustomStringConvertible {
     case evicted
     case invalidStreamName(String)
 
+    /// A message-layer error, with AMF0 failures reported as such.
+    init(_ error: MessageError) {
+        if case .amf0(let amf0) = error {
+            self = .amf0(amf0)
+        } else {
+            self = .message(error)
+        }
+    }
+
     /// A short, bounded-cardinality label for metrics.
     public var reason: String {
         switch self {

@@ -219,7 +219,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             }
         case .commandAMF0, .commandAMF3:
             let command: CommandMessage
-            do { command = try CommandMessage(from: message) } catch { throw .message(error) }
+            do { command = try CommandMessage(from: message) } catch { throw RTMPConnectionError(error) }
             try handle(command, streamID: message.streamID)
         case .audio, .video, .dataAMF0, .dataAMF3:
             try handleMedia(message)
@@ -234,7 +234,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
 
     private func handle(_ message: CommandMessage, streamID: UInt32) throws(RTMPConnectionError) {
         let command: RTMPCommand
-        do { command = try RTMPCommand(message) } catch { throw .message(error) }
+        do { command = try RTMPCommand(message) } catch { throw RTMPConnectionError(error) }
         if app == nil {
             guard case .connect = command else { throw .commandBeforeConnect(message.name) }
         }
@@ -545,6 +545,8 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             let delegate = delegate
             let path = publish.path
             let id = publish.id
+            // Frames from this connection's last read must reach viewers before the end.
+            publish.hub.flush()
             publish.hub.detachPublisher(id: id)
             Task { await delegate.unpublished(path, id: id) }
             logger.info("unpublished")

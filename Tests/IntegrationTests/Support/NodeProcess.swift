@@ -1,0 +1,202 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The settings an integration test gives a node through `--config` (all optional).
+struct NodeConfig: Encodable, Sendable {
+    var maxMessageSize: Int?
+    var maxChunkSize: Int?
+    var maxChunkStreams: Int?
+    var subscriberQueueBytes: Int?
+    var gopCacheMaxFrames: Int? = 2000
+    var gopCacheMaxBytes: Int? = 64 * 1024 * 1024
+    var publisherIdleTakeoverSeconds: Int? = 2
+    var publisherGraceSeconds: Int? = 1
+    var handshakeTimeoutSeconds: Int?
+}
+
+/// A running `node` process on free ports of 127.0.0.1, with its log in a file.
+final class NodeProcess: Sendable {
+    let process: Subprocess
+    let rtmpPort: Int
+    let httpPort: Int
+    let directory: URL
+    private let stopping = Mutex(false)
+
+    private init(process: Subprocess, rtmpPort: Int, httpPort: Int, directory: URL) {
+        self.process = process
+        self.rtmpPort = rtmpPort
+        self.httpPort = httpPort
+        self.directory = directory
+    }
+
+    /// Starts a node and waits (bounded) until `/healthz` answers 200 and the RTMP port accepts
+    /// connections. Retries on fresh ports if the process dies during startup (a port race).
+    static func start(config: NodeConfig, directory: URL, label: String = "node") async throws -> NodeProcess {
+        let binary = try TestEnvironment.nodeBinary()
+        var lastFailure = ""
+        for attempt in 1...3 {
+            let ports = try await FreePorts.allocate(2)
+            let dataDirectory = directory.appendingPathComponent("\(label)-data-\(attempt)", isDirectory: true)
+            try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
+            let configURL = directory.appendingPathComponent("\(label)-config-\(attempt).json")
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(config).write(to: configURL)
+            let process = try Subprocess.launch(
+                binary,
+                [
+                    "--rtmp-port", String(ports[0]),
+                    "--http-port", String(ports[1]),
+                    "--data-dir", dataDirectory.path,
+                    "--log-level", "info",
+                    "--config", configURL.path,
+                    "--bind", "127.0.0.1",
+                ],
+                name: "\(label)-\(attempt)",
+                directory: directory
+            )
+            let node = NodeProcess(process: process, rtmpPort: ports[0], httpPort: ports[1], directory: directory)
+            let ready = await eventually(timeout: .seconds(20), interval: .milliseconds(50)) {
+                guard process.isRunning else { return true }
+                return await node.isReady()
+            }
+            if ready, process.isRunning {
+                return node
+            }
+            await process.stop()
+            lastFailure = "attempt \(attempt): \(process.termination.map(\.description) ?? "not ready within 20 s"); log:\n\(tail(process.stderrText + process.stdoutText, lines: 40))"
+        }
+        throw IntegrationFailure("node did not start:\n\(lastFailure)")
+    }
+
+    private func isReady() async -> Bool {
+        guard let health = try? await HTTPClient.get(port: self.httpPort, path: "/healthz", timeout: .seconds(1)),
+            health.status == 200
+        else { return false }
+        guard let probe = try? await RawConnection.connect(port: self.rtmpPort, timeout: .seconds(1)) else { return false }
+        await probe.close()
+        return true
+    }
+
+    var rtmpBase: String { "rtmp://127.0.0.1:\(self.rtmpPort)" }
+    var httpBase: String { "http://127.0.0.1:\(self.httpPort)" }
+
+    func rtmpURL(_ app: String, _ name: String) -> String { "\(self.rtmpBase)/\(app)/\(name)" }
+    func flvURL(_ app: String, _ name: String) -> String { "\(self.httpBase)/\(app)/\(name).flv" }
+
+    /// The node's log (stderr and stdout).
+    var log: String { self.process.stderrText + self.process.stdoutText }
+
+    /// Scrapes `/metrics`.
+    func metrics() async throws -> PrometheusSample {
+        let response = try await HTTPClient.get(port: self.httpPort, path: "/metrics", timeout: .seconds(5))
+        guard response.status == 200 else {
+            throw IntegrationFailure("GET /metrics answered \(response.status)")
+        }
+        return PrometheusSample(text: response.bodyText)
+    }
+
+    /// The value of `estuary_rtmp_connections_closed_total{reason=...}` (0 when absent).
+    func closedConnections(reason: String) async throws -> Double {
+        try await self.metrics().sum("estuary_rtmp_connections_closed_total", labels: ["reason": reason])
+    }
+
+    /// True once the test asked the node to stop (an exit after that is not a crash).
+    var stopRequested: Bool { self.stopping.withLock { $0 } }
+
+    /// Sends SIGTERM and returns at once (the graceful-shutdown test watches what follows).
+    func terminate() {
+        self.stopping.withLock { $0 = true }
+        self.process.send(signal: SIGTERM)
+    }
+
+    /// SIGTERM, then SIGKILL after 3 s.
+    @discardableResult
+    func stop() async -> Termination? {
+        self.stopping.withLock { $0 = true }
+        return await self.process.stop(grace: .seconds(3))
+    }
+}
+
+/// A parsed Prometheus text exposition.
+struct PrometheusSample {
+    struct Line {
+        var name: String
+        var labels: [String: String]
+        var value: Double
+    }
+
+    let text: String
+    let lines: [Line]
+
+    init(text: String) {
+        self.text = text
+        var lines: [Line] = []
+        for rawLine in text.split(separator: "\n") {
+            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            guard !line.isEmpty, !line.hasPrefix("#") else { continue }
+            var name = ""
+            var labels: [String: String] = [:]
+            var rest = Substring(line)
+            if let brace = rest.firstIndex(of: "{"), let close = rest.lastIndex(of: "}") {
+                name = String(rest[..<brace])
+                labels = Self.parseLabels(rest[rest.index(after: brace)..<close])
+                rest = rest[rest.index(after: close)...]
+            } else if let space = rest.firstIndex(of: " ") {
+                name = String(rest[..<space])
+                rest = rest[space...]
+            } else {
+                continue
+            }
+            let valueText = rest.trimmingCharacters(in: .whitespaces).split(separator: " ").first.map(String.init) ?? ""
+            guard let value = Double(valueText) else { continue }
+            lines.append(Line(name: name, labels: labels, value: value))
+        }
+        self.lines = lines
+    }
+
+    private static func parseLabels(_ text: Substring) -> [String: String] {
+        var labels: [String: String] = [:]
+        var index = text.startIndex
+        while index < text.endIndex {
+            guard let equals = text[index...].firstIndex(of: "=") else { break }
+            let key = text[index..<equals].trimmingCharacters(in: CharacterSet(charactersIn: " ,"))
+            var cursor = text.index(after: equals)
+            guard cursor < text.endIndex, text[cursor] == "\"" else { break }
+            cursor = text.index(after: cursor)
+            var value = ""
+            while cursor < text.endIndex, text[cursor] != "\"" {
+                if text[cursor] == "\\" {
+                    cursor = text.index(after: cursor)
+                    guard cursor < text.endIndex else { break }
+                }
+                value.append(text[cursor])
+                cursor = text.index(after: cursor)
+            }
+            labels[key] = value
+            index = cursor < text.endIndex ? text.index(after: cursor) : cursor
+        }
+        return labels
+    }
+
+    /// The sum of every sample named `name` whose labels include `labels`.
+    func sum(_ name: String, labels: [String: String] = [:]) -> Double {
+        self.lines
+            .filter { line in line.name == name && labels.allSatisfy { line.labels[$0.key] == $0.value } }
+            .reduce(0) { $0 + $1.value }
+    }
+
+    /// The sample lines of a metric, for messages.
+    func describe(_ name: String) -> String {
+        let matching = self.text.split(separator: "\n").filter { $0.hasPrefix(name) }
+        return matching.isEmpty ? "(no \(name) samples)" : matching.joined(separator: "\n")
+    }
+}
