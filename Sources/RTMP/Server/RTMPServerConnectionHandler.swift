@@ -291,28 +291,23 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         send(CommandMessage.connectResult(transactionID: connect.transactionID, objectEncoding: connect.objectEncoding).message(chunkStreamID: Self.connectionChunkStreamID))
     }
 
-    /// Splits `name?query` and validates the name.
-    private func streamPath(from rawName: String) throws(RTMPConnectionError) -> (StreamPath, String) {
+    /// Splits `name?query` and validates the name; an invalid one is answered with
+    /// `rejection` on the stream before the connection closes.
+    private func streamPath(from rawName: String, rejection: StatusCode, streamID: UInt32) throws(RTMPConnectionError) -> (StreamPath, String) {
         let parts = rawName.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         let name = parts.first.map(String.init) ?? ""
         let query = parts.count > 1 ? String(parts[1]) : ""
         do {
             return (try StreamPath(app: app ?? "", name: name), query)
         } catch {
+            status(.error, rejection, "Invalid stream name", streamID: streamID)
             throw .invalidStreamName(name)
         }
     }
 
     private func startPublish(rawName: String, type: String, streamID: UInt32) throws(RTMPConnectionError) {
         guard case .none = role else { return }
-        let path: StreamPath
-        let query: String
-        do {
-            (path, query) = try streamPath(from: rawName)
-        } catch {
-            status(.error, .publishBadName, "Invalid stream name", streamID: streamID)
-            throw error
-        }
+        let (path, query) = try streamPath(from: rawName, rejection: .publishBadName, streamID: streamID)
         guard let context else { return }
         role = .pending
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -357,14 +352,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
 
     private func startPlay(rawName: String, streamID: UInt32) throws(RTMPConnectionError) {
         guard case .none = role else { return }
-        let path: StreamPath
-        let query: String
-        do {
-            (path, query) = try streamPath(from: rawName)
-        } catch {
-            status(.error, .playStreamNotFound, "Invalid stream name", streamID: streamID)
-            throw error
-        }
+        let (path, query) = try streamPath(from: rawName, rejection: .playStreamNotFound, streamID: streamID)
         guard let context else { return }
         role = .pending
         let delegate = delegate

@@ -1,16 +1,22 @@
 import NIOCore
 
-/// Runs ``ClientHandshake`` at the front of a client pipeline.
+/// Runs a handshake state machine at the front of a pipeline.
 ///
-/// Writes C0+C1 when the channel becomes active (or when added to an active channel), C2 after
-/// S0+S1+S2, then fires ``RTMPHandshakeCompleted``, forwards any bytes that followed S2, and
-/// removes itself. A ``HandshakeError`` is passed on with `fireErrorCaught`.
-public final class ClientHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler {
+/// Writes what the machine sends (C0+C1 on activation for a client; S0+S1+S2 or C2 in
+/// reply), then fires ``RTMPHandshakeCompleted`` as a user inbound event, forwards any bytes
+/// that followed the handshake with `fireChannelRead`, and removes itself. A
+/// ``HandshakeError`` is passed on with `fireErrorCaught` (the session handler logs, counts
+/// and closes); bytes after an error are dropped.
+///
+/// Estuary's own server drives ``ServerHandshake`` inside its connection handler (one
+/// handler per connection); this handler serves clients (the load generator, pull/push)
+/// and pipelines that prefer a separate stage.
+public final class HandshakeHandler<Machine: HandshakeStateMachine>: ChannelInboundHandler, RemovableChannelHandler {
     /// Raw bytes from the socket.
     public typealias InboundIn = ByteBuffer
     /// Bytes that followed the handshake.
     public typealias InboundOut = ByteBuffer
-    /// C0+C1 and C2.
+    /// Handshake packets.
     public typealias OutboundOut = ByteBuffer
 
     private enum State {
@@ -20,12 +26,12 @@ public final class ClientHandshakeHandler: ChannelInboundHandler, RemovableChann
         case failed
     }
 
-    private var handshake: ClientHandshake
+    private var handshake: Machine
     private var state: State = .idle
     private var pending: ByteBuffer?
 
     /// Creates the handler.
-    public init(handshake: ClientHandshake = ClientHandshake()) {
+    public init(handshake: Machine) {
         self.handshake = handshake
     }
 
@@ -45,13 +51,16 @@ public final class ClientHandshakeHandler: ChannelInboundHandler, RemovableChann
     private func start(context: ChannelHandlerContext) {
         guard case .idle = self.state else { return }
         self.state = .handshaking
-        context.writeAndFlush(Self.wrapOutboundOut(self.handshake.start()), promise: nil)
+        if let opening = self.handshake.opening() {
+            context.writeAndFlush(Self.wrapOutboundOut(opening), promise: nil)
+        }
     }
 
     /// Feeds bytes to the handshake.
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch self.state {
         case .completed:
+            // Reads already queued before the removal took effect.
             context.fireChannelRead(data)
             return
         case .failed:
@@ -83,7 +92,6 @@ public final class ClientHandshakeHandler: ChannelInboundHandler, RemovableChann
                 self.pending = buffer
                 return
             case .send(let bytes):
-                self.state = .handshaking
                 context.writeAndFlush(Self.wrapOutboundOut(bytes), promise: nil)
             case .completed:
                 self.state = .completed
@@ -99,4 +107,19 @@ public final class ClientHandshakeHandler: ChannelInboundHandler, RemovableChann
 }
 
 @available(*, unavailable)
-extension ClientHandshakeHandler: Sendable {}
+extension HandshakeHandler: Sendable {}
+
+/// The server side: waits for C0+C1.
+public typealias ServerHandshakeHandler = HandshakeHandler<ServerHandshake>
+/// The client side: sends C0+C1 when the channel becomes active.
+public typealias ClientHandshakeHandler = HandshakeHandler<ClientHandshake>
+
+extension HandshakeHandler where Machine == ServerHandshake {
+    /// A server handshake with system randomness.
+    public convenience init() { self.init(handshake: ServerHandshake()) }
+}
+
+extension HandshakeHandler where Machine == ClientHandshake {
+    /// A plain client handshake with system randomness.
+    public convenience init() { self.init(handshake: ClientHandshake()) }
+}
