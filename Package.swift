@@ -50,6 +50,19 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // FFmpeg's libraries as a Swift module (headers + shims for macros).
+        .systemLibrary(
+            name: "CFFmpeg",
+            path: "Sources/CFFmpeg",
+            pkgConfig: "libavformat",
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev"])]
+        ),
+        // Swift owners of libav objects (muxers into memory; later decoders and encoders).
+        .target(
+            name: "LibAV",
+            dependencies: ["CFFmpeg", "Media", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: strict
+        ),
         // Publish admission and republish policy of the ingest role.
         .target(
             name: "Ingest",
@@ -60,11 +73,11 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // Playback: HTTP-FLV routes and RTMP play, drained from stream hubs.
+        // Playback: HTTP-FLV, HLS/LL-HLS and RTMP play, drained from stream hubs.
         .target(
             name: "Relay",
             dependencies: [
-                "Media", "RTMP",
+                "Media", "RTMP", "LibAV",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -104,6 +117,16 @@ let package = Package(
         .testTarget(
             name: "MediaTests",
             dependencies: ["Media", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LibAVTests",
+            dependencies: ["LibAV", "Media", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "RelayTests",
+            dependencies: ["Relay", "Media", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: strict
         ),
         .testTarget(

@@ -28,10 +28,11 @@ struct EmbeddedNode {
         let admission = PublishAdmission(registry: registry, logger: logger)
         let playback = Playback(registry: registry)
         let group = MultiThreadedEventLoopGroup.singleton
+        let hls = HLSService(configuration: configuration.hls, group: group, logger: logger)
 
         let rtmp = RTMPServer(
             configuration: configuration.rtmp,
-            delegate: EmbeddedRTMPDelegate(admission: admission, playback: playback),
+            delegate: EmbeddedRTMPDelegate(admission: admission, playback: playback, hls: hls),
             rtmpFormat: Format.rtmp,
             group: group,
             logger: logger
@@ -44,6 +45,7 @@ struct EmbeddedNode {
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: metrics.emitToBuffer())))
         }
         HTTPFLVRoutes(registry: registry, flvFormat: Format.flv, logger: logger).register(on: router)
+        HLSRoutes(service: hls).register(on: router)
         let http = Application(
             router: router,
             configuration: .init(address: .hostname(configuration.bindHost, port: configuration.httpPort), serverName: "estuary"),
@@ -69,13 +71,19 @@ struct EmbeddedNode {
     }
 }
 
-/// Publish goes to ingest admission, play to the relay's playback.
+/// Publish goes to ingest admission (and every accepted stream to the HLS segmenter),
+/// play to the relay's playback.
 struct EmbeddedRTMPDelegate: RTMPServerDelegate {
     let admission: PublishAdmission
     let playback: Playback
+    let hls: HLSService
 
     func publish(_ request: RTMPPublishRequest) async -> RTMPPublishDecision {
-        await admission.publish(request)
+        let decision = await admission.publish(request)
+        if case .accept(let hub, _) = decision {
+            await hls.attach(hub)
+        }
+        return decision
     }
 
     func unpublished(_ path: StreamPath, id: StreamHub.PublisherID) async {

@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import RTMP
+import Relay
 
 /// Settings read from `--config FILE` (JSON). Every field is optional; command-line flags
 /// override the file, and the file overrides the built-in defaults. Durations are seconds.
@@ -24,6 +25,9 @@ struct NodeConfigurationFile: Codable, Sendable {
     var publisherIdleTakeoverSeconds: Double?
     var publisherGraceSeconds: Double?
     var handshakeTimeoutSeconds: Double?
+    var hlsSegmentSeconds: Double?
+    var hlsPartSeconds: Double?
+    var hlsWindowSegments: Int?
 
     static func load(from path: String) throws -> NodeConfigurationFile {
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -57,6 +61,7 @@ struct NodeConfiguration: Sendable {
     var dataDir = "data"
     var hub = HubConfiguration()
     var publisherGrace: Duration = .seconds(10)
+    var hls = HLSConfiguration()
 
     mutating func apply(_ file: NodeConfigurationFile) throws {
         if let value = file.bindHost { bindHost = value }
@@ -72,6 +77,12 @@ struct NodeConfiguration: Sendable {
         if let value = file.publisherIdleTakeoverSeconds { hub.publisherIdleTakeover = try seconds(value, "publisherIdleTakeoverSeconds") }
         if let value = file.publisherGraceSeconds { publisherGrace = try seconds(value, "publisherGraceSeconds") }
         if let value = file.handshakeTimeoutSeconds { rtmp.handshakeTimeout = try seconds(value, "handshakeTimeoutSeconds") }
+        if let value = file.hlsSegmentSeconds { hls.targetSegmentDuration = try seconds(value, "hlsSegmentSeconds") }
+        if let value = file.hlsPartSeconds {
+            guard (0.1...2).contains(value) else { throw ConfigurationError.invalidValue("hlsPartSeconds must be within 0.1…2, got \(value)") }
+            hls.partTargetDuration = try seconds(value, "hlsPartSeconds")
+        }
+        if let value = file.hlsWindowSegments { hls.windowSegments = try positive(value, "hlsWindowSegments") }
     }
 
     private func positive(_ value: Int, _ name: String) throws -> Int {

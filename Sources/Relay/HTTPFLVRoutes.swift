@@ -22,8 +22,10 @@ public struct HTTPFLVRoutes: Sendable {
     }
 
     public func register<Context: RequestContext>(on router: Router<Context>) {
-        router.get("/:app/:file") { request, context in
-            try await self.stream(app: context.parameters.get("app") ?? "", file: context.parameters.get("file") ?? "")
+        // The parameter names match the HLS routes' (`/:app/:name/…`): the router requires
+        // one name per position.
+        router.get("/:app/:name") { request, context in
+            try await self.stream(app: context.parameters.get("app") ?? "", file: context.parameters.get("name") ?? "")
         }
     }
 

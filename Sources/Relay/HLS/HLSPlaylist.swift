@@ -1,0 +1,163 @@
+/// Renders HLS playlists (RFC 8216 and its LL-HLS revision, draft-pantos-hls-rfc8216bis).
+enum HLSPlaylist {
+    enum Variant: Sendable {
+        /// Classic HLS: MPEG-TS segments.
+        case transportStream
+        /// Low-latency HLS: fMP4 (CMAF) segments and parts.
+        case lowLatency
+    }
+
+    struct RenditionReport: Sendable {
+        var uri: String
+        var lastSequence: Int
+        var lastPart: Int
+    }
+
+    /// Parts are listed only for segments this close to the live edge (the spec asks for
+    /// parts within three target durations of the end; older ones would only grow the
+    /// playlist).
+    static let segmentsWithParts = 3
+
+    static func media(
+        variant: Variant,
+        segments: [HLSRendition.Segment],
+        discontinuitySequence: Int,
+        ended: Bool,
+        configuration: HLSConfiguration,
+        reports: [RenditionReport]
+    ) -> String {
+        let complete = segments.filter { $0.duration != nil }
+        let longest = complete.compactMap(\.duration).max() ?? 0
+        let target = max(Int(configuration.targetSegmentDuration.seconds.rounded(.up)), Int(longest.rounded()))
+        let partTarget = configuration.partTargetDuration.seconds
+        var lines = ["#EXTM3U"]
+        switch variant {
+        case .transportStream:
+            lines.append("#EXT-X-VERSION:3")
+        case .lowLatency:
+            lines.append("#EXT-X-VERSION:9")
+            // PART-HOLD-BACK must be at least three part targets.
+            lines.append("#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=\(format(partTarget * 3))")
+            lines.append("#EXT-X-PART-INF:PART-TARGET=\(format(partTarget))")
+        }
+        lines.append("#EXT-X-TARGETDURATION:\(max(target, 1))")
+        let listed: [HLSRendition.Segment] = switch variant {
+        case .transportStream: complete
+        case .lowLatency: segments
+        }
+        lines.append("#EXT-X-MEDIA-SEQUENCE:\(listed.first?.sequence ?? 0)")
+        if discontinuitySequence > 0 { lines.append("#EXT-X-DISCONTINUITY-SEQUENCE:\(discontinuitySequence)") }
+
+        var currentMap: Int?
+        let partsFrom = listed.count - segmentsWithParts
+        for (index, segment) in listed.enumerated() {
+            if segment.discontinuity, index > 0 { lines.append("#EXT-X-DISCONTINUITY") }
+            if variant == .lowLatency, currentMap != segment.initSection {
+                lines.append("#EXT-X-MAP:URI=\"init\(segment.initSection).mp4\"")
+                currentMap = segment.initSection
+            }
+            lines.append("#EXT-X-PROGRAM-DATE-TIME:\(iso8601(segment.programDateTime))")
+            if variant == .lowLatency, index >= partsFrom {
+                for (partIndex, part) in segment.parts.enumerated() {
+                    var line = "#EXT-X-PART:DURATION=\(format(part.duration)),URI=\"part\(segment.sequence).\(partIndex).m4s\""
+                    if part.independent { line += ",INDEPENDENT=YES" }
+                    lines.append(line)
+                }
+            }
+            guard let duration = segment.duration else { continue }
+            lines.append("#EXTINF:\(format(duration)),")
+            lines.append(variant == .transportStream ? "seg\(segment.sequence).ts" : "seg\(segment.sequence).m4s")
+        }
+        if variant == .lowLatency, !ended, let last = listed.last {
+            // The next part the segmenter will produce: players request it ahead and we
+            // hold the request until it exists.
+            let hint = last.duration == nil ? "part\(last.sequence).\(last.parts.count).m4s" : "part\(last.sequence + 1).0.m4s"
+            lines.append("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"\(hint)\"")
+            for report in reports {
+                lines.append("#EXT-X-RENDITION-REPORT:URI=\"\(report.uri)\",LAST-MSN=\(report.lastSequence),LAST-PART=\(report.lastPart)")
+            }
+        }
+        if ended { lines.append("#EXT-X-ENDLIST") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    struct VariantStream: Sendable {
+        var uri: String
+        var description: HLSRendition.Description
+        var peakBitrate: Int
+        var averageBitrate: Int
+    }
+
+    static func master(variant: Variant, streams: [VariantStream]) -> String {
+        var lines = ["#EXTM3U", variant == .transportStream ? "#EXT-X-VERSION:3" : "#EXT-X-VERSION:9", "#EXT-X-INDEPENDENT-SEGMENTS"]
+        for stream in streams {
+            // BANDWIDTH must be present; before a segment completes, fall back to a modest guess
+            // that players only use to pick a first rendition.
+            let peak = stream.peakBitrate > 0 ? stream.peakBitrate : 1_000_000
+            var attributes = ["BANDWIDTH=\(peak)"]
+            if stream.averageBitrate > 0 { attributes.append("AVERAGE-BANDWIDTH=\(stream.averageBitrate)") }
+            if !stream.description.codecs.isEmpty { attributes.append("CODECS=\"\(stream.description.codecs.joined(separator: ","))\"") }
+            if let width = stream.description.width, let height = stream.description.height {
+                attributes.append("RESOLUTION=\(width)x\(height)")
+            }
+            if let frameRate = stream.description.frameRate { attributes.append("FRAME-RATE=\(String(format3: frameRate))") }
+            lines.append("#EXT-X-STREAM-INF:" + attributes.joined(separator: ","))
+            lines.append(stream.uri)
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Decimal seconds with millisecond precision, as playlists carry them.
+    static func format(_ seconds: Double) -> String {
+        String(format3: seconds)
+    }
+
+    static func iso8601(_ secondsSince1970: Double) -> String {
+        let milliseconds = Int64((secondsSince1970 * 1000).rounded())
+        let days = Int(milliseconds / 86_400_000)
+        var remainder = Int(milliseconds % 86_400_000)
+        let hour = remainder / 3_600_000
+        remainder %= 3_600_000
+        let minute = remainder / 60_000
+        remainder %= 60_000
+        let second = remainder / 1000
+        let millisecond = remainder % 1000
+        let (year, month, day) = civilDate(daysSince1970: days)
+        func pad(_ value: Int, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(millisecond, 3))Z"
+    }
+
+    /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian calendar).
+    static func civilDate(daysSince1970: Int) -> (Int, Int, Int) {
+        let z = daysSince1970 + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}
+
+extension String {
+    /// `value` with exactly three decimals, without Foundation.
+    init(format3 value: Double) {
+        let thousandths = Int64((value * 1000).rounded())
+        let whole = thousandths / 1000
+        let fraction = abs(thousandths % 1000)
+        let fractionText = String(fraction)
+        self = "\(whole).\(String(repeating: "0", count: 3 - fractionText.count))\(fractionText)"
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

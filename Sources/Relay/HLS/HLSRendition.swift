@@ -1,0 +1,211 @@
+import NIOCore
+
+/// One rendition of a stream (`src`, `720p`, …) as HLS: the window of segments of the
+/// classic variant (MPEG-TS) and of the LL-HLS variant (fMP4 parts), cut at the same
+/// keyframes so both share media sequence numbers.
+///
+/// The segmenter appends; HTTP requests read, and may wait (blocking playlist reload,
+/// preload-hinted parts) until what they ask for exists. State changes once per part
+/// (a few times a second), so an actor costs nothing on the media path.
+public actor HLSRendition {
+    public nonisolated let name: String
+    public nonisolated let configuration: HLSConfiguration
+
+    /// One LL-HLS partial segment.
+    public struct Part: Sendable {
+        public var duration: Double
+        public var independent: Bool
+        public var data: ByteBuffer
+    }
+
+    /// One media segment, in progress until `duration` is set.
+    public struct Segment: Sendable {
+        public var sequence: Int
+        /// Which init segment (EXT-X-MAP) the fMP4 parts need.
+        public var initSection: Int
+        /// The first segment after a break in the stream (new codec parameters).
+        public var discontinuity: Bool
+        public var parts: [Part] = []
+        /// The MPEG-TS segment, once complete.
+        public var transportStream: ByteBuffer?
+        /// Set when the segment is complete.
+        public var duration: Double?
+        /// Wall-clock time of the segment's first frame (EXT-X-PROGRAM-DATE-TIME), seconds since 1970.
+        public var programDateTime: Double
+
+        var byteCount: Int { parts.reduce(0) { $0 + $1.data.readableBytes } + (transportStream?.readableBytes ?? 0) }
+    }
+
+    /// What a master playlist says of this rendition.
+    public struct Description: Sendable, Equatable {
+        public var codecs: [String] = []
+        public var width: Int?
+        public var height: Int?
+        public var frameRate: Double?
+        public var hasVideo = false
+        public var hasAudio = false
+    }
+
+    public private(set) var segments: [Segment] = []
+    public private(set) var initSections: [Int: ByteBuffer] = [:]
+    public private(set) var description = Description()
+    public private(set) var ended = false
+    /// Discontinuities that fell out of the window (EXT-X-DISCONTINUITY-SEQUENCE).
+    public private(set) var discontinuitySequence = 0
+    /// Peak and average bits per second over complete segments in the window.
+    public private(set) var peakBitrate = 0
+    public private(set) var averageBitrate = 0
+
+    private struct Waiter {
+        var id: UInt64
+        var sequence: Int
+        /// nil: wait for the whole segment.
+        var part: Int?
+        var continuation: CheckedContinuation<Bool, Never>
+    }
+    private var waiters: [Waiter] = []
+    private var nextWaiterID: UInt64 = 0
+
+    public init(name: String, configuration: HLSConfiguration) {
+        self.name = name
+        self.configuration = configuration
+    }
+
+    // MARK: Segmenter side
+
+    public func setDescription(_ description: Description) {
+        self.description = description
+    }
+
+    public func addInitSection(_ id: Int, data: ByteBuffer) {
+        initSections[id] = data
+    }
+
+    /// Opens segment `sequence`.
+    public func beginSegment(_ sequence: Int, initSection: Int, discontinuity: Bool, programDateTime: Double) {
+        if let last = segments.last, last.duration == nil {
+            // The segmenter abandoned it (bad input); players see a discontinuity next.
+            segments.removeLast()
+        }
+        segments.append(Segment(sequence: sequence, initSection: initSection, discontinuity: discontinuity, programDateTime: programDateTime))
+        wakeWaiters()
+    }
+
+    /// Appends a part to the open segment.
+    public func addPart(_ part: Part) {
+        guard !segments.isEmpty else { return }
+        segments[segments.count - 1].parts.append(part)
+        wakeWaiters()
+    }
+
+    /// Closes the open segment with its duration and its MPEG-TS bytes.
+    public func completeSegment(duration: Double, transportStream: ByteBuffer) {
+        guard let last = segments.indices.last, segments[last].duration == nil else { return }
+        segments[last].duration = duration
+        segments[last].transportStream = transportStream
+        trimWindow()
+        updateBitrates()
+        wakeWaiters()
+    }
+
+    /// The stream ended: playlists get EXT-X-ENDLIST and every waiter is answered.
+    public func end() {
+        if let last = segments.indices.last, segments[last].duration == nil {
+            // An open segment with no parts is dropped; one with parts cannot be completed
+            // without its TS counterpart, so it is dropped too (its media is in the parts
+            // already served, which players treat as ended).
+            segments.removeLast()
+        }
+        ended = true
+        wakeWaiters()
+    }
+
+    private func trimWindow() {
+        let complete = segments.filter { $0.duration != nil }.count
+        var excess = complete - configuration.windowSegments
+        var bytes = segments.reduce(0) { $0 + $1.byteCount }
+        while let first = segments.first, first.duration != nil, excess > 0 || bytes > configuration.maxRenditionBytes {
+            if first.discontinuity { discontinuitySequence += 1 }
+            bytes -= first.byteCount
+            segments.removeFirst()
+            excess -= 1
+            if segments.count <= 1 { break }
+        }
+        let liveSections = Set(segments.map(\.initSection))
+        initSections = initSections.filter { liveSections.contains($0.key) }
+    }
+
+    private func updateBitrates() {
+        let rates = segments.compactMap { segment -> Int? in
+            guard let duration = segment.duration, duration > 0, let ts = segment.transportStream else { return nil }
+            return Int(Double(ts.readableBytes * 8) / duration)
+        }
+        peakBitrate = rates.max() ?? 0
+        averageBitrate = rates.isEmpty ? 0 : rates.reduce(0, +) / rates.count
+    }
+
+    // MARK: Reader side
+
+    /// The newest media sequence number and part index (LAST-MSN / LAST-PART).
+    public var lastPosition: (sequence: Int, part: Int)? {
+        for segment in segments.reversed() where !segment.parts.isEmpty {
+            return (segment.sequence, segment.parts.count - 1)
+        }
+        return nil
+    }
+
+    /// True when segment `sequence` (or its part `part`) exists.
+    func has(sequence: Int, part: Int?) -> Bool {
+        guard let segment = segments.first(where: { $0.sequence == sequence }) else {
+            // Older than the window counts as present; newer does not.
+            return segments.first.map { sequence < $0.sequence } ?? false
+        }
+        if let part { return segment.parts.count > part || segment.duration != nil }
+        return segment.duration != nil
+    }
+
+    /// Waits until segment `sequence` (or its part `part`) exists, the stream ends, or
+    /// the blocking timeout passes. Returns whether it exists.
+    public func waitFor(sequence: Int, part: Int?) async -> Bool {
+        if has(sequence: sequence, part: part) { return true }
+        if ended { return false }
+        let id = nextWaiterID
+        nextWaiterID &+= 1
+        let timeout = configuration.blockingTimeout
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            await self?.expire(id)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            waiters.append(Waiter(id: id, sequence: sequence, part: part, continuation: continuation))
+        }
+    }
+
+    private func expire(_ id: UInt64) {
+        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return }
+        waiters.remove(at: index).continuation.resume(returning: false)
+    }
+
+    private func wakeWaiters() {
+        var remaining: [Waiter] = []
+        for waiter in waiters {
+            if has(sequence: waiter.sequence, part: waiter.part) {
+                waiter.continuation.resume(returning: true)
+            } else if ended {
+                waiter.continuation.resume(returning: false)
+            } else {
+                remaining.append(waiter)
+            }
+        }
+        waiters = remaining
+    }
+
+    public func segment(_ sequence: Int) -> Segment? {
+        segments.first { $0.sequence == sequence }
+    }
+
+    public func initSection(_ id: Int) -> ByteBuffer? {
+        initSections[id]
+    }
+}

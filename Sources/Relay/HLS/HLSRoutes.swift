@@ -1,0 +1,217 @@
+import Hummingbird
+import Media
+import NIOCore
+
+/// HLS over HTTP:
+///
+/// | path | what |
+/// | --- | --- |
+/// | `/{app}/{name}/index.m3u8` | classic (MPEG-TS) master playlist |
+/// | `/{app}/{name}/llhls.m3u8` | LL-HLS (fMP4) master playlist |
+/// | `/{app}/{name}/{rendition}/index.m3u8`, `seg{N}.ts` | classic media playlist and segments |
+/// | `/{app}/{name}/{rendition}/llhls.m3u8`, `init{I}.mp4`, `seg{N}.m4s`, `part{N}.{P}.m4s` | LL-HLS media playlist, init sections, segments, parts |
+///
+/// Every name is parsed strictly (no file system is involved, so traversal has nothing to
+/// reach); anything else is a 404, malformed query values a 400.
+public struct HLSRoutes: Sendable {
+    public let service: HLSService
+
+    public init(service: HLSService) {
+        self.service = service
+    }
+
+    public func register<Context: RequestContext>(on router: Router<Context>) {
+        // Hummingbird's router needs one parameter name per position, so the master
+        // playlist's file name sits in the position that deeper paths use for the rendition.
+        router.get("/:app/:name/:rendition") { request, context in
+            try await self.master(app: context.parameters.get("app") ?? "", name: context.parameters.get("name") ?? "", file: context.parameters.get("rendition") ?? "")
+        }
+        router.get("/:app/:name/:rendition/:file") { request, context in
+            try await self.media(
+                app: context.parameters.get("app") ?? "",
+                name: context.parameters.get("name") ?? "",
+                rendition: context.parameters.get("rendition") ?? "",
+                file: context.parameters.get("file") ?? "",
+                query: request.uri.queryParameters
+            )
+        }
+    }
+
+    func master(app: String, name: String, file: String) async throws -> Response {
+        let variant: HLSPlaylist.Variant
+        switch file {
+        case "index.m3u8": variant = .transportStream
+        case "llhls.m3u8": variant = .lowLatency
+        default: return Self.status(.notFound)
+        }
+        guard let path = try? StreamPath(app: app, name: name) else { return Self.status(.notFound) }
+        let renditions = await service.renditions(of: path)
+        guard !renditions.isEmpty else { return Self.status(.notFound) }
+        var streams: [HLSPlaylist.VariantStream] = []
+        for (renditionName, rendition) in renditions.sorted(by: { Self.order($0.key, $1.key) }) {
+            // A rendition appears once its first segment exists, so players never get a dead entry.
+            guard await !rendition.segments.isEmpty else { continue }
+            streams.append(HLSPlaylist.VariantStream(
+                uri: "\(renditionName)/\(file)",
+                description: await rendition.description,
+                peakBitrate: await rendition.peakBitrate,
+                averageBitrate: await rendition.averageBitrate
+            ))
+        }
+        guard !streams.isEmpty else { return Self.status(.notFound) }
+        return Self.playlist(HLSPlaylist.master(variant: variant, streams: streams))
+    }
+
+    func media(app: String, name: String, rendition renditionName: String, file: String, query: Parameters) async throws -> Response {
+        guard let path = try? StreamPath(app: app, name: name),
+              let rendition = await service.renditions(of: path)[renditionName],
+              let request = HLSResource(file) else {
+            return Self.status(.notFound)
+        }
+        switch request {
+        case .mediaPlaylist(let variant):
+            return try await mediaPlaylist(rendition, variant: variant, path: path, query: query)
+        case .transportStreamSegment(let sequence):
+            guard let data = await rendition.segment(sequence)?.transportStream else { return Self.status(.notFound) }
+            return Self.media(data, contentType: "video/mp2t")
+        case .initSection(let id):
+            guard let data = await rendition.initSection(id) else { return Self.status(.notFound) }
+            return Self.media(data, contentType: "video/mp4")
+        case .fragmentedSegment(let sequence):
+            guard let segment = await rendition.segment(sequence), segment.duration != nil else { return Self.status(.notFound) }
+            return Self.media(parts: segment.parts.map(\.data))
+        case .part(let sequence, let index):
+            // The preload hint names the next part before it exists: hold the request.
+            if !(await rendition.has(sequence: sequence, part: index)) {
+                guard await rendition.waitFor(sequence: sequence, part: index) else { return Self.status(.notFound) }
+            }
+            guard let segment = await rendition.segment(sequence), index < segment.parts.count else { return Self.status(.notFound) }
+            return Self.media(parts: [segment.parts[index].data])
+        }
+    }
+
+    private func mediaPlaylist(_ rendition: HLSRendition, variant: HLSPlaylist.Variant, path: StreamPath, query: Parameters) async throws -> Response {
+        if variant == .lowLatency, let block = try Self.blockingRequest(query) {
+            if let last = await rendition.lastPosition, block.sequence > last.sequence + 2 {
+                // RFC 8216bis 6.2.5.2: a request too far ahead is a client error.
+                return Self.status(.badRequest)
+            }
+            _ = await rendition.waitFor(sequence: block.sequence, part: block.part)
+        }
+        var reports: [HLSPlaylist.RenditionReport] = []
+        if variant == .lowLatency {
+            for (otherName, other) in await service.renditions(of: path) where other !== rendition {
+                if let last = await other.lastPosition {
+                    reports.append(.init(uri: "../\(otherName)/llhls.m3u8", lastSequence: last.sequence, lastPart: last.part))
+                }
+            }
+        }
+        let text = HLSPlaylist.media(
+            variant: variant,
+            segments: await rendition.segments,
+            discontinuitySequence: await rendition.discontinuitySequence,
+            ended: await rendition.ended,
+            configuration: rendition.configuration,
+            reports: reports
+        )
+        return Self.playlist(text)
+    }
+
+    /// `_HLS_msn` / `_HLS_part` (blocking playlist reload), validated.
+    static func blockingRequest(_ query: Parameters) throws -> (sequence: Int, part: Int?)? {
+        let msn = query.get("_HLS_msn")
+        let part = query.get("_HLS_part")
+        guard let msn else {
+            if part != nil { throw HTTPError(.badRequest, message: "_HLS_part without _HLS_msn") }
+            return nil
+        }
+        guard let sequence = boundedInteger(msn) else { throw HTTPError(.badRequest, message: "bad _HLS_msn") }
+        guard let part else { return (sequence, nil) }
+        guard let index = boundedInteger(part) else { throw HTTPError(.badRequest, message: "bad _HLS_part") }
+        return (sequence, index)
+    }
+
+    /// A non-negative decimal of at most 9 digits (no overflow, no signs, no spaces).
+    static func boundedInteger(_ text: some StringProtocol) -> Int? {
+        guard (1...9).contains(text.utf8.count), text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
+        return Int(text)
+    }
+
+    /// `src` first, then rungs by height, highest first (`1080p`, `720p`, …).
+    static func order(_ left: String, _ right: String) -> Bool {
+        func rank(_ name: String) -> Int {
+            if name == "src" { return Int.max }
+            return Int(name.dropLast()) ?? 0
+        }
+        return rank(left) > rank(right) || (rank(left) == rank(right) && left < right)
+    }
+
+    // MARK: Responses
+
+    static func headers(contentType: String, cacheControl: String) -> HTTPFields {
+        var headers = HTTPFields()
+        headers[.contentType] = contentType
+        headers[.cacheControl] = cacheControl
+        headers[.accessControlAllowOrigin] = "*"
+        return headers
+    }
+
+    static func playlist(_ text: String) -> Response {
+        // Playlists change every part: cache for no longer than half a part target.
+        Response(status: .ok, headers: headers(contentType: "application/vnd.apple.mpegurl", cacheControl: "no-cache"), body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    static func media(_ data: ByteBuffer, contentType: String) -> Response {
+        // Segments, parts and init sections never change once published.
+        Response(status: .ok, headers: headers(contentType: contentType, cacheControl: "public, max-age=3600, immutable"), body: .init(byteBuffer: data))
+    }
+
+    static func media(parts: [ByteBuffer]) -> Response {
+        var headers = headers(contentType: "video/mp4", cacheControl: "public, max-age=3600, immutable")
+        headers[.contentLength] = String(parts.reduce(0) { $0 + $1.readableBytes })
+        return Response(status: .ok, headers: headers, body: .init(contentsOf: parts))
+    }
+
+    static func status(_ status: HTTPResponse.Status) -> Response {
+        var headers = HTTPFields()
+        headers[.accessControlAllowOrigin] = "*"
+        return Response(status: status, headers: headers)
+    }
+}
+
+/// A file name under a rendition, parsed strictly.
+enum HLSResource: Equatable {
+    case mediaPlaylist(HLSPlaylist.Variant)
+    case transportStreamSegment(Int)
+    case initSection(Int)
+    case fragmentedSegment(Int)
+    case part(sequence: Int, index: Int)
+
+    init?(_ file: String) {
+        switch file {
+        case "index.m3u8": self = .mediaPlaylist(.transportStream); return
+        case "llhls.m3u8": self = .mediaPlaylist(.lowLatency); return
+        default: break
+        }
+        if let number = Self.number(in: file, prefix: "seg", suffix: ".ts") {
+            self = .transportStreamSegment(number)
+        } else if let number = Self.number(in: file, prefix: "seg", suffix: ".m4s") {
+            self = .fragmentedSegment(number)
+        } else if let number = Self.number(in: file, prefix: "init", suffix: ".mp4") {
+            self = .initSection(number)
+        } else if file.hasPrefix("part"), file.hasSuffix(".m4s") {
+            let middle = file.dropFirst(4).dropLast(4).split(separator: ".", omittingEmptySubsequences: false)
+            guard middle.count == 2, let sequence = HLSRoutes.boundedInteger(middle[0]), let index = HLSRoutes.boundedInteger(middle[1]) else { return nil }
+            self = .part(sequence: sequence, index: index)
+        } else {
+            return nil
+        }
+    }
+
+    private static func number(in file: String, prefix: String, suffix: String) -> Int? {
+        guard file.hasPrefix(prefix), file.hasSuffix(suffix), file.count > prefix.count + suffix.count else { return nil }
+        return HLSRoutes.boundedInteger(file.dropFirst(prefix.count).dropLast(suffix.count))
+    }
+}
+
+extension HLSPlaylist.Variant: Equatable {}

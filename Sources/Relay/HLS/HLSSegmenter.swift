@@ -1,0 +1,225 @@
+import LibAV
+import Logging
+import Media
+import NIOCore
+
+/// Cuts one rendition's frames into HLS segments: MPEG-TS for classic HLS and fMP4 parts
+/// for LL-HLS, at the same keyframes so both variants share media sequence numbers.
+///
+/// A hub subscriber like any viewer. It lives on one event loop (libav muxers are not
+/// thread-safe and copy-muxing costs microseconds per frame), drains its queue in
+/// batches, and hands finished parts and segments to the `HLSRendition` actor through one
+/// ordered stream of events.
+final class HLSSegmenter {
+    enum Event: Sendable {
+        case describe(HLSRendition.Description)
+        case initSection(Int, ByteBuffer)
+        case beginSegment(sequence: Int, initSection: Int, discontinuity: Bool, programDateTime: Double)
+        case part(HLSRendition.Part)
+        case completeSegment(duration: Double, transportStream: ByteBuffer)
+        case end
+    }
+
+    private let configuration: HLSConfiguration
+    private let events: AsyncStream<Event>.Continuation
+    private var logger: Logger
+
+    private var videoConfiguration: MediaFrame?
+    private var audioConfiguration: MediaFrame?
+    private var configurationChanged = false
+    private var transportStream: MemoryMuxer?
+    private var fragmented: MemoryMuxer?
+    private var hasVideo = false
+    private var initSection = -1
+    private var sequence = 0
+    private var segmentStart: Int64?
+    private var partStart: Int64?
+    private var partIndependent = false
+    private var partHasFrames = false
+    private var lastTimestamp: Int64 = 0
+    private var failed = false
+
+    init(configuration: HLSConfiguration, events: AsyncStream<Event>.Continuation, logger: Logger) {
+        self.configuration = configuration
+        self.events = events
+        self.logger = logger
+    }
+
+    /// Feeds a batch drained from the hub.
+    func process(_ batch: HubSubscriber.Batch) {
+        for packet in batch.packets {
+            process(packet.frame)
+        }
+        if batch.ended { finish() }
+    }
+
+    private func process(_ frame: MediaFrame) {
+        if frame.isSequenceHeader {
+            accept(configuration: frame)
+            return
+        }
+        guard frame.kind != .script, !failed else { return }
+        do {
+            try write(frame)
+        } catch {
+            // One bad frame must not take HLS down for good: start over at the next keyframe.
+            logger.warning("HLS segmenter reset: \(error)")
+            resetMuxers()
+        }
+    }
+
+    private func accept(configuration frame: MediaFrame) {
+        switch frame.kind {
+        case .video:
+            if videoConfiguration?.payload != frame.payload {
+                configurationChanged = videoConfiguration != nil || configurationChanged
+                videoConfiguration = frame
+            }
+        case .audio:
+            if audioConfiguration?.payload != frame.payload {
+                configurationChanged = audioConfiguration != nil || configurationChanged
+                audioConfiguration = frame
+            }
+        case .script:
+            break
+        }
+    }
+
+    private func write(_ frame: MediaFrame) throws {
+        let isCutPoint = videoConfiguration == nil ? frame.kind == .audio : (frame.kind == .video && frame.isKeyframe)
+        if configurationChanged, isCutPoint {
+            // New codec parameters: close what we have, start a new init section.
+            try closeSegment(at: frame.timestamp)
+            resetMuxers()
+            configurationChanged = false
+        }
+        if fragmented == nil {
+            guard isCutPoint else { return }  // wait for a keyframe to start
+            try openMuxers()
+        }
+        guard let start = segmentStart else {
+            try beginSegment(at: frame.timestamp, discontinuity: sequence > 0)
+            try append(frame, independent: isCutPoint)
+            return
+        }
+        if isCutPoint, frame.timestamp - start >= milliseconds(configuration.targetSegmentDuration) {
+            try closeSegment(at: frame.timestamp)
+            try beginSegment(at: frame.timestamp, discontinuity: false)
+        } else if let partBegan = partStart, partHasFrames, !hasVideo || frame.kind == .video,
+                  frame.timestamp + frameStep - partBegan > milliseconds(configuration.partTargetDuration) {
+            // Close the part before the frame that would carry it past PART-TARGET, which is
+            // a maximum (RFC 8216bis 4.4.3.7). Parts start on video frames so that each
+            // one's first sample is video.
+            try closePart(at: frame.timestamp)
+            partStart = frame.timestamp
+            partIndependent = isCutPoint
+        }
+        try append(frame, independent: isCutPoint)
+    }
+
+    /// The expected distance to the next frame that can start a part (video, or audio for
+    /// audio-only streams), from the last two such frames.
+    private var frameStep: Int64 = 33
+    private var lastStepTimestamp: Int64?
+
+    private func append(_ frame: MediaFrame, independent: Bool) throws {
+        if !hasVideo || frame.kind == .video {
+            if let last = lastStepTimestamp, frame.timestamp > last {
+                frameStep = min(frame.timestamp - last, 1000)
+            }
+            lastStepTimestamp = frame.timestamp
+        }
+        if !partHasFrames { partIndependent = independent || partIndependent }
+        try transportStream?.write(frame)
+        try fragmented?.write(frame)
+        partHasFrames = true
+        lastTimestamp = max(lastTimestamp, frame.timestamp)
+    }
+
+    private func openMuxers() throws {
+        let video = try videoConfiguration.map { try VideoTrack(sequenceHeader: $0) }
+        let audio = try audioConfiguration.map { try AudioTrack(sequenceHeader: $0) }
+        hasVideo = video != nil
+        transportStream = try MemoryMuxer(container: .mpegTS, video: video, audio: audio)
+        let fragmented = try MemoryMuxer(container: .fragmentedMP4, video: video, audio: audio)
+        self.fragmented = fragmented
+        initSection += 1
+        events.yield(.initSection(initSection, fragmented.initializationSegment()))
+        events.yield(.describe(describe(video: video, audio: audio)))
+    }
+
+    private func describe(video: VideoTrack?, audio: AudioTrack?) -> HLSRendition.Description {
+        var description = HLSRendition.Description()
+        if let video {
+            description.hasVideo = true
+            description.codecs.append(video.codecString)
+            description.width = video.width
+            description.height = video.height
+            description.frameRate = video.frameRate
+        }
+        if let audio {
+            description.hasAudio = true
+            description.codecs.append(audio.configuration.codecString)
+        }
+        return description
+    }
+
+    private func beginSegment(at timestamp: Int64, discontinuity: Bool) throws {
+        segmentStart = timestamp
+        partStart = timestamp
+        partHasFrames = false
+        partIndependent = false
+        events.yield(.beginSegment(sequence: sequence, initSection: initSection, discontinuity: discontinuity, programDateTime: Self.wallClock()))
+    }
+
+    private func closePart(at timestamp: Int64) throws {
+        guard let fragmented, let partBegan = partStart, partHasFrames else { return }
+        let data = try fragmented.flushFragment()
+        events.yield(.part(HLSRendition.Part(duration: Double(timestamp - partBegan) / 1000, independent: partIndependent, data: data)))
+        partHasFrames = false
+        partIndependent = false
+    }
+
+    private func closeSegment(at timestamp: Int64) throws {
+        guard let start = segmentStart else { return }
+        try closePart(at: timestamp)
+        let ts = try transportStream?.takeOutput() ?? ByteBuffer()
+        events.yield(.completeSegment(duration: Double(timestamp - start) / 1000, transportStream: ts))
+        sequence += 1
+        segmentStart = nil
+        partStart = nil
+    }
+
+    private func resetMuxers() {
+        transportStream = nil
+        fragmented = nil
+        if segmentStart != nil {
+            // The open segment cannot be completed consistently; the next one is a discontinuity.
+            segmentStart = nil
+            partStart = nil
+            sequence += 1
+        }
+    }
+
+    private func finish() {
+        if segmentStart != nil {
+            try? closeSegment(at: lastTimestamp + 1)
+        }
+        transportStream = nil
+        fragmented = nil
+        events.yield(.end)
+        events.finish()
+    }
+
+    private func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+    static func wallClock() -> Double {
+        WallClock.now()
+    }
+}
+
+@available(*, unavailable)
+extension HLSSegmenter: Sendable {}

@@ -1,0 +1,99 @@
+import Logging
+import Media
+import NIOCore
+
+/// The HLS side of the relay: one segmenter per published stream rendition, and the
+/// renditions that HTTP requests read.
+///
+/// Segmenting starts when a stream is published (`attach`), not on the first request, so
+/// the first HLS viewer finds a window of segments ready and latency is never worse than
+/// the live edge (MediaMTX calls this "always remux").
+public actor HLSService {
+    public nonisolated let configuration: HLSConfiguration
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private var streams: [StreamPath: [String: HLSRendition]] = [:]
+    private var attachedHubs: Set<ObjectIdentifier> = []
+
+    public init(configuration: HLSConfiguration, group: any EventLoopGroup, logger: Logger) {
+        self.configuration = configuration
+        self.group = group
+        self.logger = logger
+    }
+
+    /// Starts segmenting `hub` as rendition `rendition` of its stream, once per hub.
+    public func attach(_ hub: StreamHub, rendition: String = "src") {
+        let hubID = ObjectIdentifier(hub)
+        guard !attachedHubs.contains(hubID) else { return }
+        attachedHubs.insert(hubID)
+        let path = hub.path
+        let target = HLSRendition(name: rendition, configuration: configuration)
+        streams[path, default: [:]][rendition] = target
+
+        let (events, continuation) = AsyncStream.makeStream(of: HLSSegmenter.Event.self)
+        var logger = logger
+        logger[metadataKey: "stream"] = "\(path)"
+        logger[metadataKey: "rendition"] = "\(rendition)"
+        let loop = group.next()
+        let driver = NIOLoopBoundBox.makeBoxSendingValue(
+            SegmenterDriver(segmenter: HLSSegmenter(configuration: configuration, events: continuation, logger: logger)),
+            eventLoop: loop
+        )
+        // Raw frames (no serialiser): the segmenter muxes them itself. The queue bound keeps
+        // a stalled segmenter from pinning media; it then resumes at a keyframe.
+        let active = HubSubscriber(format: nil, maxQueueBytes: hub.configuration.subscriberQueueBytes) {
+            loop.execute { driver.value.drain() }
+        }
+        // Runs before the first wake-up's drain: tasks on a loop run in order.
+        loop.execute { driver.value.subscriber = active }
+        if !hub.subscribe(active) {
+            continuation.finish()
+        }
+
+        // Apply events to the rendition in order, then forget the stream after retention.
+        let retention = configuration.endedRetention
+        Task { [weak self] in
+            for await event in events {
+                switch event {
+                case .describe(let description): await target.setDescription(description)
+                case .initSection(let id, let data): await target.addInitSection(id, data: data)
+                case .beginSegment(let sequence, let initSection, let discontinuity, let time):
+                    await target.beginSegment(sequence, initSection: initSection, discontinuity: discontinuity, programDateTime: time)
+                case .part(let part): await target.addPart(part)
+                case .completeSegment(let duration, let ts): await target.completeSegment(duration: duration, transportStream: ts)
+                case .end: await target.end()
+                }
+            }
+            await target.end()
+            hub.unsubscribe(active)
+            try? await Task.sleep(for: retention)
+            await self?.forget(path, rendition: rendition, target: target, hubID: hubID)
+        }
+    }
+
+    private func forget(_ path: StreamPath, rendition: String, target: HLSRendition, hubID: ObjectIdentifier) {
+        attachedHubs.remove(hubID)
+        guard streams[path]?[rendition] === target else { return }
+        streams[path]?[rendition] = nil
+        if streams[path]?.isEmpty == true { streams[path] = nil }
+    }
+
+    public func renditions(of path: StreamPath) -> [String: HLSRendition] {
+        streams[path] ?? [:]
+    }
+}
+
+/// Connects a hub subscription to a segmenter on the segmenter's event loop.
+final class SegmenterDriver {
+    let segmenter: HLSSegmenter
+    var subscriber: HubSubscriber?
+
+    init(segmenter: HLSSegmenter) {
+        self.segmenter = segmenter
+    }
+
+    func drain() {
+        guard let subscriber else { return }
+        segmenter.process(subscriber.drain())
+    }
+}
