@@ -5,10 +5,15 @@ set -euo pipefail
 
 packages=(
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libswresample-dev
-  libnats-dev librtmp-dev libsqlite3-dev nats-server ffmpeg rtmpdump pkg-config curl
+  libnats-dev librtmp-dev libsqlite3-dev nats-server ffmpeg rtmpdump pkg-config curl chromium
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(nginx libnginx-mod-rtmp)
+fi
+
+# The HLS browser test drives Debian's chromium through Playwright for Python.
+if ! python3 -c "import playwright" 2>/dev/null; then
+  python3 -m pip install --quiet playwright
 fi
 
 missing=()
