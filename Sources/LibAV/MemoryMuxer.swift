@@ -84,6 +84,19 @@ public final class MemoryMuxer {
     private var audioFrameDuration: Int64 = 0
     private var initialization: ByteBuffer
     private var state: State = .writing
+    /// fMP4 only: the last video frame, held until the next one (or the end of the
+    /// fragment) tells its exact duration. mov writes the last sample's duration into the
+    /// fragment and realigns the next fragment to it, so a guess that overshoots the real
+    /// next DTS turns into a negative duration and a lost pts there.
+    private var pendingVideo: PendingVideo?
+
+    private struct PendingVideo {
+        var payload: ByteBuffer
+        var offset: Int
+        var dts: Int64
+        var pts: Int64
+        var isKeyframe: Bool
+    }
 
     /// Creates the muxer, writes the container header and, for fMP4, captures the
     /// initialization segment.
@@ -191,10 +204,15 @@ public final class MemoryMuxer {
 
     /// fMP4: closes the current fragment and returns it (`moof` + `mdat`), or an empty
     /// buffer when no frame was written since the last flush.
-    public func flushFragment() throws(AVError) -> ByteBuffer {
+    ///
+    /// - Parameter nextTimestamp: the DTS (ms) of the frame that will follow, when known
+    ///   (the segmenter flushes right before writing it): it gives the fragment's last
+    ///   video sample its exact duration.
+    public func flushFragment(endingAt nextTimestamp: Int64? = nil) throws(AVError) -> ByteBuffer {
         guard container == .fragmentedMP4, state == .writing else {
             throw .invalidState(operation: "flushFragment")
         }
+        try writePendingVideo(nextTimestamp: nextTimestamp)
         // A NULL packet is the flush request of AVFMT_ALLOW_FLUSH muxers; mov answers it
         // with mov_flush_fragment under frag_custom.
         try AVError.check(av_write_frame(context, nil), "av_write_frame(flush)")
@@ -229,6 +247,7 @@ public final class MemoryMuxer {
         guard state == .writing else {
             throw .invalidState(operation: "finish")
         }
+        try writePendingVideo(nextTimestamp: nil)
         state = .finished
         try AVError.check(av_write_trailer(context), "av_write_trailer")
         try io.flush()
@@ -297,13 +316,34 @@ public final class MemoryMuxer {
         guard frame.payload.readableBytes > header.headerLength else {
             return
         }
-        try writePacket(
-            frame.payload,
+        let current = PendingVideo(
+            payload: frame.payload,
             offset: header.headerLength,
             dts: frame.timestamp,
             pts: frame.timestamp + Int64(header.compositionTime),
-            isKeyframe: header.isKeyframe,
+            isKeyframe: header.isKeyframe
+        )
+        if container == .fragmentedMP4 {
+            try writePendingVideo(nextTimestamp: frame.timestamp)
+            pendingVideo = current
+            return
+        }
+        try writePacket(current.payload, offset: current.offset, dts: current.dts, pts: current.pts, isKeyframe: current.isKeyframe, exactDuration: nil, stream: &stream)
+        video = stream
+    }
+
+    /// Writes the held video frame, with its duration up to `nextTimestamp` when known.
+    private func writePendingVideo(nextTimestamp: Int64?) throws(AVError) {
+        guard let pending = pendingVideo, var stream = video else { return }
+        pendingVideo = nil
+        try writePacket(
+            pending.payload,
+            offset: pending.offset,
+            dts: pending.dts,
+            pts: pending.pts,
+            isKeyframe: pending.isKeyframe,
             exactDuration: nil,
+            nextDTS: nextTimestamp,
             stream: &stream
         )
         video = stream
@@ -364,6 +404,7 @@ public final class MemoryMuxer {
         pts ptsMilliseconds: Int64,
         isKeyframe: Bool,
         exactDuration: Int64?,
+        nextDTS nextDTSMilliseconds: Int64? = nil,
         stream: inout StreamState
     ) throws(AVError) {
         let size = payload.readableBytes - offset
@@ -397,6 +438,8 @@ public final class MemoryMuxer {
         let pts = dts + max(compositionOffset, 0)
         if let exactDuration {
             stream.durationGuess = exactDuration
+        } else if let nextDTSMilliseconds, nextDTSMilliseconds > dtsMilliseconds {
+            stream.durationGuess = max(av_rescale_q(nextDTSMilliseconds, Self.millisecondTimeBase, stream.timeBase) - dts, 1)
         } else if let lastDTS = stream.lastDTS {
             stream.durationGuess = dts - lastDTS
         }

@@ -106,10 +106,11 @@ final class HLSSegmenter {
             try closeSegment(at: frame.timestamp)
             try beginSegment(at: frame.timestamp, discontinuity: false)
         } else if let partBegan = partStart, partHasFrames, !hasVideo || frame.kind == .video,
-                  frame.timestamp + frameStep - partBegan > milliseconds(configuration.partTargetDuration) {
-            // Close the part before the frame that would carry it past PART-TARGET, which is
-            // a maximum (RFC 8216bis 4.4.3.7). Parts start on video frames so that each
-            // one's first sample is video.
+                  frame.timestamp + 2 * frameStep - partBegan > milliseconds(configuration.partTargetDuration) {
+            // Close the part early enough that even a late next frame (one step of
+            // headroom: encoders jitter, loops and drops leave gaps) keeps it within
+            // PART-TARGET, which is a maximum (RFC 8216bis 4.4.3.7). Parts start on video
+            // frames so that each one's first sample is video.
             try closePart(at: frame.timestamp)
             partStart = frame.timestamp
             partIndependent = isCutPoint
@@ -174,7 +175,7 @@ final class HLSSegmenter {
 
     private func closePart(at timestamp: Int64) throws {
         guard let fragmented, let partBegan = partStart, partHasFrames else { return }
-        let data = try fragmented.flushFragment()
+        let data = try fragmented.flushFragment(endingAt: timestamp)
         events.yield(.part(HLSRendition.Part(duration: Double(timestamp - partBegan) / 1000, independent: partIndependent, data: data)))
         partHasFrames = false
         partIndependent = false

@@ -20,6 +20,9 @@ struct NodeConfig: Encodable, Sendable {
     var publisherIdleTakeoverSeconds: Int? = 2
     var publisherGraceSeconds: Int? = 1
     var handshakeTimeoutSeconds: Int?
+    var hlsSegmentSeconds: Double?
+    var hlsPartSeconds: Double?
+    var hlsWindowSegments: Int?
 }
 
 /// A running `node` process on free ports of 127.0.0.1, with its log in a file.

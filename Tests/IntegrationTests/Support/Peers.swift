@@ -21,6 +21,15 @@ enum MediaKind: String, Sendable, CaseIterable {
     case videoOnly
     /// 320x180 H.264 + AAC, 4 s: cheap to decode 100 times for the fan-out test.
     case small
+    /// 640x360 30 fps H.264 Main with 2 s GOPs (`-g 60`) + AAC-LC 44.1 kHz stereo, 12 s: HLS cuts a segment per GOP.
+    case gopAudioVideo
+    /// 320x180 30 fps H.264 Main with 2 s GOPs + AAC-LC 44.1 kHz stereo, 6 s: a new resolution mid-stream.
+    case gopSmallAudioVideo
+    /// 640x360 30 fps H.264 Main with 2 s GOPs only, 6 s.
+    case gopVideoOnly
+
+    /// H.264 Main with a keyframe every 60 frames (2 s at 30 fps) and no scene-cut keyframes.
+    private static let twoSecondGOPs = ["-c:v", "libx264", "-profile:v", "main", "-preset", "veryfast", "-g", "60", "-keyint_min", "60", "-sc_threshold", "0", "-pix_fmt", "yuv420p"]
 
     fileprivate var arguments: [String] {
         let video = ["-c:v", "libx264", "-profile:v", "main", "-preset", "veryfast", "-g", "300", "-pix_fmt", "yuv420p"]
@@ -35,6 +44,12 @@ enum MediaKind: String, Sendable, CaseIterable {
             return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30"] + video + ["-t", "6"]
         case .small:
             return ["-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30"] + sine + video + audio + ["-t", "4"]
+        case .gopAudioVideo:
+            return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30"] + sine + Self.twoSecondGOPs + audio + ["-t", "12"]
+        case .gopSmallAudioVideo:
+            return ["-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30"] + sine + Self.twoSecondGOPs + audio + ["-t", "6"]
+        case .gopVideoOnly:
+            return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30"] + Self.twoSecondGOPs + ["-t", "6"]
         }
     }
 }
@@ -126,6 +141,7 @@ struct ProbeStream: Decodable {
     var codecType: String?
     var codecName: String?
     var profile: String?
+    var level: Int?
     var width: Int?
     var height: Int?
     var sampleRate: String?
