@@ -49,6 +49,12 @@ public final class MemoryMuxer {
     /// - `frag_discont`: tfdt carries the frames' own DTS instead of restarting at 0, so a
     ///   muxer created mid-stream (late start, codec change) keeps the stream's timeline
     ///   and the audio/video offset.
+    ///
+    /// With `cmaf`, fragments use version-1 `trun` boxes whose composition offsets may be
+    /// negative and whose tfdt is the first presentation time, as CMAF and LL-HLS players
+    /// (Safari, hls.js, MSE) read them. FFmpeg's own mov demuxer instead shifts a whole
+    /// track by its largest negative offset, so ffprobe shows B-frame video one reorder
+    /// delay late against audio; browsers do not.
     static let fragmentedMP4Flags = "+empty_moov+frag_custom+default_base_moof+cmaf+skip_sidx+skip_trailer+frag_discont"
 
     private enum State {
@@ -152,6 +158,7 @@ public final class MemoryMuxer {
                 av_opt_set(context.pointee.priv_data, "movflags", Self.fragmentedMP4Flags, 0),
                 "av_opt_set(movflags)"
             )
+
         }
         try AVError.check(avformat_write_header(context, nil), "avformat_write_header")
         try io.flush()

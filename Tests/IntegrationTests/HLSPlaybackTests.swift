@@ -241,7 +241,11 @@ extension IntegrationTests {
                     blocked.segments.first(where: { $0.sequence == next.sequence })?.parts.indices.contains(next.part) == true,
                     "round \(round): the answer does not list the previously hinted part\(next.sequence).\(next.part).m4s:\n\(blocked.text)"
                 )
-                scenario.check(elapsed >= .milliseconds(150), "round \(round): the reload for a part two ahead returned after \(elapsed): it did not block")
+                // At a segment boundary "the part after the hint" is satisfied when the segment
+                // completes, which may be soon; inside a segment the request must have blocked.
+                if segment?.duration == nil {
+                    scenario.check(elapsed >= .milliseconds(150), "round \(round): the reload for a part two ahead returned after \(elapsed): it did not block")
+                }
                 scenario.check(elapsed <= .milliseconds(1200), "round \(round): the reload for a part two ahead took \(elapsed) (parts are 0.334 s)")
                 scenario.note("round \(round): _HLS_msn=\(wanted.sequence)&_HLS_part=\(wanted.part) answered after \(elapsed)")
             }
@@ -414,11 +418,13 @@ extension Scenario {
         let mp4Offset = mp4Video.map(\.pts).min()! - mp4Audio.map(\.pts).min()!
         let mp4Gap = smallestGap(mp4Video)
         self.note("\(label): first video − first audio PTS: TS \(tsOffset) s, fMP4 \(mp4Offset) s; smallest fMP4 video PTS step \(mp4Gap) s")
-        withKnownIssue("server bug: fMP4 (LL-HLS) video is shifted by the first frame's composition offset relative to audio (TS is not)") {
+        // The file is right (CMAF: trun v1, tfdt = first presentation time); FFmpeg's mov demuxer
+        // shifts a track with negative composition offsets by the largest one, which browsers do
+        // not. See MemoryMuxer.fragmentedMP4Flags. Recorded so a change of either side shows.
+        withKnownIssue("ffprobe reads CMAF negative composition offsets as a whole-track shift (browsers do not)") {
             #expect(abs(tsOffset - mp4Offset) <= 0.015, "\(Comment(rawValue: label)): A/V offset differs between variants: TS \(tsOffset) s, fMP4 \(mp4Offset) s")
         }
-        withKnownIssue("server bug: fMP4 (LL-HLS) part boundaries give a frame the wrong composition offset", isIntermittent: true) {
-            #expect(mp4Gap >= 0.020, "\(Comment(rawValue: label)) fMP4: two video frames presented \(mp4Gap) s apart (TS: \(smallestGap(tsVideo)) s)")
-        }
+        // Part boundaries once gave a frame a lost pts (guessed durations); exact durations fixed it.
+        self.check(mp4Gap >= 0.020, "\(label) fMP4: two video frames presented \(mp4Gap) s apart (TS: \(smallestGap(tsVideo)) s)")
     }
 }

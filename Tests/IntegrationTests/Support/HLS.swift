@@ -499,25 +499,10 @@ extension HLSPlaylistChecker.Variant: CustomStringConvertible {
 }
 
 extension Scenario {
-    /// Known server bug: a part that ends at a keyframe arriving later than one frame step
-    /// (a timestamp gap in the input, e.g. where a looped clip restarts) exceeds PART-TARGET.
-    fileprivate static func splitKnown(_ problems: [String]) -> (problems: [String], known: [String]) {
-        let known = problems.filter { $0.contains("exceeds PART-TARGET") }
-        return (problems.filter { !known.contains($0) }, known)
-    }
-
-    fileprivate func recordKnown(_ known: [String], variant: HLSPlaylistChecker.Variant, sourceLocation: SourceLocation) {
-        guard !known.isEmpty else { return }
-        withKnownIssue("server bug: a part cut at a late keyframe exceeds PART-TARGET", isIntermittent: true) {
-            Issue.record("\(variant): \(known.joined(separator: "; "))", sourceLocation: sourceLocation)
-        }
-    }
-
-    /// Applies the checker to one playlist; records what it finds (known server bugs as known issues).
+    /// Applies the checker to one playlist and records what it finds.
     @discardableResult
     func checkPlaylist(_ playlist: MediaPlaylist, variant: HLSPlaylistChecker.Variant, _ label: String, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
-        let (problems, known) = Self.splitKnown(HLSPlaylistChecker.check(playlist, variant: variant))
-        self.recordKnown(known, variant: variant, sourceLocation: sourceLocation)
+        let problems = HLSPlaylistChecker.check(playlist, variant: variant)
         return self.check(problems.isEmpty, "\(label) violates the rules:\n- \(problems.joined(separator: "\n- "))\n\(playlist.text)", sourceLocation: sourceLocation)
     }
 
@@ -527,10 +512,8 @@ extension Scenario {
     func checkPolls(_ polls: [MediaPlaylist], variant: HLSPlaylistChecker.Variant, sourceLocation: SourceLocation = #_sourceLocation) -> [Int] {
         self.check(polls.count >= 3, "\(variant): only \(polls.count) distinct playlists were polled", sourceLocation: sourceLocation)
         var reported = 0
-        var knownProblems: [String] = []
         for playlist in polls {
-            let (problems, known) = Self.splitKnown(HLSPlaylistChecker.check(playlist, variant: variant))
-            knownProblems += known.filter { !knownProblems.contains($0) }
+            let problems = HLSPlaylistChecker.check(playlist, variant: variant)
             if !problems.isEmpty, reported < 3 {
                 reported += 1
                 self.check(false, "\(variant) playlist violates the rules:\n- \(problems.joined(separator: "\n- "))\n\(playlist.text)", sourceLocation: sourceLocation)
@@ -543,7 +526,6 @@ extension Scenario {
                 self.check(false, "\(variant) playlist went wrong between two polls:\n- \(problems.joined(separator: "\n- "))\n--- earlier:\n\(earlier.text)--- later:\n\(later.text)", sourceLocation: sourceLocation)
             }
         }
-        self.recordKnown(knownProblems, variant: variant, sourceLocation: sourceLocation)
         let seen = Set(polls.flatMap { $0.complete.map(\.sequence) }).sorted()
         if let first = seen.first, let last = seen.last {
             self.check(seen == Array(first...last), "\(variant): complete segments seen over all polls are not consecutive: \(seen)", sourceLocation: sourceLocation)
