@@ -150,6 +150,25 @@ let package = Package(
             exclude: ["Browser"],
             swiftSettings: strict
         ),
+        // Adaptive-bitrate ladders: decode once, scale and encode per rung, publish renditions.
+        .target(
+            name: "Transcode",
+            dependencies: [
+                "LibAV", "Media",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "TranscodeTests",
+            dependencies: [
+                "Transcode", "LibAV", "Media",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
     ]
 )
 

@@ -14,11 +14,16 @@
 #include <libavcodec/bsf.h>
 #include <libavutil/avutil.h>
 #include <libavutil/error.h>
+#include <libavutil/frame.h>
+#include <libavutil/imgutils.h>
+#include <libavutil/pixdesc.h>
 #include <libavutil/mathematics.h>
 #include <libavutil/mem.h>
 #include <libavutil/opt.h>
 #include <libavutil/rational.h>
 #include <libavutil/time.h>
+#include <libswscale/swscale.h>
+#include <libswresample/swresample.h>
 
 /// `AVERROR(EAGAIN)`: AVERROR is a function-like macro (negates a POSIX errno on
 /// platforms where errno values are positive), which Swift does not import.
@@ -39,6 +44,15 @@ static inline int cffmpeg_averror_enospc(void) { return AVERROR(ENOSPC); }
 /// `AVERROR_EOF` expands to `FFERRTAG('E','O','F',' ')`, a function-like macro call,
 /// so Swift sees no constant.
 static inline int cffmpeg_averror_eof(void) { return AVERROR_EOF; }
+
+/// `AVERROR_INVALIDDATA` is an FFERRTAG expression; decoders return it for corrupt input,
+/// which the transcoder counts and skips instead of failing the stream.
+static inline int cffmpeg_averror_invaliddata(void) { return AVERROR_INVALIDDATA; }
+
+/// `AVERROR_ENCODER_NOT_FOUND` / `AVERROR_DECODER_NOT_FOUND`: FFERRTAG expressions;
+/// reported when libavcodec lacks libx264 or an H.264/H.265 decoder.
+static inline int cffmpeg_averror_encoder_not_found(void) { return AVERROR_ENCODER_NOT_FOUND; }
+static inline int cffmpeg_averror_decoder_not_found(void) { return AVERROR_DECODER_NOT_FOUND; }
 
 /// `AVERROR_MUXER_NOT_FOUND` is an FFERRTAG (MKTAG-based) expression; not importable.
 static inline int cffmpeg_averror_muxer_not_found(void) { return AVERROR_MUXER_NOT_FOUND; }

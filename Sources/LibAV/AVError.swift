@@ -33,6 +33,13 @@ public enum AVError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The operation is not valid in the muxer's current state or for its container
     /// (for example `write` after `finish`, or `flushFragment` on MPEG-TS).
     case invalidState(operation: String)
+    /// Coded video whose length-prefixed (AVCC/HVCC) NAL unit framing does not tile the
+    /// payload, or Annex B output without a start code: `offset` is where it went wrong.
+    case malformedNALUnits(offset: Int)
+    /// A picture size or pixel format a decoder, scaler or encoder cannot work with.
+    case invalidPicture(width: Int, height: Int)
+    /// The encoder's global header holds no SPS or no PPS.
+    case missingParameterSets
 
     /// The libav error code: the call's code, or `AVERROR(EINVAL)` for input errors found
     /// on the Swift side.
@@ -69,6 +76,12 @@ public enum AVError: Error, Equatable, Sendable, CustomStringConvertible {
             return "a muxer needs at least one track"
         case .invalidState(let operation):
             return "\(operation) is not valid in the muxer's state"
+        case .malformedNALUnits(let offset):
+            return "malformed NAL unit framing at byte \(offset)"
+        case .invalidPicture(let width, let height):
+            return "unsupported picture \(width)x\(height)"
+        case .missingParameterSets:
+            return "the encoder emitted no SPS/PPS"
         }
     }
 

@@ -1,0 +1,159 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A test failure with a message (setup problems, unexpected tool output).
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) {
+        self.description = description
+    }
+}
+
+/// The result of one bounded run of a command-line tool.
+struct ToolResult: CustomStringConvertible {
+    var command: String
+    /// nil when the run was killed at its timeout.
+    var exitStatus: Int32?
+    var stdout: Data
+    var stderr: String
+
+    var succeeded: Bool { exitStatus == 0 }
+    var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+
+    var description: String {
+        "\(command): \(exitStatus.map { "exit \($0)" } ?? "timed out")\n\(stderr.suffix(2000))"
+    }
+}
+
+/// Runs ffmpeg / ffprobe, found through PATH, with every run bounded by a timeout.
+enum Tool {
+    /// The absolute path of `name` in PATH, or nil.
+    static func locate(_ name: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        for directory in path.split(separator: ":") {
+            let candidate = "\(directory)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: candidate) {
+                return candidate
+            }
+        }
+        return nil
+    }
+
+    /// Runs `name arguments…`; its output goes to files in `directory` (a pipe could fill
+    /// and block the child). Killed with SIGKILL after `timeout`.
+    static func run(
+        _ name: String,
+        _ arguments: [String],
+        in directory: URL,
+        timeout: Duration = .seconds(60)
+    ) async throws -> ToolResult {
+        guard let executable = locate(name) else {
+            throw TestFailure("\(name) not found in PATH")
+        }
+        let tag = UUID().uuidString.prefix(8)
+        let stdoutURL = directory.appendingPathComponent("\(name)-\(tag).stdout")
+        let stderrURL = directory.appendingPathComponent("\(name)-\(tag).stderr")
+        guard FileManager.default.createFile(atPath: stdoutURL.path, contents: nil),
+              FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        else {
+            throw TestFailure("cannot create output files in \(directory.path)")
+        }
+        let stdoutHandle = try FileHandle(forWritingTo: stdoutURL)
+        let stderrHandle = try FileHandle(forWritingTo: stderrURL)
+        defer {
+            try? stdoutHandle.close()
+            try? stderrHandle.close()
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = stdoutHandle
+        process.standardError = stderrHandle
+        try process.run()
+
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        var exitStatus: Int32?
+        if process.isRunning {
+            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        } else {
+            process.waitUntilExit()
+            exitStatus = process.terminationReason == .exit ? process.terminationStatus : -process.terminationStatus
+        }
+        return ToolResult(
+            command: ([name] + arguments).joined(separator: " "),
+            exitStatus: exitStatus,
+            stdout: (try? Data(contentsOf: stdoutURL)) ?? Data(),
+            stderr: (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
+        )
+    }
+
+    /// True when ffmpeg has the named encoder (`libx265`, …). Synchronous, for test
+    /// traits; bounded to 20 s.
+    static func ffmpegHasEncoder(_ encoder: String) -> Bool {
+        guard let executable = locate("ffmpeg"),
+              let listing = try? TemporaryDirectory()
+        else {
+            return false
+        }
+        let output = listing.file("encoders.txt")
+        guard FileManager.default.createFile(atPath: output.path, contents: nil),
+              let handle = try? FileHandle(forWritingTo: output)
+        else {
+            return false
+        }
+        defer { try? handle.close() }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["-hide_banner", "-encoders"]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = handle
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else {
+            return false
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while process.isRunning, ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+        }
+        process.waitUntilExit()
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        // Lines look like " V....D libx265              libx265 H.265 / HEVC (codec hevc)".
+        return text.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first == Substring(encoder) }
+    }
+}
+
+/// A temporary directory removed when the value is released.
+final class TemporaryDirectory {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("transcode-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        // TRANSCODE_TESTS_KEEP=1 keeps the files for a look after a failure.
+        if ProcessInfo.processInfo.environment["TRANSCODE_TESTS_KEEP"] == nil {
+            try? FileManager.default.removeItem(at: url)
+        }
+    }
+
+    func file(_ name: String) -> URL {
+        url.appendingPathComponent(name)
+    }
+}
