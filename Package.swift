@@ -89,7 +89,8 @@ let package = Package(
         .executableTarget(
             name: "Node",
             dependencies: [
-                "Media", "RTMP", "Ingest", "Relay",
+                "Media", "RTMP", "Ingest", "Relay", "Transcode",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

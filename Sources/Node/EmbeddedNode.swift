@@ -29,10 +29,11 @@ struct EmbeddedNode {
         let playback = Playback(registry: registry)
         let group = MultiThreadedEventLoopGroup.singleton
         let hls = HLSService(configuration: configuration.hls, group: group, logger: logger)
+        let transcoding = EmbeddedTranscoding(ladders: configuration.ladders, registry: registry, hls: hls, logger: logger)
 
         let rtmp = RTMPServer(
             configuration: configuration.rtmp,
-            delegate: EmbeddedRTMPDelegate(admission: admission, playback: playback, hls: hls),
+            delegate: EmbeddedRTMPDelegate(admission: admission, playback: playback, hls: hls, transcoding: transcoding),
             rtmpFormat: Format.rtmp,
             group: group,
             logger: logger
@@ -71,17 +72,19 @@ struct EmbeddedNode {
     }
 }
 
-/// Publish goes to ingest admission (and every accepted stream to the HLS segmenter),
-/// play to the relay's playback.
+/// Publish goes to ingest admission (and every accepted stream to the HLS segmenter and,
+/// for applications with a ladder, to the transcoder), play to the relay's playback.
 struct EmbeddedRTMPDelegate: RTMPServerDelegate {
     let admission: PublishAdmission
     let playback: Playback
     let hls: HLSService
+    let transcoding: EmbeddedTranscoding
 
     func publish(_ request: RTMPPublishRequest) async -> RTMPPublishDecision {
         let decision = await admission.publish(request)
         if case .accept(let hub, _) = decision {
             await hls.attach(hub)
+            await transcoding.attach(hub)
         }
         return decision
     }

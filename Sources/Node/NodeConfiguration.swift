@@ -2,6 +2,7 @@ import Foundation
 import Media
 import RTMP
 import Relay
+import Transcode
 
 /// Settings read from `--config FILE` (JSON). Every field is optional; command-line flags
 /// override the file, and the file overrides the built-in defaults. Durations are seconds.
@@ -28,6 +29,9 @@ struct NodeConfigurationFile: Codable, Sendable {
     var hlsSegmentSeconds: Double?
     var hlsPartSeconds: Double?
     var hlsWindowSegments: Int?
+    /// Ladders by application: `{"abr": [{"name": "480p", "height": 480, "videoBitRate": 1400000}]}`.
+    /// An application not listed passes streams through unchanged.
+    var ladders: [String: [LadderRung]]?
 
     static func load(from path: String) throws -> NodeConfigurationFile {
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -62,6 +66,9 @@ struct NodeConfiguration: Sendable {
     var hub = HubConfiguration()
     var publisherGrace: Duration = .seconds(10)
     var hls = HLSConfiguration()
+    /// Applications whose streams are transcoded, with their ladders: `abr` gets the
+    /// default ladder, every other application (`live`) passes through.
+    var ladders: [String: Ladder] = ["abr": .default]
 
     mutating func apply(_ file: NodeConfigurationFile) throws {
         if let value = file.bindHost { bindHost = value }
@@ -83,6 +90,12 @@ struct NodeConfiguration: Sendable {
             hls.partTargetDuration = try seconds(value, "hlsPartSeconds")
         }
         if let value = file.hlsWindowSegments { hls.windowSegments = try positive(value, "hlsWindowSegments") }
+        if let value = file.ladders {
+            for app in value.keys where !StreamPath.isValidComponent(app) {
+                throw ConfigurationError.invalidValue("ladders: invalid application name '\(app)'")
+            }
+            ladders = value.mapValues { Ladder(rungs: $0) }
+        }
     }
 
     private func positive(_ value: Int, _ name: String) throws -> Int {

@@ -4,10 +4,10 @@
 /// A hub outlives its publisher by `publisherGrace`, so an encoder that reconnects (mobile
 /// SDKs do after every network change) finds its viewers still attached.
 public actor StreamRegistry {
-    public let serializers: [any FrameSerializer]
-    public let hubConfiguration: HubConfiguration
+    public nonisolated let serializers: [any FrameSerializer]
+    public nonisolated let hubConfiguration: HubConfiguration
     /// How long a stream without a publisher keeps its viewers before it ends.
-    public let publisherGrace: Duration
+    public nonisolated let publisherGrace: Duration
     private var hubs: [StreamPath: StreamHub] = [:]
     /// Bumped whenever a publisher leaves, so a grace timer knows whether it is stale.
     private var departures: [StreamPath: UInt64] = [:]
@@ -33,6 +33,13 @@ public actor StreamRegistry {
         let hub = StreamHub(path: path, serializers: serializers, configuration: hubConfiguration)
         hubs[path] = hub
         return (hub, id)
+    }
+
+    /// Adds a hub created elsewhere (a transcoder's rendition), so players find it by its
+    /// path. Ended hubs are forgotten on the way.
+    public func register(_ hub: StreamHub) {
+        hubs = hubs.filter { !$0.value.isEnded }
+        hubs[hub.path] = hub
     }
 
     /// Called when publisher `id` leaves `path`. If nobody publishes again within the

@@ -21,12 +21,14 @@ public actor HLSService {
         self.logger = logger
     }
 
-    /// Starts segmenting `hub` as rendition `rendition` of its stream, once per hub.
-    public func attach(_ hub: StreamHub, rendition: String = "src") {
+    /// Starts segmenting `hub` as rendition `rendition` of stream `stream` (by default the
+    /// hub's own path: a source is rendition `src`; a transcoded rung is attached under its
+    /// source's path), once per hub.
+    public func attach(_ hub: StreamHub, stream: StreamPath? = nil, rendition: String = "src") {
         let hubID = ObjectIdentifier(hub)
         guard !attachedHubs.contains(hubID) else { return }
         attachedHubs.insert(hubID)
-        let path = hub.path
+        let path = stream ?? hub.path
         let target = HLSRendition(name: rendition, configuration: configuration)
         streams[path, default: [:]][rendition] = target
 
