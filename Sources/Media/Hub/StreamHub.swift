@@ -58,6 +58,10 @@ public final class StreamHub: Sendable {
         var gopBytes = 0
         var hasVideo = false
         var subscribers: [ObjectIdentifier: HubSubscriber] = [:]
+        /// The same subscribers as a list, rebuilt only when one joins or leaves, so a
+        /// flush hands out a reference instead of building an array per burst.
+        var subscriberList: [HubSubscriber] = []
+        var lastWake: NIODeadline = .distantPast
         /// Subscribers per serializer index: formats nobody reads are not serialised.
         var demand: [Int]
         var ended = false
@@ -182,11 +186,26 @@ public final class StreamHub: Sendable {
         state.statistics.gopFrames = state.gop.count
     }
 
-    /// Wakes subscribers that have new data. One call per burst keeps wake-ups (and the
-    /// consumers' flushes) per burst rather than per frame.
-    public func flush() {
-        let subscribers = state.withLockedValue { Array($0.subscribers.values) }
+    /// Wakes subscribers that have new data: call it after a burst of frames. Wake-ups
+    /// are coalesced to at most one per `HubConfiguration.wakeInterval` (a burst inside
+    /// the interval is picked up by the next one); `force` wakes at once (a publisher
+    /// leaving must not strand its last frames).
+    ///
+    /// - Returns: nil when subscribers were woken; otherwise how long until the next
+    ///   wake-up is due. A publisher that may go quiet should then call `flush(force:)`
+    ///   after that delay, so deferred frames never wait for the next burst.
+    @discardableResult
+    public func flush(force: Bool = false, now: NIODeadline = .now()) -> TimeAmount? {
+        let interval = TimeAmount.nanoseconds(Int64(configuration.wakeInterval.components.seconds) * 1_000_000_000
+            + configuration.wakeInterval.components.attoseconds / 1_000_000_000)
+        let (subscribers, deferral) = state.withLockedValue { state -> ([HubSubscriber], TimeAmount?) in
+            let elapsed = now - state.lastWake
+            guard force || elapsed >= interval else { return ([], interval - elapsed) }
+            state.lastWake = now
+            return (state.subscriberList, nil)
+        }
         for subscriber in subscribers { subscriber.notify() }
+        return deferral
     }
 
     // MARK: Subscriber side
@@ -199,6 +218,7 @@ public final class StreamHub: Sendable {
         let added = state.withLockedValue { state -> Bool in
             guard !state.ended else { return false }
             state.subscribers[ObjectIdentifier(subscriber)] = subscriber
+            state.subscriberList = Array(state.subscribers.values)
             state.statistics.subscribers = state.subscribers.count
             if let format = subscriber.format, format < state.demand.count {
                 state.demand[format] += 1
@@ -229,6 +249,7 @@ public final class StreamHub: Sendable {
     public func unsubscribe(_ subscriber: HubSubscriber) {
         state.withLockedValue { state in
             guard state.subscribers.removeValue(forKey: ObjectIdentifier(subscriber)) != nil else { return }
+            state.subscriberList = Array(state.subscribers.values)
             state.statistics.subscribers = state.subscribers.count
             if let format = subscriber.format, format < state.demand.count { state.demand[format] -= 1 }
         }
@@ -244,6 +265,7 @@ public final class StreamHub: Sendable {
             let subscribers = Array(state.subscribers.values)
             let publisher = state.publisher
             state.subscribers.removeAll()
+            state.subscriberList = []
             state.publisher = nil
             state.gop.removeAll()
             state.metadata = nil

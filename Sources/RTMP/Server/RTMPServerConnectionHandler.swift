@@ -60,6 +60,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     private var pendingMessages: [RTMPMessage] = []
     private var context: ChannelHandlerContext?
     private var handshakeTimer: Scheduled<Void>?
+    private var scheduledHubFlush: Scheduled<Void>?
     private var remoteAddress = "unknown"
     // Acknowledgements: the peer asks for one every `peerWindow` bytes it sends.
     private var bytesReceived: UInt64 = 0
@@ -96,6 +97,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         handshakeTimer?.cancel()
+        scheduledHubFlush?.cancel()
         leaveRole()
         self.context = nil
     }
@@ -117,7 +119,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if case .publishing(let publish) = role { publish.hub.flush() }
+        if case .publishing(let publish) = role { flushHub(publish.hub) }
         acknowledgeIfNeeded()
         flushIfNeeded()
         context.fireChannelReadComplete()
@@ -405,7 +407,18 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         } catch {
             fail(error)
         }
-        if case .publishing(let publish) = role { publish.hub.flush() }
+        if case .publishing(let publish) = role { flushHub(publish.hub) }
+    }
+
+    /// Wakes the hub's subscribers; when the hub coalesces this burst into a later
+    /// wake-up, makes sure that wake-up happens even if no further burst arrives.
+    private func flushHub(_ hub: StreamHub) {
+        guard let deferral = hub.flush(), scheduledHubFlush == nil, let context else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        scheduledHubFlush = context.eventLoop.scheduleTask(in: deferral) {
+            bound.value.scheduledHubFlush = nil
+            hub.flush(force: true)
+        }
     }
 
     // MARK: Media
@@ -534,7 +547,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             let path = publish.path
             let id = publish.id
             // Frames from this connection's last read must reach viewers before the end.
-            publish.hub.flush()
+            publish.hub.flush(force: true)
             publish.hub.detachPublisher(id: id)
             Task { await delegate.unpublished(path, id: id) }
             logger.info("unpublished")

@@ -149,14 +149,24 @@ import Testing
         let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { wakes.withLockedValue { $0 += 1 } }
         hub.subscribe(subscriber)  // an empty hub: nothing to replay, no wake
         #expect(wakes.withLockedValue { $0 } == 0)
+        let start = NIODeadline.uptimeNanoseconds(5_000_000_000)
         for index in 0..<10 { hub.publish(Self.audio(Int64(index) * 23), publisher: 1) }
-        hub.flush()
-        hub.flush()
+        #expect(hub.flush(now: start) == nil)
+        hub.flush(now: start)
         #expect(wakes.withLockedValue { $0 } == 1)
         #expect(subscriber.drain().packets.count == 10)
+        // A burst inside the wake interval is deferred, with the delay until it is due …
         hub.publish(Self.audio(300), publisher: 1)
-        hub.flush()
+        #expect(hub.flush(now: start + .milliseconds(20)) == .milliseconds(30))
+        #expect(wakes.withLockedValue { $0 } == 1)
+        // … and picked up by the next flush after it, or a forced one.
+        #expect(hub.flush(now: start + .milliseconds(50)) == nil)
         #expect(wakes.withLockedValue { $0 } == 2)
+        hub.publish(Self.audio(330), publisher: 1)
+        _ = subscriber.drain()
+        hub.publish(Self.audio(360), publisher: 1)
+        hub.flush(force: true, now: start + .milliseconds(60))
+        #expect(wakes.withLockedValue { $0 } == 3)
     }
 
     @Test func identicalSequenceHeadersFromAReconnectAreNotForwardedAgain() throws {
