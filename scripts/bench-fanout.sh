@@ -1,0 +1,315 @@
+#!/usr/bin/env bash
+# Fan-out benchmark: one published stream, N viewers, Estuary against nginx-rtmp in one run.
+#
+# For each N in N_LIST it measures, each time on a freshly started server:
+#   1. Estuary, N RTMP + N HTTP-FLV viewers
+#   2. Estuary, N RTMP viewers
+#   3. nginx-rtmp (Debian libnginx-mod-rtmp), N RTMP viewers
+# and prints a markdown table (see docs/benchmarks.md for how to read it).
+#
+# Environment (all optional):
+#   N_LIST="100 500 1000"  viewer counts          DURATION=20   measurement window, seconds
+#   RAMP_MS=2              delay between connects GEN_THREADS=1 load generator event loops
+#   SKIP_BUILD=1           use the existing .build/release binaries
+#   RESULTS_DIR=dir        also keep the JSON results and the table there
+#   KEEP_TMP=1             keep the temporary directory (logs, nginx.conf)
+#   RTMP_PORT HTTP_PORT NGINX_PORT   loopback ports (default: the first free ones from 29351, 29081, 29451)
+set -euo pipefail
+export LC_ALL=C
+cd "$(dirname "$0")/.."
+
+N_LIST=${N_LIST:-"100 500 1000"}
+DURATION=${DURATION:-20}
+RAMP_MS=${RAMP_MS:-2}
+GEN_THREADS=${GEN_THREADS:-1}
+STREAM=live/bench
+BUILD_LOCK=/tmp/estuary-build.lock
+# Processes whose CPU use would distort the figures: builds, test runs, fuzzers.
+BUSY_PATTERN='swift-build|swift-test|swift-frontend|xctest|/Fuzz[A-Z]'
+
+log() { printf '[bench-fanout %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# --- processes we start, and their cleanup -------------------------------------------------
+# Only the publisher and the server run in the background, one of each at a time; a stopped
+# process's id is forgotten at once so that cleanup never signals a recycled id.
+publisher_pid=""
+server_pid=""
+watcher_pid=""
+tmp=""
+stop_pid() { # pid: TERM, wait up to 5 s, then KILL
+  local pid=$1 i
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+  local status=$?
+  if [[ -n $watcher_pid ]]; then stop_pid "$watcher_pid"; fi
+  if [[ -n $publisher_pid ]]; then stop_pid "$publisher_pid"; fi
+  if [[ -n $server_pid ]]; then stop_pid "$server_pid"; fi
+  if [[ -n $tmp && -z ${KEEP_TMP:-} ]]; then rm -rf "$tmp"; fi
+  if [[ -n $tmp && -n ${KEEP_TMP:-} ]]; then log "kept $tmp"; fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+wait_port() { # port: up to 10 s
+  local i
+  for ((i = 0; i < 100; i++)); do
+    port_free "$1" || return 0
+    sleep 0.1
+  done
+  return 1
+}
+# Builds distort CPU figures: wait (up to 10 min) until no swift build runs and the lock is free.
+wait_quiet() {
+  local i
+  for ((i = 0; i < 120; i++)); do
+    if ! pgrep -f "$BUSY_PATTERN" >/dev/null && flock -n "$BUILD_LOCK" true 2>/dev/null; then return 0; fi
+    if ((i == 0)); then log "a build is running; waiting for it to finish before measuring"; fi
+    sleep 5
+  done
+  log "warning: a build is still running; CPU figures of this run are not trustworthy"
+}
+# Notes in file $1 whether a swift build runs at any time while the generator measures.
+watch_builds() {
+  local i
+  : >"$1"
+  for ((i = 0; i < DURATION + 120; i++)); do
+    if pgrep -f "$BUSY_PATTERN" >/dev/null; then echo busy >"$1"; fi
+    sleep 1
+  done
+}
+
+# --- dependencies and binaries -------------------------------------------------------------
+scripts/install-deps.sh --bench
+for tool in ffmpeg ffprobe nginx curl flock; do command -v "$tool" >/dev/null || die "$tool not found"; done
+
+rtmp_module=""
+for candidate in /usr/lib/nginx/modules/ngx_rtmp_module.so /usr/share/nginx/modules/ngx_rtmp_module.so; do
+  if [[ -f $candidate ]]; then rtmp_module=$candidate; break; fi
+done
+[[ -n $rtmp_module ]] || die "ngx_rtmp_module.so not found (apt-get install libnginx-mod-rtmp)"
+
+if [[ -z ${SKIP_BUILD:-} ]]; then
+  log "building release node and fanout-bench (holding $BUILD_LOCK)"
+  flock -w 3600 "$BUILD_LOCK" swift build -c release --product node
+  flock -w 3600 "$BUILD_LOCK" swift build -c release --product fanout-bench
+fi
+node=.build/release/node
+bench=.build/release/fanout-bench
+[[ -x $node && -x $bench ]] || die "missing $node or $bench (build them or unset SKIP_BUILD)"
+
+free_port() { # first free port from $1 (tries 100)
+  local port
+  for ((port = $1; port < $1 + 100; port++)); do
+    if port_free "$port"; then echo "$port"; return 0; fi
+  done
+  die "no free port in $1..$(($1 + 99))"
+}
+RTMP_PORT=${RTMP_PORT:-$(free_port 29351)}
+HTTP_PORT=${HTTP_PORT:-$(free_port 29081)}
+NGINX_PORT=${NGINX_PORT:-$(free_port 29451)}
+for port in "$RTMP_PORT" "$HTTP_PORT" "$NGINX_PORT"; do port_free "$port" || die "port $port is in use"; done
+
+# Every viewer is a socket in the generator and in the server.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+nofile=$(ulimit -n)
+max_n=0
+for n in $N_LIST; do
+  if ((n > max_n)); then max_n=$n; fi
+done
+((nofile > 2 * max_n + 256)) || log "warning: open-file limit $nofile is low for $max_n + $max_n viewers"
+
+tmp=$(mktemp -d /tmp/estuary-bench-fanout.XXXXXX)
+chmod 755 "$tmp" # nginx workers run as nobody when started by root
+
+# --- the source: 600 kbit/s H.264 + AAC, made once, published in a loop --------------------
+log "encoding the 30 s source"
+ffmpeg -nostdin -loglevel error -y \
+  -f lavfi -i testsrc2=size=640x360:rate=30 -f lavfi -i sine=frequency=440:sample_rate=44100 \
+  -c:v libx264 -preset veryfast -b:v 520k -maxrate 520k -bufsize 1M -g 60 \
+  -c:a aac -b:a 64k -t 30 "$tmp/src.flv"
+source_kbps=$(ffprobe -v error -show_entries format=bit_rate -of default=nw=1:nk=1 "$tmp/src.flv")
+source_kbps=$((source_kbps / 1000))
+
+start_publisher() { # url
+  ffmpeg -nostdin -loglevel error -re -stream_loop -1 -i "$tmp/src.flv" -c copy -f flv "$1" \
+    >>"$tmp/publisher.log" 2>&1 &
+  publisher_pid=$!
+}
+
+start_estuary() { # run name
+  mkdir -p "$tmp/data-$1"
+  "$node" --bind 127.0.0.1 --rtmp-port "$RTMP_PORT" --http-port "$HTTP_PORT" \
+    --data-dir "$tmp/data-$1" --log-level warning >"$tmp/estuary-$1.log" 2>&1 &
+  server_pid=$!
+  wait_port "$RTMP_PORT" && wait_port "$HTTP_PORT" || die "Estuary did not listen (see $tmp/estuary-$1.log)"
+}
+
+start_nginx() { # run name
+  local prefix="$tmp/nginx-$1"
+  mkdir -p "$prefix/logs"
+  chmod 755 "$prefix"
+  cat >"$prefix/nginx.conf" <<EOF
+load_module $rtmp_module;
+worker_processes 1;
+worker_rlimit_nofile $nofile;
+daemon off;
+master_process on;
+error_log $prefix/logs/error.log warn;
+pid $prefix/nginx.pid;
+events { worker_connections $((2 * max_n + 256)); }
+rtmp {
+  server {
+    listen 127.0.0.1:$NGINX_PORT;
+    chunk_size 4096;
+    application live { live on; }
+  }
+}
+EOF
+  nginx -p "$prefix/" -c "$prefix/nginx.conf" -e "$prefix/logs/error.log" >"$prefix/logs/stdout.log" 2>&1 &
+  server_pid=$!
+  wait_port "$NGINX_PORT" || die "nginx did not listen (see $prefix/logs)"
+}
+
+# Waits until the stream plays: HTTP-FLV answers 200 (Estuary), or the publisher has been up 3 s.
+wait_stream() { # kind
+  local i code
+  sleep 1
+  if [[ $1 == estuary ]]; then
+    for ((i = 0; i < 50; i++)); do
+      code=$(curl -s -o /dev/null -m 0.5 -w '%{http_code}' "http://127.0.0.1:$HTTP_PORT/$STREAM.flv" || true)
+      [[ $code == 200 ]] && break
+      sleep 0.2
+    done
+    [[ $code == 200 ]] || die "the stream never became playable on Estuary (HTTP $code)"
+  fi
+  # A full GOP (2 s) in the server's cache before the baseline RSS is read.
+  sleep 3
+  kill -0 "$publisher_pid" 2>/dev/null || die "the publisher exited (see $tmp/publisher.log)"
+}
+
+results=()
+busy_runs=()
+# A run during which a build ran is repeated (up to 3 attempts); the last attempt is kept.
+run() { # server rtmp-viewers flv-viewers
+  local attempt name="$1-$2-$3"
+  for ((attempt = 1; attempt <= 3; attempt++)); do
+    run_once "$@"
+    [[ -s $tmp/$name.busy ]] || break
+    if ((attempt < 3)); then log "$name: a build ran during the measurement; repeating"; fi
+  done
+  if [[ -s $tmp/$name.busy ]]; then busy_runs+=("$name"); fi
+  if [[ -s $tmp/$name.json ]]; then results+=("$tmp/$name.json"); fi
+}
+run_once() { # server rtmp-viewers flv-viewers
+  local server=$1 rtmp=$2 flv=$3 name="$1-$2-$3" rtmp_url args=()
+  wait_quiet
+  if [[ $server == estuary ]]; then
+    start_estuary "$name"
+    rtmp_url="rtmp://127.0.0.1:$RTMP_PORT/$STREAM"
+    args=(--flv-url "http://127.0.0.1:$HTTP_PORT/$STREAM.flv" --flv-viewers "$flv")
+  else
+    start_nginx "$name"
+    rtmp_url="rtmp://127.0.0.1:$NGINX_PORT/$STREAM"
+  fi
+  start_publisher "$rtmp_url"
+  wait_stream "$server"
+  log "$name: measuring ${DURATION}s"
+  watch_builds "$tmp/$name.busy" &
+  watcher_pid=$!
+  timeout $((DURATION + 120)) "$bench" --rtmp-url "$rtmp_url" --rtmp-viewers "$rtmp" "${args[@]}" \
+    --duration "$DURATION" --ramp-ms "$RAMP_MS" --threads "$GEN_THREADS" \
+    --server-pid "$server_pid" --label "$server" --json >"$tmp/$name.json" 2>"$tmp/$name.log" ||
+    log "warning: $name: fanout-bench failed (exit $?): $(tail -3 "$tmp/$name.log")"
+  stop_pid "$watcher_pid"
+  watcher_pid=""
+  tail -1 "$tmp/$name.log" >&2
+  stop_pid "$publisher_pid"
+  publisher_pid=""
+  stop_pid "$server_pid"
+  server_pid=""
+}
+
+started_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+for n in $N_LIST; do
+  run estuary "$n" "$n"
+  run estuary "$n" 0
+  run nginx "$n" 0
+done
+
+# --- the table -------------------------------------------------------------------------------
+# A number or string of a result: top level, or of one viewer kind (rtmp, http-flv) in byKind.
+field() { # file key [kind]
+  local text
+  if [[ -n ${3:-} ]]; then
+    text=$({ grep -o "\"$3\":{[^}]*}" "$1" || true; } | head -1)
+  else
+    text=$(sed -E 's/"byKind":\{("[^"]*":\{[^}]*\},?)*\},?//' "$1")
+  fi
+  { grep -o "\"$2\":[^,}]*" <<<"$text" || true; } | head -1 | cut -d: -f2- | tr -d '"'
+}
+num() { # value digits
+  if [[ -z $1 || $1 == null ]]; then printf 'n/a'; else printf "%.${2}f" "$1"; fi
+}
+table() {
+  echo "Source: ${source_kbps} kbit/s (H.264 640x360 30 fps, GOP 2 s, + AAC); window ${DURATION} s;" \
+    "$(nproc) cores; $(date -u +%Y-%m-%d); started $started_at."
+  echo
+  echo "| server | viewers (rtmp/flv) | delivered Mbit/s (expected) | server CPU % | CPU-s per Gbit | RSS per viewer (KiB) | TTFF p50 / p95 (ms) | TTFF p95 rtmp / flv (ms) | stalls (window / all) | no frame / closed | generator / other CPU % |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  local file rtmp flv
+  for file in "${results[@]}"; do
+    rtmp=$(field "$file" rtmpViewers)
+    flv=$(field "$file" flvViewers)
+    printf '| %s | %s/%s | %s (%s) | %s | %s | %s | %s / %s | %s | %s / %s | %s / %s | %s / %s |\n' \
+      "$(field "$file" label)" "$rtmp" "$flv" \
+      "$(num "$(field "$file" deliveredMbitPerSecond)" 1)" "$(((rtmp + flv) * source_kbps / 1000))" \
+      "$(num "$(field "$file" serverCPUPercent)" 0)" \
+      "$(num "$(field "$file" serverCPUSecondsPerGbit)" 3)" \
+      "$(num "$(field "$file" rssPerViewerKiB)" 1)" \
+      "$(num "$(field "$file" ttffP50Milliseconds)" 0)" "$(num "$(field "$file" ttffP95Milliseconds)" 0)" \
+      "$(num "$(field "$file" ttffP95Milliseconds rtmp)" 0) / $(num "$(field "$file" ttffP95Milliseconds http-flv)" 0)" \
+      "$(field "$file" stallsInWindow)" "$(field "$file" stallsTotal)" \
+      "$(field "$file" viewersWithoutFirstFrame)" "$(field "$file" viewersClosedEarly)" \
+      "$(num "$(field "$file" generatorCPUPercent)" 0)" "$(num "$(field "$file" otherCPUPercent)" 0)"
+  done
+  if ((${#busy_runs[@]} > 0)); then
+    echo
+    echo "Warning: a swift build ran during ${busy_runs[*]}; their CPU figures are not trustworthy."
+  fi
+  echo
+  echo "CPU per delivered Gbit, Estuary / nginx-rtmp, RTMP viewers only (target ≤ 0.5):"
+  echo
+  local n estuary nginx
+  for n in $N_LIST; do
+    estuary=$tmp/estuary-$n-0.json
+    nginx=$tmp/nginx-$n-0.json
+    if [[ -s $estuary && -s $nginx ]]; then
+      awk -v n="$n" -v a="$(field "$estuary" serverCPUSecondsPerGbit)" -v b="$(field "$nginx" serverCPUSecondsPerGbit)" \
+        'BEGIN { if (b > 0 && a != "") printf "- N = %d: %.3f / %.3f = **%.2f**\n", n, a, b, a / b; else printf "- N = %d: n/a\n", n }'
+    else
+      echo "- N = $n: n/a (a run failed)"
+    fi
+  done
+}
+table | tee "$tmp/table.md"
+for file in "${results[@]}"; do
+  if grep -q '"failureReasons":{"' "$file"; then
+    log "$(basename "$file" .json) failures: $(grep -o '"failureReasons":{[^}]*}' "$file")"
+  fi
+done
+if [[ -n ${RESULTS_DIR:-} ]]; then
+  mkdir -p "$RESULTS_DIR"
+  cp "$tmp"/*.json "$tmp/table.md" "$RESULTS_DIR"/
+  log "results in $RESULTS_DIR"
+fi
