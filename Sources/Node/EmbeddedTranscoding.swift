@@ -59,7 +59,7 @@ actor EmbeddedTranscoding {
 
         // The subscriber's wake-up needs the subscriber itself: hand it over through a box.
         let box = NIOLockedValueBox<HubSubscriber?>(nil)
-        let subscriber = HubSubscriber(format: nil, maxQueueBytes: hub.configuration.subscriberQueueBytes) {
+        let subscriber = HubSubscriber(format: nil, maxQueueBytes: hub.configuration.subscriberQueueBytes, coalescesWakeUps: false) {
             guard let subscriber = box.withLockedValue({ $0 }) else { return }
             let batch = subscriber.drain()
             for packet in batch.packets { pipeline.submit(packet.frame) }

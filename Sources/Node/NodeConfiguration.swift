@@ -26,6 +26,7 @@ struct NodeConfigurationFile: Codable, Sendable {
     var publisherIdleTakeoverSeconds: Double?
     var publisherGraceSeconds: Double?
     var handshakeTimeoutSeconds: Double?
+    var viewerWakeIntervalMilliseconds: Int?
     var hlsSegmentSeconds: Double?
     var hlsPartSeconds: Double?
     var hlsWindowSegments: Int?
@@ -84,6 +85,10 @@ struct NodeConfiguration: Sendable {
         if let value = file.publisherIdleTakeoverSeconds { hub.publisherIdleTakeover = try seconds(value, "publisherIdleTakeoverSeconds") }
         if let value = file.publisherGraceSeconds { publisherGrace = try seconds(value, "publisherGraceSeconds") }
         if let value = file.handshakeTimeoutSeconds { rtmp.handshakeTimeout = try seconds(value, "handshakeTimeoutSeconds") }
+        if let value = file.viewerWakeIntervalMilliseconds {
+            guard (0...1000).contains(value) else { throw ConfigurationError.invalidValue("viewerWakeIntervalMilliseconds must be within 0…1000, got \(value)") }
+            hub.wakeInterval = .milliseconds(value)
+        }
         if let value = file.hlsSegmentSeconds { hls.targetSegmentDuration = try seconds(value, "hlsSegmentSeconds") }
         if let value = file.hlsPartSeconds {
             guard (0.1...2).contains(value) else { throw ConfigurationError.invalidValue("hlsPartSeconds must be within 0.1…2, got \(value)") }

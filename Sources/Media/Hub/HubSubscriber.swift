@@ -18,6 +18,9 @@ public final class HubSubscriber: Sendable {
     public let format: Int?
     /// The byte bound of the queue.
     public let maxQueueBytes: Int
+    /// Viewer connections coalesce wake-ups (`HubConfiguration.wakeInterval`); internal
+    /// consumers whose latency adds to everyone's (HLS segmenter, transcoder) do not.
+    public let coalescesWakeUps: Bool
     private let wake: @Sendable () -> Void
     private let state: NIOLockedValueBox<State>
 
@@ -47,11 +50,13 @@ public final class HubSubscriber: Sendable {
     /// - Parameters:
     ///   - format: the index of the hub serializer this subscriber writes, or nil for raw frames.
     ///   - maxQueueBytes: the queue bound; see `HubConfiguration.subscriberQueueBytes`.
+    ///   - coalescesWakeUps: whether wake-ups are limited to one per wake interval.
     ///   - wake: called (from the publisher's thread) when data is waiting; it should only
     ///     schedule a drain on the consumer's own thread.
-    public init(format: Int?, maxQueueBytes: Int, wake: @escaping @Sendable () -> Void) {
+    public init(format: Int?, maxQueueBytes: Int, coalescesWakeUps: Bool = true, wake: @escaping @Sendable () -> Void) {
         self.format = format
         self.maxQueueBytes = maxQueueBytes
+        self.coalescesWakeUps = coalescesWakeUps
         self.wake = wake
         self.state = NIOLockedValueBox(State())
     }

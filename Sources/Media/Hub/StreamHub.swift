@@ -48,6 +48,11 @@ public final class StreamHub: Sendable {
     }
 
     struct State {
+        mutating func rebuildSubscriberLists() {
+            coalescedSubscribers = subscribers.values.filter(\.coalescesWakeUps)
+            immediateSubscribers = subscribers.values.filter { !$0.coalescesWakeUps }
+        }
+
         var normalizer = TimestampNormalizer()
         var publisher: Publisher?
         var hadPublisher = false
@@ -58,9 +63,10 @@ public final class StreamHub: Sendable {
         var gopBytes = 0
         var hasVideo = false
         var subscribers: [ObjectIdentifier: HubSubscriber] = [:]
-        /// The same subscribers as a list, rebuilt only when one joins or leaves, so a
-        /// flush hands out a reference instead of building an array per burst.
-        var subscriberList: [HubSubscriber] = []
+        /// The same subscribers as lists, rebuilt only when one joins or leaves, so a flush
+        /// hands out a reference instead of building an array per burst.
+        var coalescedSubscribers: [HubSubscriber] = []
+        var immediateSubscribers: [HubSubscriber] = []
         var lastWake: NIODeadline = .distantPast
         /// Subscribers per serializer index: formats nobody reads are not serialised.
         var demand: [Int]
@@ -198,13 +204,14 @@ public final class StreamHub: Sendable {
     public func flush(force: Bool = false, now: NIODeadline = .now()) -> TimeAmount? {
         let interval = TimeAmount.nanoseconds(Int64(configuration.wakeInterval.components.seconds) * 1_000_000_000
             + configuration.wakeInterval.components.attoseconds / 1_000_000_000)
-        let (subscribers, deferral) = state.withLockedValue { state -> ([HubSubscriber], TimeAmount?) in
+        let (immediate, coalesced, deferral) = state.withLockedValue { state -> ([HubSubscriber], [HubSubscriber], TimeAmount?) in
             let elapsed = now - state.lastWake
-            guard force || elapsed >= interval else { return ([], interval - elapsed) }
+            guard force || elapsed >= interval else { return (state.immediateSubscribers, [], interval - elapsed) }
             state.lastWake = now
-            return (state.subscriberList, nil)
+            return (state.immediateSubscribers, state.coalescedSubscribers, nil)
         }
-        for subscriber in subscribers { subscriber.notify() }
+        for subscriber in immediate { subscriber.notify() }
+        for subscriber in coalesced { subscriber.notify() }
         return deferral
     }
 
@@ -218,7 +225,7 @@ public final class StreamHub: Sendable {
         let added = state.withLockedValue { state -> Bool in
             guard !state.ended else { return false }
             state.subscribers[ObjectIdentifier(subscriber)] = subscriber
-            state.subscriberList = Array(state.subscribers.values)
+            state.rebuildSubscriberLists()
             state.statistics.subscribers = state.subscribers.count
             if let format = subscriber.format, format < state.demand.count {
                 state.demand[format] += 1
@@ -249,7 +256,7 @@ public final class StreamHub: Sendable {
     public func unsubscribe(_ subscriber: HubSubscriber) {
         state.withLockedValue { state in
             guard state.subscribers.removeValue(forKey: ObjectIdentifier(subscriber)) != nil else { return }
-            state.subscriberList = Array(state.subscribers.values)
+            state.rebuildSubscriberLists()
             state.statistics.subscribers = state.subscribers.count
             if let format = subscriber.format, format < state.demand.count { state.demand[format] -= 1 }
         }
@@ -265,7 +272,7 @@ public final class StreamHub: Sendable {
             let subscribers = Array(state.subscribers.values)
             let publisher = state.publisher
             state.subscribers.removeAll()
-            state.subscriberList = []
+            state.rebuildSubscriberLists()
             state.publisher = nil
             state.gop.removeAll()
             state.metadata = nil

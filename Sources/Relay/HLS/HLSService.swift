@@ -43,7 +43,7 @@ public actor HLSService {
         )
         // Raw frames (no serialiser): the segmenter muxes them itself. The queue bound keeps
         // a stalled segmenter from pinning media; it then resumes at a keyframe.
-        let active = HubSubscriber(format: nil, maxQueueBytes: hub.configuration.subscriberQueueBytes) {
+        let active = HubSubscriber(format: nil, maxQueueBytes: hub.configuration.subscriberQueueBytes, coalescesWakeUps: false) {
             loop.execute { driver.value.drain() }
         }
         // Runs before the first wake-up's drain: tasks on a loop run in order.

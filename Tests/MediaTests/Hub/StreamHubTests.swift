@@ -169,6 +169,26 @@ import Testing
         #expect(wakes.withLockedValue { $0 } == 3)
     }
 
+    @Test func immediateSubscribersAreWokenEveryBurstWhileViewersCoalesce() throws {
+        let hub = makeHub()
+        try attach(hub)
+        let viewerWakes = NIOLockedValueBox(0)
+        let segmenterWakes = NIOLockedValueBox(0)
+        let viewer = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { viewerWakes.withLockedValue { $0 += 1 } }
+        let segmenter = HubSubscriber(format: nil, maxQueueBytes: 1 << 20, coalescesWakeUps: false) { segmenterWakes.withLockedValue { $0 += 1 } }
+        hub.subscribe(viewer)
+        hub.subscribe(segmenter)
+        let start = NIODeadline.uptimeNanoseconds(9_000_000_000)
+        for burst in 0..<5 {
+            hub.publish(Self.audio(Int64(burst) * 10), publisher: 1)
+            hub.flush(now: start + .milliseconds(Int64(burst) * 10))
+            _ = viewer.drain()
+            _ = segmenter.drain()
+        }
+        #expect(segmenterWakes.withLockedValue { $0 } == 5)
+        #expect(viewerWakes.withLockedValue { $0 } == 1)
+    }
+
     @Test func identicalSequenceHeadersFromAReconnectAreNotForwardedAgain() throws {
         let hub = makeHub()
         try attach(hub)
