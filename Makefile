@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps build release run test fuzz bench-fanout clean
+.PHONY: deps build release run test fuzz bench-fanout bench-hls clean
 
 deps:
 	@scripts/install-deps.sh
@@ -32,6 +32,10 @@ fuzz: deps
 bench-fanout:
 	@scripts/install-deps.sh --bench
 	scripts/bench-fanout.sh
+
+## HLS / LL-HLS availability latency and CPU per 100 HLS viewers; figures for docs/benchmarks.md.
+bench-hls: deps
+	scripts/bench-hls.sh
 
 clean:
 	rm -rf .build .build-fuzz

@@ -14,6 +14,7 @@ let package = Package(
     products: [
         .executable(name: "node", targets: ["Node"]),
         .executable(name: "fanout-bench", targets: ["FanoutBench"]),
+        .executable(name: "hls-latency-bench", targets: ["HLSLatencyBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -113,6 +114,20 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/FanoutBench",
+            swiftSettings: strict
+        ),
+        // Load generator and probe for `make bench-hls`: publishes over RTMP, plays HLS and LL-HLS.
+        .executableTarget(
+            name: "HLSLatencyBench",
+            dependencies: [
+                "Media", "RTMP",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/HLSLatencyBench",
             swiftSettings: strict
         ),
         .testTarget(

@@ -16,13 +16,16 @@ public struct HubConfiguration: Sendable, Equatable {
     /// connection that TCP has not noticed yet (a phone that changed networks).
     public var publisherIdleTakeover: Duration = .seconds(2)
 
-    /// Subscribers are woken at most this often (and at once when they join or the
-    /// stream ends). Each wake-up costs a viewer one thread hop and one socket write, and
-    /// the kernel's per-write cost dominates fan-out CPU; coalescing a publisher's ~70
-    /// bursts a second into ~20 writes cuts it severalfold for at most this much extra
-    /// latency. SRS calls this merged write (`mw_latency`, 350 ms by default there); zero
-    /// wakes on every burst.
-    public var wakeInterval: Duration = .milliseconds(50)
+    /// Viewer subscribers are woken at most this often (and at once when they join or
+    /// the stream ends). Each wake-up costs a viewer one thread hop and one socket write,
+    /// and the kernel's per-write cost dominates fan-out CPU: coalescing a publisher's ~70
+    /// bursts a second into 10 writes is what puts Estuary under half of nginx-rtmp's CPU
+    /// per delivered Gbit (docs/benchmarks.md: 1.3× nginx waking every burst, 0.61× at
+    /// 50 ms, 0.45× at 100 ms). The price is at most this much latency for RTMP/HTTP-FLV
+    /// viewers, whose players buffer seconds; the HLS segmenter and the transcoder are
+    /// never coalesced. SRS calls this merged write (`mw_latency`, 350 ms by default
+    /// there); zero wakes on every burst.
+    public var wakeInterval: Duration = .milliseconds(100)
 
     public init() {}
 }
