@@ -135,9 +135,15 @@ let package = Package(
             dependencies: ["Media", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: strict
         ),
+        // Fixtures shared by test targets: running ffmpeg/ffprobe, temporary directories.
+        .target(
+            name: "TestSupport",
+            path: "Tests/TestSupport",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "LibAVTests",
-            dependencies: ["LibAV", "Media", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["LibAV", "Media", "TestSupport", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: strict
         ),
         .testTarget(
@@ -179,7 +185,7 @@ let package = Package(
         .testTarget(
             name: "TranscodeTests",
             dependencies: [
-                "Transcode", "LibAV", "Media",
+                "Transcode", "LibAV", "Media", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -26,9 +26,10 @@ STREAM=live/bench
 BUILD_LOCK=/tmp/estuary-build.lock
 # Processes whose CPU use would distort the figures: builds, test runs, fuzzers.
 BUSY_PATTERN='swift-build|swift-test|swift-frontend|xctest|/Fuzz[A-Z]'
+BENCH_NAME=bench-fanout
+# shellcheck source=lib/bench.sh
+source "$(dirname "$0")/lib/bench.sh"
 
-log() { printf '[bench-fanout %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
 
 # --- processes we start, and their cleanup -------------------------------------------------
 # Only the publisher and the server run in the background, one of each at a time; a stopped
@@ -37,17 +38,6 @@ publisher_pid=""
 server_pid=""
 watcher_pid=""
 tmp=""
-stop_pid() { # pid: TERM, wait up to 5 s, then KILL
-  local pid=$1 i
-  kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-}
 cleanup() {
   local status=$?
   if [[ -n $watcher_pid ]]; then stop_pid "$watcher_pid"; fi
@@ -60,34 +50,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-wait_port() { # port: up to 10 s
-  local i
-  for ((i = 0; i < 100; i++)); do
-    port_free "$1" || return 0
-    sleep 0.1
-  done
-  return 1
-}
-# Builds distort CPU figures: wait (up to 10 min) until no swift build runs and the lock is free.
-wait_quiet() {
-  local i
-  for ((i = 0; i < 120; i++)); do
-    if ! pgrep -f "$BUSY_PATTERN" >/dev/null && flock -n "$BUILD_LOCK" true 2>/dev/null; then return 0; fi
-    if ((i == 0)); then log "a build is running; waiting for it to finish before measuring"; fi
-    sleep 5
-  done
-  log "warning: a build is still running; CPU figures of this run are not trustworthy"
-}
-# Notes in file $1 whether a swift build runs at any time while the generator measures.
-watch_builds() {
-  local i
-  : >"$1"
-  for ((i = 0; i < DURATION + 120; i++)); do
-    if pgrep -f "$BUSY_PATTERN" >/dev/null; then echo busy >"$1"; fi
-    sleep 1
-  done
-}
 
 # --- dependencies and binaries -------------------------------------------------------------
 scripts/install-deps.sh --bench
@@ -108,13 +70,6 @@ node=.build/release/node
 bench=.build/release/fanout-bench
 [[ -x $node && -x $bench ]] || die "missing $node or $bench (build them or unset SKIP_BUILD)"
 
-free_port() { # first free port from $1 (tries 100)
-  local port
-  for ((port = $1; port < $1 + 100; port++)); do
-    if port_free "$port"; then echo "$port"; return 0; fi
-  done
-  die "no free port in $1..$(($1 + 99))"
-}
 RTMP_PORT=${RTMP_PORT:-$(free_port 29351)}
 HTTP_PORT=${HTTP_PORT:-$(free_port 29081)}
 NGINX_PORT=${NGINX_PORT:-$(free_port 29451)}

@@ -32,25 +32,15 @@ STREAM=live/hlsbench
 BUILD_LOCK=/tmp/estuary-build.lock
 # Processes whose CPU use would distort the figures: builds, tests, fuzzers, other benchmarks.
 BUSY_PATTERN='swift-build|swift-test|swift-frontend|xctest|/Fuzz[A-Z]|fanout-bench|bench-fanout'
+BENCH_NAME=bench-hls
+# shellcheck source=lib/bench.sh
+source "$(dirname "$0")/lib/bench.sh"
 
-log() { printf '[bench-hls %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
 
 # --- processes we start, and their cleanup -------------------------------------------------
 server_pid=""
 watcher_pid=""
 tmp=""
-stop_pid() { # pid: TERM, wait up to 5 s, then KILL
-  local pid=$1 i
-  kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-}
 cleanup() {
   local status=$?
   if [[ -n $watcher_pid ]]; then stop_pid "$watcher_pid"; fi
@@ -62,41 +52,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-wait_port() { # port: up to 10 s
-  local i
-  for ((i = 0; i < 100; i++)); do
-    port_free "$1" || return 0
-    sleep 0.1
-  done
-  return 1
-}
-free_port() { # first free port from $1 (tries 100)
-  local port
-  for ((port = $1; port < $1 + 100; port++)); do
-    if port_free "$port"; then echo "$port"; return 0; fi
-  done
-  die "no free port in $1..$(($1 + 99))"
-}
-# Wait (up to 10 min) until no build, test or other benchmark runs and the build lock is free.
-wait_quiet() {
-  local i
-  for ((i = 0; i < 120; i++)); do
-    if ! pgrep -f "$BUSY_PATTERN" >/dev/null && flock -n "$BUILD_LOCK" true 2>/dev/null; then return 0; fi
-    if ((i == 0)); then log "a build or another benchmark is running; waiting (up to 10 min)"; fi
-    sleep 5
-  done
-  log "warning: the machine is still busy; the figures of this run are not trustworthy"
-}
-# Notes in file $1 whether anything from BUSY_PATTERN runs while a run measures.
-watch_builds() {
-  local i
-  : >"$1"
-  for ((i = 0; i < DURATION + 60; i++)); do
-    if pgrep -f "$BUSY_PATTERN" >/dev/null; then echo busy >"$1"; fi
-    sleep 1
-  done
-}
 
 # --- dependencies and binaries -------------------------------------------------------------
 for tool in ffmpeg flock pgrep; do command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh)"; done

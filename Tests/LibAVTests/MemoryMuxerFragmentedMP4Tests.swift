@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import NIOCore
+import TestSupport
 import Testing
 
 @testable import LibAV

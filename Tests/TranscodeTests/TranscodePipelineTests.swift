@@ -4,6 +4,7 @@ import Logging
 import Media
 import NIOCore
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import Transcode

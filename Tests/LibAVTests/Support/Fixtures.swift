@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import NIOCore
+import TestSupport
 
 /// Media made by ffmpeg from lavfi sources and read back as Estuary `MediaFrame`s.
 struct SourceStream {

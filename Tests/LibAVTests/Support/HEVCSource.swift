@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import NIOCore
+import TestSupport
 
 /// H.265 in enhanced-RTMP form, built by hand: FFmpeg 5.1's FLV muxer cannot write HEVC,
 /// so ffmpeg encodes an MP4 with libx265 and ffprobe dumps its hvcC and its samples

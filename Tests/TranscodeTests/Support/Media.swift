@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import NIOCore
+import TestSupport
 
 /// A 720p30 H.264 + AAC source made by ffmpeg from lavfi, read back as `MediaFrame`s.
 struct SourceClip {

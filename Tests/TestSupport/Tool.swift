@@ -7,33 +7,33 @@ import Darwin
 #endif
 
 /// A test failure with a message (setup problems, unexpected tool output).
-struct TestFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) {
+public struct TestFailure: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) {
         self.description = description
     }
 }
 
 /// The result of one bounded run of a command-line tool.
-struct ToolResult: CustomStringConvertible {
-    var command: String
+public struct ToolResult: CustomStringConvertible {
+    public var command: String
     /// nil when the run was killed at its timeout.
-    var exitStatus: Int32?
-    var stdout: Data
-    var stderr: String
+    public var exitStatus: Int32?
+    public var stdout: Data
+    public var stderr: String
 
-    var succeeded: Bool { exitStatus == 0 }
-    var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+    public var succeeded: Bool { exitStatus == 0 }
+    public var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
 
-    var description: String {
+    public var description: String {
         "\(command): \(exitStatus.map { "exit \($0)" } ?? "timed out")\n\(stderr.suffix(2000))"
     }
 }
 
 /// Runs ffmpeg / ffprobe, found through PATH, with every run bounded by a timeout.
-enum Tool {
+public enum Tool {
     /// The absolute path of `name` in PATH, or nil.
-    static func locate(_ name: String) -> String? {
+    public static func locate(_ name: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         for directory in path.split(separator: ":") {
             let candidate = "\(directory)/\(name)"
@@ -46,7 +46,7 @@ enum Tool {
 
     /// Runs `name arguments…`; its output goes to files in `directory` (a pipe could fill
     /// and block the child). Killed with SIGKILL after `timeout`.
-    static func run(
+    public static func run(
         _ name: String,
         _ arguments: [String],
         in directory: URL,
@@ -101,7 +101,7 @@ enum Tool {
 
     /// True when ffmpeg has the named encoder (`libx265`, …). Synchronous, for test
     /// traits; bounded to 20 s.
-    static func ffmpegHasEncoder(_ encoder: String) -> Bool {
+    public static func ffmpegHasEncoder(_ encoder: String) -> Bool {
         guard let executable = locate("ffmpeg"),
               let listing = try? TemporaryDirectory()
         else {
@@ -138,22 +138,23 @@ enum Tool {
 }
 
 /// A temporary directory removed when the value is released.
-final class TemporaryDirectory {
-    let url: URL
+public final class TemporaryDirectory {
+    public let url: URL
 
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("transcode-tests-\(UUID().uuidString)")
+    /// - Parameter prefix: names the directory after the suite, for a look after a failure.
+    public init(prefix: String = "estuary-tests") throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
     deinit {
-        // TRANSCODE_TESTS_KEEP=1 keeps the files for a look after a failure.
-        if ProcessInfo.processInfo.environment["TRANSCODE_TESTS_KEEP"] == nil {
+        // ESTUARY_TESTS_KEEP=1 keeps the files for a look after a failure.
+        if ProcessInfo.processInfo.environment["ESTUARY_TESTS_KEEP"] == nil {
             try? FileManager.default.removeItem(at: url)
         }
     }
 
-    func file(_ name: String) -> URL {
+    public func file(_ name: String) -> URL {
         url.appendingPathComponent(name)
     }
 }

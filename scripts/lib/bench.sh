@@ -1,0 +1,58 @@
+# Shared helpers of the benchmark scripts (sourced, not run). The including script sets
+# BENCH_NAME (log prefix), BUILD_LOCK, BUSY_PATTERN and DURATION first.
+
+log() { printf '[%s %s] %s\n' "$BENCH_NAME" "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+stop_pid() { # pid: TERM, wait up to 5 s, then KILL
+  local pid=$1 i
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+wait_port() { # port: up to 10 s
+  local i
+  for ((i = 0; i < 100; i++)); do
+    port_free "$1" || return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+free_port() { # first free port from $1 (tries 100)
+  local port
+  for ((port = $1; port < $1 + 100; port++)); do
+    if port_free "$port"; then echo "$port"; return 0; fi
+  done
+  die "no free port in $1..$(($1 + 99))"
+}
+
+# Builds and other benchmarks distort CPU figures: wait (up to 10 min) until none runs and
+# the build lock is free.
+wait_quiet() {
+  local i
+  for ((i = 0; i < 120; i++)); do
+    if ! pgrep -f "$BUSY_PATTERN" >/dev/null && flock -n "$BUILD_LOCK" true 2>/dev/null; then return 0; fi
+    if ((i == 0)); then log "a build or another benchmark is running; waiting (up to 10 min)"; fi
+    sleep 5
+  done
+  log "warning: the machine is still busy; the figures of this run are not trustworthy"
+}
+
+# Notes in file $1 whether anything from BUSY_PATTERN runs while a run measures.
+watch_builds() {
+  local i
+  : >"$1"
+  for ((i = 0; i < DURATION + 120; i++)); do
+    if pgrep -f "$BUSY_PATTERN" >/dev/null; then echo busy >"$1"; fi
+    sleep 1
+  done
+}
