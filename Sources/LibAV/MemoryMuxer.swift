@@ -509,20 +509,11 @@ public final class MemoryMuxer {
         return stream.pointee.index
     }
 
-    /// Copies `bytes` into codec parameters' extradata, allocated with libav's allocator
-    /// and zero padding as libav requires; `avformat_free_context` frees it.
+    /// Stores a copy of `bytes` as the extradata; `avformat_free_context` frees it.
     private static func setExtradata(_ bytes: ByteBuffer, on parameters: UnsafeMutablePointer<AVCodecParameters>) throws(AVError) {
-        let count = bytes.readableBytes
-        guard let extradata = av_mallocz(count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) else {
-            throw .call(operation: "av_mallocz(extradata)", code: cffmpeg_averror_enomem())
-        }
-        bytes.withUnsafeReadableBytes { source in
-            if let base = source.baseAddress {
-                extradata.copyMemory(from: base, byteCount: count)
-            }
-        }
-        parameters.pointee.extradata = extradata.assumingMemoryBound(to: UInt8.self)
-        parameters.pointee.extradata_size = Int32(count)
+        let (pointer, size) = try Extradata.copy(bytes)
+        parameters.pointee.extradata = pointer
+        parameters.pointee.extradata_size = size
     }
 }
 

@@ -231,19 +231,11 @@ public final class VideoDecoder {
         }
     }
 
+    /// Stores a copy of `bytes` as the extradata; `avcodec_free_context` frees it.
     private static func setExtradata(_ bytes: ByteBuffer, on context: UnsafeMutablePointer<AVCodecContext>) throws(AVError) {
-        let count = bytes.readableBytes
-        guard let extradata = av_mallocz(count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) else {
-            throw .call(operation: "av_mallocz(extradata)", code: cffmpeg_averror_enomem())
-        }
-        bytes.withUnsafeReadableBytes { source in
-            if let base = source.baseAddress {
-                extradata.copyMemory(from: base, byteCount: count)
-            }
-        }
-        // avcodec_free_context frees it.
-        context.pointee.extradata = extradata.assumingMemoryBound(to: UInt8.self)
-        context.pointee.extradata_size = Int32(count)
+        let (pointer, size) = try Extradata.copy(bytes)
+        context.pointee.extradata = pointer
+        context.pointee.extradata_size = size
     }
 }
 
