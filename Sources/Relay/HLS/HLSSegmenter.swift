@@ -119,14 +119,18 @@ final class HLSSegmenter {
     }
 
     /// The expected distance to the next frame that can start a part (video, or audio for
-    /// audio-only streams), from the last two such frames.
-    private var frameStep: Int64 = 33
+    /// audio-only streams): the smallest of the last eight steps, so that millisecond
+    /// rounding (33/34 ms at 30 fps) and one-off gaps (a reconnect, a dropped frame) do not
+    /// make parts close early.
+    private var frameStep: Int64 { recentSteps.min() ?? 33 }
+    private var recentSteps: [Int64] = []
     private var lastStepTimestamp: Int64?
 
     private func append(_ frame: MediaFrame, independent: Bool) throws {
         if !hasVideo || frame.kind == .video {
             if let last = lastStepTimestamp, frame.timestamp > last {
-                frameStep = min(frame.timestamp - last, 1000)
+                if recentSteps.count == 8 { recentSteps.removeFirst() }
+                recentSteps.append(min(frame.timestamp - last, 1000))
             }
             lastStepTimestamp = frame.timestamp
         }
