@@ -17,12 +17,12 @@ release: deps
 run: release
 	.build/release/node $(ARGS)
 
-## Build and run every test: unit tests, integration tests with ffmpeg/ffprobe/rtmpdump,
-## and a short bounded run of each fuzz target.
+## Build and run every test: a short bounded run of each fuzz target, then unit tests and
+## integration tests with ffmpeg/ffprobe/rtmpdump/chromium (the test summary comes last).
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
 	scripts/fuzz.sh --seconds $${FUZZ_SECONDS:-20}
+	$(SWIFT) test --skip-build
 
 ## Run each libFuzzer target (FUZZ_SECONDS each, default 60).
 fuzz: deps
