@@ -91,7 +91,6 @@ let package = Package(
             name: "Node",
             dependencies: [
                 "Media", "RTMP", "Ingest", "Relay", "Transcode",
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -60,15 +60,14 @@ private func loadVideoTrack(_ session: inout HTTPSession, base: String, map: Str
     return try FragmentedMP4.videoTrack(initSegment: response.body)
 }
 
-/// An LL-HLS player as hls.js runs in low-latency mode: blocking playlist reloads for the
-/// part after the last one it has (`_HLS_msn`/`_HLS_part`), then a download of every newly
-/// listed part, whose fMP4 `moof/traf` gives the timestamps of its video samples.
-struct LowLatencyPlayer: Sendable {
-    /// `/app/name/src/`.
-    let base: String
-    let stopAt: ContinuousClock.Instant
-    let registry: ConnectionRegistry
+/// A measuring player: plays until `stopAt`; errors after the run was closed do not count.
+protocol Player: Sendable {
+    var stopAt: ContinuousClock.Instant { get }
+    var registry: ConnectionRegistry { get }
+    func play(_ session: inout HTTPSession, result: inout PlayerResult) async throws
+}
 
+extension Player {
     func run(_ session: inout HTTPSession) async -> PlayerResult {
         var result = PlayerResult()
         do {
@@ -79,8 +78,18 @@ struct LowLatencyPlayer: Sendable {
         result.requests = session.requests
         return result
     }
+}
 
-    private func play(_ session: inout HTTPSession, result: inout PlayerResult) async throws {
+/// An LL-HLS player as hls.js runs in low-latency mode: blocking playlist reloads for the
+/// part after the last one it has (`_HLS_msn`/`_HLS_part`), then a download of every newly
+/// listed part, whose fMP4 `moof/traf` gives the timestamps of its video samples.
+struct LowLatencyPlayer: Player {
+    /// `/app/name/src/`.
+    let base: String
+    let stopAt: ContinuousClock.Instant
+    let registry: ConnectionRegistry
+
+    func play(_ session: inout HTTPSession, result: inout PlayerResult) async throws {
         let clock = ContinuousClock()
         guard var playlist = try await waitForPlaylist(&session, path: base + "llhls.m3u8", until: stopAt, ready: { !$0.parts.isEmpty && $0.map != nil })
         else { return }
@@ -138,24 +147,13 @@ struct LowLatencyPlayer: Sendable {
 /// When segment N appears its frames are available; which frames those are comes from
 /// the fMP4 segment `segN.m4s` of the LL-HLS variant, which the segmenter cuts at the same
 /// keyframes under the same media sequence number.
-struct ClassicPlayer: Sendable {
+struct ClassicPlayer: Player {
     let base: String
     let stopAt: ContinuousClock.Instant
     let registry: ConnectionRegistry
     let interval: Duration
 
-    func run(_ session: inout HTTPSession) async -> PlayerResult {
-        var result = PlayerResult()
-        do {
-            try await play(&session, result: &result)
-        } catch {
-            if !registry.isClosed, ContinuousClock().now < stopAt { result.errors.append("\(error)") }
-        }
-        result.requests = session.requests
-        return result
-    }
-
-    private func play(_ session: inout HTTPSession, result: inout PlayerResult) async throws {
+    func play(_ session: inout HTTPSession, result: inout PlayerResult) async throws {
         let clock = ContinuousClock()
         guard let llhls = try await waitForPlaylist(&session, path: base + "llhls.m3u8", until: stopAt, ready: { $0.map != nil })
         else { return }

@@ -1,6 +1,5 @@
 import Logging
 import Media
-import NIOConcurrencyHelpers
 import Relay
 import Transcode
 
@@ -57,10 +56,7 @@ actor EmbeddedTranscoding {
         }
         logger.info("transcoding with ladder \(ladder.rungs.map(\.name).joined(separator: ","))")
 
-        // The subscriber's wake-up needs the subscriber itself: hand it over through a box.
-        let box = NIOLockedValueBox<HubSubscriber?>(nil)
-        let subscriber = HubSubscriber(format: nil, maxQueueBytes: hub.configuration.subscriberQueueBytes, coalescesWakeUps: false) {
-            guard let subscriber = box.withLockedValue({ $0 }) else { return }
+        let subscriber = HubSubscriber(format: nil, maxQueueBytes: hub.configuration.subscriberQueueBytes, coalescesWakeUps: false) { subscriber in
             let batch = subscriber.drain()
             for packet in batch.packets { pipeline.submit(packet.frame) }
             if batch.ended {
@@ -71,7 +67,6 @@ actor EmbeddedTranscoding {
                 }
             }
         }
-        box.withLockedValue { $0 = subscriber }
         if !hub.subscribe(subscriber) {
             Task { _ = await pipeline.finish() }
             running.remove(id)

@@ -51,7 +51,7 @@ public struct HTTPFLVRoutes: Sendable {
         headers[.accessControlAllowOrigin] = "*"
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             let (wakes, waker) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-            let subscriber = HubSubscriber(format: format, maxQueueBytes: hub.configuration.subscriberQueueBytes) {
+            let subscriber = HubSubscriber(format: format, maxQueueBytes: hub.configuration.subscriberQueueBytes) { _ in
                 waker.yield()
             }
             RelayMetrics.flvViewers.increment()

@@ -21,7 +21,7 @@ public final class HubSubscriber: Sendable {
     /// Viewer connections coalesce wake-ups (`HubConfiguration.wakeInterval`); internal
     /// consumers whose latency adds to everyone's (HLS segmenter, transcoder) do not.
     public let coalescesWakeUps: Bool
-    private let wake: @Sendable () -> Void
+    private let wake: @Sendable (HubSubscriber) -> Void
     private let state: NIOLockedValueBox<State>
 
     public struct Batch: Sendable {
@@ -51,9 +51,9 @@ public final class HubSubscriber: Sendable {
     ///   - format: the index of the hub serializer this subscriber writes, or nil for raw frames.
     ///   - maxQueueBytes: the queue bound; see `HubConfiguration.subscriberQueueBytes`.
     ///   - coalescesWakeUps: whether wake-ups are limited to one per wake interval.
-    ///   - wake: called (from the publisher's thread) when data is waiting; it should only
-    ///     schedule a drain on the consumer's own thread.
-    public init(format: Int?, maxQueueBytes: Int, coalescesWakeUps: Bool = true, wake: @escaping @Sendable () -> Void) {
+    ///   - wake: called (from the publisher's thread) with this subscriber when data is
+    ///     waiting; it should only schedule a `drain()` on the consumer's own thread.
+    public init(format: Int?, maxQueueBytes: Int, coalescesWakeUps: Bool = true, wake: @escaping @Sendable (HubSubscriber) -> Void) {
         self.format = format
         self.maxQueueBytes = maxQueueBytes
         self.coalescesWakeUps = coalescesWakeUps
@@ -121,14 +121,16 @@ public final class HubSubscriber: Sendable {
             state.wakePending = true
             return true
         }
-        if shouldWake { wake() }
+        if shouldWake { wake(self) }
     }
 
     /// Marks the end of the stream and wakes the consumer so it can close.
     func end() {
-        state.withLockedValue { $0.ended = true }
         // Always wake: an ended subscriber must learn of it even if a wake is pending.
-        state.withLockedValue { $0.wakePending = true }
-        wake()
+        state.withLockedValue { state in
+            state.ended = true
+            state.wakePending = true
+        }
+        wake(self)
     }
 }

@@ -372,7 +372,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         case .accept(let hub):
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             let shared = streamID == RTMPChunkSerializer.streamID && encoder.chunkSize == RTMPChunkSerializer.chunkSize
-            let subscriber = HubSubscriber(format: shared ? rtmpFormat : nil, maxQueueBytes: hub.configuration.subscriberQueueBytes) {
+            let subscriber = HubSubscriber(format: shared ? rtmpFormat : nil, maxQueueBytes: hub.configuration.subscriberQueueBytes) { _ in
                 bound.eventLoop.execute { bound.value.drainSubscriber() }
             }
             role = .playing(PlayContext(hub: hub, subscriber: subscriber, path: path, sharedFormat: shared ? rtmpFormat : nil, streamID: streamID))

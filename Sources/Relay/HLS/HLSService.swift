@@ -37,17 +37,15 @@ public actor HLSService {
         logger[metadataKey: "stream"] = "\(path)"
         logger[metadataKey: "rendition"] = "\(rendition)"
         let loop = group.next()
-        let driver = NIOLoopBoundBox.makeBoxSendingValue(
-            SegmenterDriver(segmenter: HLSSegmenter(configuration: configuration, events: continuation, logger: logger)),
+        let segmenter = NIOLoopBoundBox.makeBoxSendingValue(
+            HLSSegmenter(configuration: configuration, events: continuation, logger: logger),
             eventLoop: loop
         )
         // Raw frames (no serialiser): the segmenter muxes them itself. The queue bound keeps
         // a stalled segmenter from pinning media; it then resumes at a keyframe.
-        let active = HubSubscriber(format: nil, maxQueueBytes: hub.configuration.subscriberQueueBytes, coalescesWakeUps: false) {
-            loop.execute { driver.value.drain() }
+        let active = HubSubscriber(format: nil, maxQueueBytes: hub.configuration.subscriberQueueBytes, coalescesWakeUps: false) { subscriber in
+            loop.execute { segmenter.value.process(subscriber.drain()) }
         }
-        // Runs before the first wake-up's drain: tasks on a loop run in order.
-        loop.execute { driver.value.subscriber = active }
         if !hub.subscribe(active) {
             continuation.finish()
         }
@@ -82,20 +80,5 @@ public actor HLSService {
 
     public func renditions(of path: StreamPath) -> [String: HLSRendition] {
         streams[path] ?? [:]
-    }
-}
-
-/// Connects a hub subscription to a segmenter on the segmenter's event loop.
-final class SegmenterDriver {
-    let segmenter: HLSSegmenter
-    var subscriber: HubSubscriber?
-
-    init(segmenter: HLSSegmenter) {
-        self.segmenter = segmenter
-    }
-
-    func drain() {
-        guard let subscriber else { return }
-        segmenter.process(subscriber.drain())
     }
 }
