@@ -218,7 +218,11 @@ final class TranscodeJob {
             logger.error("invalid rendition name", metadata: ["stream": "\(source)", "rung": "\(plan.rung.name)"])
             return nil
         }
-        let hub = StreamHub(path: path, serializers: serializers, configuration: configuration.hubConfiguration)
+        // A rendition keeps the source's timeline exactly: its input is already normalised,
+        // and a gap where frames were dropped for lag must not shift it against the others.
+        var hubConfiguration = configuration.hubConfiguration
+        hubConfiguration.timestampJumpThreshold = nil
+        let hub = StreamHub(path: path, serializers: serializers, configuration: hubConfiguration)
         guard case .attached = hub.attachPublisher(id: Self.publisherID, evict: {}) else {
             return nil
         }

@@ -27,5 +27,12 @@ public struct HubConfiguration: Sendable, Equatable {
     /// there); zero wakes on every burst.
     public var wakeInterval: Duration = .milliseconds(100)
 
+    /// Publisher timestamps that jump by more than this are re-based onto the stream's
+    /// timeline (see `TimestampNormalizer`). nil keeps the input's timeline as it is, only
+    /// making each track monotonic: for hubs fed from another hub's timeline, such as a
+    /// transcoder's renditions, where a gap (frames the transcoder dropped to catch up) is
+    /// real and re-basing it would shift one rendition against the source and the others.
+    public var timestampJumpThreshold: Duration? = .seconds(1)
+
     public init() {}
 }

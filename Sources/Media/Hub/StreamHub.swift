@@ -78,7 +78,14 @@ public final class StreamHub: Sendable {
         self.path = path
         self.serializers = serializers
         self.configuration = configuration
-        self.state = NIOLockedValueBox(State(demand: Array(repeating: 0, count: serializers.count)))
+        var state = State(demand: Array(repeating: 0, count: serializers.count))
+        if let threshold = configuration.timestampJumpThreshold {
+            let (seconds, attoseconds) = threshold.components
+            state.normalizer = TimestampNormalizer(jumpThreshold: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        } else {
+            state.normalizer = TimestampNormalizer(jumpThreshold: .max)
+        }
+        self.state = NIOLockedValueBox(state)
     }
 
     // MARK: Publisher side

@@ -57,7 +57,7 @@ import Testing
                       Self.video(66, keyframe: true), Self.audio(70), Self.video(100, keyframe: false)] {
             hub.publish(frame, publisher: 1)
         }
-        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) {}
+        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in }
         #expect(hub.subscribe(subscriber))
         let packets = subscriber.drain().packets
         let kinds = packets.map { ($0.frame.kind, $0.frame.isSequenceHeader, $0.frame.timestamp) }
@@ -75,7 +75,7 @@ import Testing
         let serializer = CountingSerializer()
         let hub = makeHub(serializer: serializer)
         try attach(hub)
-        let subscribers = (0..<50).map { _ in HubSubscriber(format: 0, maxQueueBytes: 1 << 20) {} }
+        let subscribers = (0..<50).map { _ in HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in } }
         for subscriber in subscribers { hub.subscribe(subscriber) }
         hub.publish(Self.video(0, keyframe: true), publisher: 1)
         hub.publish(Self.audio(5), publisher: 1)
@@ -96,7 +96,7 @@ import Testing
         hub.publish(Self.video(0, keyframe: true), publisher: 1)
         hub.publish(Self.video(33, keyframe: false), publisher: 1)
         #expect(serializer.count.withLockedValue { $0 } == 0)
-        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) {}
+        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in }
         hub.subscribe(subscriber)
         #expect(serializer.count.withLockedValue { $0 } == 2)  // the cached GOP, filled in once
         let packets = subscriber.drain().packets
@@ -107,8 +107,8 @@ import Testing
         let hub = makeHub()
         try attach(hub)
         hub.publish(Self.videoSequenceHeader(), publisher: 1)
-        let slow = HubSubscriber(format: 0, maxQueueBytes: 1000) {}
-        let fast = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) {}
+        let slow = HubSubscriber(format: 0, maxQueueBytes: 1000) { _ in }
+        let fast = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in }
         hub.subscribe(slow)
         hub.subscribe(fast)
         _ = slow.drain()
@@ -132,7 +132,7 @@ import Testing
     @Test func configurationRecordsSurviveAnOverflow() throws {
         let hub = makeHub()
         try attach(hub)
-        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 600) {}
+        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 600) { _ in }
         hub.subscribe(subscriber)
         hub.publish(Self.videoSequenceHeader(), publisher: 1)
         hub.publish(Self.video(0, keyframe: true), publisher: 1)
@@ -146,7 +146,7 @@ import Testing
         let hub = makeHub()
         try attach(hub)
         let wakes = NIOLockedValueBox(0)
-        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { wakes.withLockedValue { $0 += 1 } }
+        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in wakes.withLockedValue { $0 += 1 } }
         hub.subscribe(subscriber)  // an empty hub: nothing to replay, no wake
         #expect(wakes.withLockedValue { $0 } == 0)
         let start = NIODeadline.uptimeNanoseconds(5_000_000_000)
@@ -174,8 +174,8 @@ import Testing
         try attach(hub)
         let viewerWakes = NIOLockedValueBox(0)
         let segmenterWakes = NIOLockedValueBox(0)
-        let viewer = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { viewerWakes.withLockedValue { $0 += 1 } }
-        let segmenter = HubSubscriber(format: nil, maxQueueBytes: 1 << 20, coalescesWakeUps: false) { segmenterWakes.withLockedValue { $0 += 1 } }
+        let viewer = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in viewerWakes.withLockedValue { $0 += 1 } }
+        let segmenter = HubSubscriber(format: nil, maxQueueBytes: 1 << 20, coalescesWakeUps: false) { _ in segmenterWakes.withLockedValue { $0 += 1 } }
         hub.subscribe(viewer)
         hub.subscribe(segmenter)
         let start = NIODeadline.uptimeNanoseconds(9_000_000_000)
@@ -193,7 +193,7 @@ import Testing
         let hub = makeHub()
         try attach(hub)
         hub.publish(Self.videoSequenceHeader(), publisher: 1)
-        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) {}
+        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in }
         hub.subscribe(subscriber)
         #expect(subscriber.drain().packets.count == 1)
         hub.publish(Self.videoSequenceHeader(timestamp: 5000), publisher: 1)
@@ -225,7 +225,7 @@ import Testing
     @Test func timestampsContinueAcrossAPublisherReconnect() throws {
         let hub = makeHub()
         try attach(hub, id: 1)
-        let subscriber = HubSubscriber(format: nil, maxQueueBytes: 1 << 20) {}
+        let subscriber = HubSubscriber(format: nil, maxQueueBytes: 1 << 20) { _ in }
         hub.subscribe(subscriber)
         for index in 0..<30 { hub.publish(Self.video(Int64(index) * 33, keyframe: index == 0), publisher: 1) }
         hub.detachPublisher(id: 1)
@@ -238,14 +238,37 @@ import Testing
         #expect(timestamps[30] > timestamps[29])
     }
 
+    @Test func aHubWithoutJumpThresholdKeepsItsInputTimeline() throws {
+        var configuration = HubConfiguration()
+        configuration.timestampJumpThreshold = nil
+        let hub = makeHub(configuration)
+        try attach(hub)
+        let subscriber = HubSubscriber(format: nil, maxQueueBytes: 1 << 20) { _ in }
+        hub.subscribe(subscriber)
+        // A 3 s gap (frames a transcoder dropped) stays a gap: keyframes keep the source's times.
+        for timestamp: Int64 in [2067, 2100, 5067, 5100] {
+            hub.publish(Self.video(timestamp, keyframe: timestamp % 1000 == 67), publisher: 1)
+        }
+        #expect(subscriber.drain().packets.map(\.frame.timestamp) == [2067, 2100, 5067, 5100])
+        // The default re-bases such a jump.
+        let rebasing = makeHub()
+        try attach(rebasing)
+        let other = HubSubscriber(format: nil, maxQueueBytes: 1 << 20) { _ in }
+        rebasing.subscribe(other)
+        for timestamp: Int64 in [2067, 2100, 5067, 5100] {
+            rebasing.publish(Self.video(timestamp, keyframe: timestamp % 1000 == 67), publisher: 1)
+        }
+        #expect(other.drain().packets.map(\.frame.timestamp) != [2067, 2100, 5067, 5100])
+    }
+
     @Test func endingTheHubEndsEverySubscriber() throws {
         let hub = makeHub()
         try attach(hub)
-        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) {}
+        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in }
         hub.subscribe(subscriber)
         hub.end()
         #expect(subscriber.drain().ended)
-        #expect(hub.subscribe(HubSubscriber(format: 0, maxQueueBytes: 1 << 20) {}) == false)
+        #expect(hub.subscribe(HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in }) == false)
         #expect(hub.attachPublisher(id: 9) {} == .ended)
     }
 
@@ -257,7 +280,7 @@ import Testing
         hub.publish(Self.video(0, keyframe: true), publisher: 1)
         for index in 1...20 { hub.publish(Self.video(Int64(index) * 33, keyframe: false), publisher: 1) }
         #expect(hub.statistics.gopFrames <= 10)
-        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) {}
+        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in }
         hub.subscribe(subscriber)
         // A new viewer is never handed frames it cannot decode.
         #expect(subscriber.drain().packets.allSatisfy { $0.frame.isKeyframe } )
