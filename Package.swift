@@ -86,6 +86,25 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // libnats (cnats) as a Swift module: module map over one shim header.
+        .systemLibrary(
+            name: "CNats",
+            path: "Sources/CNats",
+            pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"])]
+        ),
+        // The bus between nodes: Bus, LocalBus, NATSBus over cnats, the media frame codec.
+        .target(
+            name: "Cluster",
+            dependencies: [
+                "CNats", "Media",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
         // The `node` executable: CLI, configuration, wiring of roles, service lifecycle.
         .executableTarget(
             name: "Node",
@@ -157,6 +176,18 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOTestUtils", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        // Bus implementations (LocalBus, NATSBus against a real nats-server) and the media codec.
+        .testTarget(
+            name: "ClusterTests",
+            dependencies: [
+                "Cluster", "Media", "TestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),

@@ -1,0 +1,55 @@
+import Media
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// Publishes one rendition's frames on its media subject.
+///
+/// The encoder (sequence numbering) sits behind a lock that is also held across the
+/// publish calls, so that sequence order is wire order even if frames came from several
+/// threads; in practice one publisher thread feeds it and the lock is uncontended.
+public final class MediaBusPublisher: Sendable {
+    public let subject: MediaBusSubject
+    private let bus: any Bus
+    private let encoder: NIOLockedValueBox<MediaBusFrameEncoder>
+    private let allocator = ByteBufferAllocator()
+
+    /// - Parameters:
+    ///   - epoch: a value that differs from the previous publisher session's; e.g. the
+    ///     ingest's timestamp epoch or a random number.
+    ///   - maxFrameBytes: frames above it are refused; see `MediaBusFrameEncoder`.
+    public init(bus: any Bus, subject: MediaBusSubject, epoch: UInt32, maxFrameBytes: Int = MediaBusReassembler.defaultMaxFrameBytes) {
+        self.bus = bus
+        self.subject = subject
+        self.encoder = NIOLockedValueBox(MediaBusFrameEncoder(epoch: epoch, maxMessageBytes: bus.maxPayload, maxFrameBytes: maxFrameBytes))
+    }
+
+    /// Encodes and publishes `frame` (one message per fragment). A failed publish leaves a
+    /// sequence gap, which receivers handle by resuming at the next keyframe.
+    public func publish(_ frame: MediaFrame) throws(MediaBusPublishError) {
+        // `withLockedValue` rethrows untyped errors, hence the Result.
+        try encoder.withLockedValue { encoder -> Result<Void, MediaBusPublishError> in
+            let messages: [ByteBuffer]
+            do throws(MediaBusFrameError) {
+                messages = try encoder.encode(frame, allocator: allocator)
+            } catch {
+                return .failure(.frame(error))
+            }
+            for message in messages {
+                do throws(BusError) {
+                    try bus.publish(subject: subject.subject, payload: message)
+                } catch {
+                    return .failure(.bus(error))
+                }
+            }
+            return .success(())
+        }.get()
+    }
+}
+
+/// Why `MediaBusPublisher.publish` failed.
+public enum MediaBusPublishError: Error, Equatable {
+    /// The frame cannot be encoded (too large).
+    case frame(MediaBusFrameError)
+    /// The bus refused a message.
+    case bus(BusError)
+}

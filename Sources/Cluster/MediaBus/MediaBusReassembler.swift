@@ -1,0 +1,176 @@
+import Media
+import NIOCore
+
+/// The receiving side of one media subject: parses bus messages, reassembles fragmented
+/// frames, and applies the gap policy.
+///
+/// **Gap policy.** Within an epoch, frames carry consecutive sequence numbers and their
+/// fragments arrive in order (NATS keeps one publisher's order on a subject). A missing
+/// sequence number or a missing fragment is a gap: the incomplete frame is discarded, the
+/// gap is counted, and media frames are dropped until the next sync point, since a decoder
+/// cannot use P-frames whose reference was lost. Sequence headers and script data always
+/// pass. Sync points are the same as `StreamHub`'s: a video keyframe, or any audio frame
+/// while no video has been seen in the epoch (an audio-only stream resumes at once). Audio
+/// that arrives before the first video frame of a late joiner passes; once video has been
+/// seen, audio waits with it for the keyframe, so playback starts with both tracks.
+/// A receiver that joins mid-stream waits for a sync point the same way, without
+/// counting a gap. A new epoch (a new publisher session) restarts the tracking.
+///
+/// **Bounds.** One frame is reassembled at a time and its announced length is checked
+/// against `maxFrameBytes` before any body is kept, so the state holds at most
+/// `maxFrameBytes` bytes.
+///
+/// A value type with mutating state: one per subscription, used on its delivery thread.
+public struct MediaBusReassembler: Sendable {
+    /// 16 MiB: far above any sane keyframe, small enough that a hostile header cannot make
+    /// a relay hold much memory per subscription.
+    public static let defaultMaxFrameBytes = 16 << 20
+
+    public struct Statistics: Sendable, Equatable {
+        /// Frames returned to the caller.
+        public var frames: UInt64 = 0
+        /// Sequence gaps and lost fragments detected.
+        public var gaps: UInt64 = 0
+        /// Complete frames dropped while waiting for a sync point.
+        public var droppedFrames: UInt64 = 0
+        /// Partially received frames discarded (a fragment was lost).
+        public var incompleteFrames: UInt64 = 0
+        /// Frames from an earlier sequence number of the current epoch (duplicates, reordering).
+        public var staleFrames: UInt64 = 0
+
+        public init() {}
+    }
+
+    private struct Partial: Sendable {
+        var header: MediaBusFrameHeader
+        var body: ByteBuffer
+        var nextIndex: UInt16
+    }
+
+    public let maxFrameBytes: Int
+    public private(set) var statistics = Statistics()
+
+    private var epoch: UInt32?
+    private var expectedSequence: UInt64?
+    private var partial: Partial?
+    private var hasVideo = false
+    private var waitingForSyncPoint = true
+
+    public init(maxFrameBytes: Int = Self.defaultMaxFrameBytes) {
+        self.maxFrameBytes = maxFrameBytes
+    }
+
+    /// Takes one bus message. Returns a frame when one is complete and passes the gap
+    /// policy, nil otherwise. Throws for a message that is not a valid media message;
+    /// the reassembly state is then unchanged.
+    public mutating func receive(_ message: ByteBuffer) throws(MediaBusFrameError) -> MediaFrame? {
+        var buffer = message
+        let header = try MediaBusFrameHeader(from: &buffer)
+        let frameLength = Int(header.frameLength)
+        guard frameLength <= maxFrameBytes else {
+            throw .oversized(length: frameLength, limit: maxFrameBytes)
+        }
+        let fragmentLength = buffer.readableBytes
+        guard fragmentLength <= frameLength else {
+            throw .lengthMismatch(announced: frameLength, received: fragmentLength)
+        }
+        if header.fragmentCount == 1, fragmentLength != frameLength {
+            throw .lengthMismatch(announced: frameLength, received: fragmentLength)
+        }
+
+        if header.epoch != epoch {
+            // A new publisher session: its sequence numbers start afresh.
+            if partial != nil {
+                statistics.incompleteFrames += 1
+            }
+            epoch = header.epoch
+            expectedSequence = nil
+            partial = nil
+            hasVideo = false
+            waitingForSyncPoint = true
+        }
+
+        if var current = partial {
+            partial = nil
+            if header.sequence == current.header.sequence, header.fragmentIndex == current.nextIndex,
+               header.fragmentCount == current.header.fragmentCount, header.frameLength == current.header.frameLength {
+                guard current.body.readableBytes + fragmentLength <= frameLength else {
+                    statistics.incompleteFrames += 1
+                    registerGap()
+                    throw .lengthMismatch(announced: frameLength, received: current.body.readableBytes + fragmentLength)
+                }
+                current.body.writeImmutableBuffer(buffer)
+                current.nextIndex += 1
+                guard current.nextIndex == current.header.fragmentCount else {
+                    partial = current
+                    return nil
+                }
+                guard current.body.readableBytes == frameLength else {
+                    statistics.incompleteFrames += 1
+                    registerGap()
+                    throw .lengthMismatch(announced: frameLength, received: current.body.readableBytes)
+                }
+                return complete(current.header, body: current.body)
+            }
+            // Anything else than the next fragment means the rest of this frame was lost.
+            statistics.incompleteFrames += 1
+            registerGap()
+        }
+
+        if let expected = expectedSequence, header.sequence != expected {
+            if header.sequence < expected {
+                // Already past it (a duplicate, or the tail of a frame abandoned above).
+                statistics.staleFrames += 1
+                return nil
+            }
+            registerGap()
+        }
+        expectedSequence = header.sequence &+ 1
+
+        guard header.fragmentIndex == 0 else {
+            // Joined (or resumed) in the middle of a frame: its beginning is gone.
+            if !waitingForSyncPoint {
+                registerGap()
+            }
+            statistics.incompleteFrames += 1
+            return nil
+        }
+        guard header.fragmentCount == 1 else {
+            partial = Partial(header: header, body: buffer, nextIndex: 1)
+            return nil
+        }
+        return complete(header, body: buffer)
+    }
+
+    private mutating func registerGap() {
+        statistics.gaps += 1
+        waitingForSyncPoint = true
+    }
+
+    private mutating func complete(_ header: MediaBusFrameHeader, body: ByteBuffer) -> MediaFrame? {
+        if header.kind == .video {
+            hasVideo = true
+        }
+        let isConfiguration = header.isSequenceHeader || header.kind == .script
+        if waitingForSyncPoint, !isConfiguration {
+            switch header.kind {
+            case .video where header.isKeyframe:
+                waitingForSyncPoint = false
+            case .audio where !hasVideo:
+                // Audio frames decode on their own; without video there is nothing to wait for.
+                break
+            default:
+                statistics.droppedFrames += 1
+                return nil
+            }
+        }
+        statistics.frames += 1
+        return MediaFrame(
+            kind: header.kind,
+            timestamp: header.timestamp,
+            isKeyframe: header.isKeyframe,
+            isSequenceHeader: header.isSequenceHeader,
+            payload: body
+        )
+    }
+}

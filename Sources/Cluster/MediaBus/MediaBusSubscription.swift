@@ -1,0 +1,77 @@
+import Media
+import Metrics
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// A subscription to one rendition's media: bus messages in, complete `MediaFrame`s out,
+/// after reassembly and the gap policy of `MediaBusReassembler`.
+///
+/// Bad messages are dropped, counted here by reason and in
+/// `estuary_bus_messages_dropped_total{reason}`; they never reach the handler and never
+/// disturb the reassembly in progress.
+public final class MediaBusSubscription: Sendable {
+    public struct Statistics: Sendable, Equatable {
+        public var reassembly = MediaBusReassembler.Statistics()
+        /// Rejected messages by `MediaBusFrameError.reason`.
+        public var rejected: [String: UInt64] = [:]
+    }
+
+    public let subject: MediaBusSubject
+    private struct State: Sendable {
+        var reassembler: MediaBusReassembler
+        var rejected: [String: UInt64] = [:]
+    }
+
+    private let state: NIOLockedValueBox<State>
+    private let subscription: NIOLockedValueBox<BusSubscription?>
+
+    /// Subscribes to `subject` on `bus`. `handler` runs on the bus's delivery thread (see
+    /// `Bus`) and must not block.
+    ///
+    /// - Parameters:
+    ///   - maxFrameBytes: the reassembly bound; larger announced frames are rejected.
+    ///   - metrics: where the dropped-messages counter goes; the global factory by default.
+    public init(
+        bus: any Bus,
+        subject: MediaBusSubject,
+        maxFrameBytes: Int = MediaBusReassembler.defaultMaxFrameBytes,
+        metrics: any MetricsFactory = MetricsSystem.factory,
+        handler: @escaping @Sendable (MediaFrame) -> Void
+    ) throws(BusError) {
+        self.subject = subject
+        let state = NIOLockedValueBox(State(reassembler: MediaBusReassembler(maxFrameBytes: maxFrameBytes)))
+        self.state = state
+        self.subscription = NIOLockedValueBox(nil)
+        let busSubscription = try bus.subscribe(subject: subject.subject) { message in
+            // One delivery thread per subscription: the lock is uncontended, and held
+            // only while parsing, never while the handler runs.
+            let (frame, newGaps) = state.withLockedValue { (state: inout State) -> (MediaFrame?, UInt64) in
+                let gapsBefore = state.reassembler.statistics.gaps
+                do throws(MediaBusFrameError) {
+                    let frame = try state.reassembler.receive(message.payload)
+                    return (frame, state.reassembler.statistics.gaps - gapsBefore)
+                } catch {
+                    state.rejected[error.reason, default: 0] += 1
+                    MediaBusMetrics.droppedMessage(reason: error.reason, factory: metrics)
+                    return (nil, state.reassembler.statistics.gaps - gapsBefore)
+                }
+            }
+            for _ in 0..<newGaps {
+                MediaBusMetrics.gap(factory: metrics)
+            }
+            if let frame {
+                handler(frame)
+            }
+        }
+        subscription.withLockedValue { $0 = busSubscription }
+    }
+
+    public var statistics: Statistics {
+        state.withLockedValue { Statistics(reassembly: $0.reassembler.statistics, rejected: $0.rejected) }
+    }
+
+    /// Unsubscribes. Idempotent; also done when the subscription is released.
+    public func cancel() {
+        subscription.withLockedValue { $0 }?.cancel()
+    }
+}
