@@ -168,6 +168,7 @@ public final class NATSBus: Bus {
 
     deinit {
         inbox.close()
+        guard !registry.withLockedValue({ $0.closed }) else { return }
         // natsConnection_Close joins cnats's socket threads: keep that off whatever thread
         // released the bus (possibly the cooperative pool). The handle, and with it
         // natsConnection_Destroy, goes with the thread.
@@ -315,6 +316,9 @@ public final class NATSBus: Bus {
         try natsOptions_SetReconnectBufSize(options, Int32(clamping: configuration.reconnectBufferBytes)).check("natsOptions_SetReconnectBufSize")
         try natsOptions_SetMaxPendingMsgs(options, Int32(clamping: configuration.maxPendingMessagesPerSubscription)).check("natsOptions_SetMaxPendingMsgs")
         try natsOptions_SetSendAsap(options, configuration.sendAsap).check("natsOptions_SetSendAsap")
+        if let writeDeadline = configuration.writeDeadline {
+            try natsOptions_SetWriteDeadline(options, milliseconds(writeDeadline)).check("natsOptions_SetWriteDeadline")
+        }
         try natsOptions_SetDisconnectedCB(options, natsDisconnected, closure).check("natsOptions_SetDisconnectedCB")
         try natsOptions_SetReconnectedCB(options, natsReconnected, closure).check("natsOptions_SetReconnectedCB")
         try natsOptions_SetClosedCB(options, natsClosed, closure).check("natsOptions_SetClosedCB")

@@ -51,6 +51,12 @@ public struct NATSBusConfiguration: Sendable {
     /// The payload limit assumed until the server has announced its own (only matters
     /// with `retryOnFailedConnect`). nats-server's default is 1 MiB.
     public var fallbackMaxPayload = 1 << 20
+    /// How long one socket write may take before cnats gives up on the connection and
+    /// reconnects (natsOptions_SetWriteDeadline). With `sendAsap` a publish writes on the
+    /// caller's thread, often an event loop: this bounds how long a stuck server can block
+    /// it. nil keeps cnats's blocking socket. Default 2 s: far above a healthy write,
+    /// short enough that one stuck link does not freeze a publisher for long.
+    public var writeDeadline: Duration? = .seconds(2)
     /// Write every publish to the socket at once instead of batching in cnats's flusher
     /// thread: lower latency for requests and media (natsOptions_SetSendAsap).
     public var sendAsap = true

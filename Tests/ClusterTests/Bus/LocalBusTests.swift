@@ -83,6 +83,33 @@ import Testing
         silent.cancel()
     }
 
+    @Test func requestIsCancelledWithItsTask() async throws {
+        let bus = LocalBus()
+        let silent = try bus.subscribe(subject: "silent") { _ in }
+        let task = Task {
+            try await bus.request(subject: "silent", payload: ByteBuffer(), timeout: .seconds(30))
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        task.cancel()
+        let start = ContinuousClock.now
+        await #expect(throws: BusError.cancelled) { try await task.value }
+        #expect(ContinuousClock.now - start < .seconds(5))
+        silent.cancel()
+    }
+
+    @Test func closedBusFailsPendingAndNewRequests() async throws {
+        let bus = LocalBus()
+        let silent = try bus.subscribe(subject: "silent") { _ in }
+        let task = Task {
+            try await bus.request(subject: "silent", payload: ByteBuffer(), timeout: .seconds(30))
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        bus.close()
+        await #expect(throws: BusError.closed) { try await task.value }
+        #expect(throws: BusError.closed) { try bus.publish(subject: "silent", payload: ByteBuffer()) }
+        silent.cancel()
+    }
+
     @Test func respondingToAPlainMessageFails() throws {
         let bus = LocalBus()
         #expect(throws: BusError.noReplySubject("x")) {

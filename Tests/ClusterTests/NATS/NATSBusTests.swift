@@ -3,6 +3,7 @@ import Logging
 import Media
 import MetricsTestKit
 import NIOCore
+import TestSupport
 import Testing
 
 @testable import Cluster
@@ -174,6 +175,68 @@ struct NATSBusTests {
         #expect(await received.wait(for: 7).last == "after")
         #expect(bus.isConnected)
         #expect(bus.statistics.reconnects == 1)
+        subscription.cancel()
+        await bus.close()
+        await server.stop()
+    }
+}
+
+/// Connection set-ups that need more than a plain server: TLS, a server that starts late.
+@Suite(.serialized, .enabled(if: NATSServer.isAvailable, "nats-server is not installed"))
+struct NATSBusConnectionTests {
+    @Test func connectsOverTLSWithTheConfiguredCertificateAuthority() async throws {
+        let directory = try TemporaryDirectory(prefix: "estuary-nats-tls")
+        let certificate = directory.file("server.pem").path
+        let key = directory.file("server.key").path
+        let openssl = try await Tool.run("openssl", [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+            "-keyout", key, "-out", certificate,
+        ], in: directory.url, timeout: .seconds(30))
+        try #require(openssl.succeeded, "\(openssl)")
+        let server = try await NATSServer(extraArguments: ["--tls", "--tlscert", certificate, "--tlskey", key])
+
+        var configuration = NATSBusConfiguration(servers: [server.url])
+        configuration.tls = .init(caFile: certificate)
+        let bus = try await NATSBus.connect(configuration: configuration)
+        let received = Collector<String>()
+        let subscription = try bus.subscribe(subject: "secure.x") { received.append(String(buffer: $0.payload)) }
+        try await bus.flush()
+        try bus.publish(subject: "secure.x", payload: ByteBuffer(string: "over tls"))
+        #expect(await received.wait(for: 1) == ["over tls"])
+        subscription.cancel()
+        await bus.close()
+
+        // Without the CA the self-signed certificate is refused.
+        var untrusting = NATSBusConfiguration(servers: [server.url])
+        untrusting.tls = .init()
+        await #expect(throws: BusError.self) {
+            _ = try await NATSBus.connect(configuration: untrusting)
+        }
+        await server.stop()
+    }
+
+    @Test func retryOnFailedConnectWaitsForALateServer() async throws {
+        let port = try LoopbackPort.free()
+        var configuration = NATSBusConfiguration(servers: ["nats://127.0.0.1:\(port)"])
+        configuration.retryOnFailedConnect = true
+        configuration.reconnectWait = .milliseconds(100)
+        let events = Collector<NATSBusEvent>()
+        let bus = try await NATSBus.connect(configuration: configuration) { events.append($0) }
+        #expect(!bus.isConnected)
+        #expect(bus.maxPayload == configuration.fallbackMaxPayload)
+        let received = Collector<String>()
+        let subscription = try bus.subscribe(subject: "late.x") { received.append(String(buffer: $0.payload)) }
+        try bus.publish(subject: "late.x", payload: ByteBuffer(string: "queued"))
+
+        let server = try await NATSServer(port: port)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !bus.isConnected, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(bus.isConnected)
+        #expect(await received.wait(for: 1) == ["queued"])
+        #expect(await events.wait(for: 1).contains(.connected))
         subscription.cancel()
         await bus.close()
         await server.stop()

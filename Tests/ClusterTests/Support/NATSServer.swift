@@ -19,10 +19,11 @@ final class NATSServer {
 
     /// Starts the server and waits (up to 10 s) until it accepts connections.
     /// - Parameter extraArguments: e.g. `["--auth", token]`.
-    init(extraArguments: [String] = []) async throws {
+    /// - Parameter port: a free port by default.
+    init(port: Int? = nil, extraArguments: [String] = []) async throws {
         directory = try TemporaryDirectory(prefix: "estuary-nats")
-        port = try LoopbackPort.free()
-        arguments = ["-a", "127.0.0.1", "-p", String(port)] + extraArguments
+        self.port = try port ?? LoopbackPort.free()
+        arguments = ["-a", "127.0.0.1", "-p", String(self.port)] + extraArguments
         try await start()
     }
 
