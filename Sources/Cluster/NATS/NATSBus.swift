@@ -24,7 +24,6 @@ import NIOCore
 public final class NATSBus: Bus {
     public let configuration: NATSBusConfiguration
     private let connection: NATSConnectionHandle
-    private let events: NATSEventContext
     private let inbox = RequestInbox()
     private let registry = NIOLockedValueBox(Registry())
     private let logger: Logger
@@ -39,17 +38,17 @@ public final class NATSBus: Bus {
         var closed = false
     }
 
-    private init(configuration: NATSBusConfiguration, connection: NATSConnectionHandle, events: NATSEventContext, logger: Logger) {
+    private init(configuration: NATSBusConfiguration, connection: NATSConnectionHandle, logger: Logger) {
         self.configuration = configuration
         self.connection = connection
-        self.events = events
         self.logger = logger
     }
 
     /// Connects to one of `configuration.servers` (on a thread of its own; bounded by
     /// `connectTimeout` per server) and subscribes the request inbox.
     ///
-    /// - Parameter onEvent: called on a cnats thread for every connection event; must not block.
+    /// - Parameter onEvent: called on a cnats thread for every connection event; must not
+    ///   block. cnats holds it (not the bus) until the connection is closed.
     public static func connect(
         configuration: NATSBusConfiguration,
         logger: Logger = Logger(label: "estuary.bus.nats"),
@@ -59,7 +58,7 @@ public final class NATSBus: Bus {
         let result = await BlockingCall.run("nats-connect") { () -> Result<NATSConnectionHandle, BusError> in
             Result { () throws(BusError) in try openConnection(configuration: configuration, events: events) }
         }
-        let bus = NATSBus(configuration: configuration, connection: try result.get(), events: events, logger: logger)
+        let bus = NATSBus(configuration: configuration, connection: try result.get(), logger: logger)
         let inbox = bus.inbox
         let context = NATSSubscriptionContext(subject: inbox.subscriptionSubject, inbox: inbox) { _ in }
         do {

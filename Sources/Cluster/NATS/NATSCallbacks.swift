@@ -1,6 +1,5 @@
 import CNats
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 
 /// What a subscription's cnats callback needs. Passed to cnats as an `Unmanaged` pointer
@@ -47,21 +46,17 @@ final class NATSSubscriptionContext: Sendable {
 final class NATSEventContext: Sendable {
     let onEvent: @Sendable (NATSBusEvent) -> Void
     let logger: Logger
-    private let reconnectCount = NIOLockedValueBox<UInt64>(0)
 
     init(logger: Logger, onEvent: @escaping @Sendable (NATSBusEvent) -> Void) {
         self.logger = logger
         self.onEvent = onEvent
     }
 
-    var reconnects: UInt64 { reconnectCount.withLockedValue { $0 } }
-
     func report(_ event: NATSBusEvent) {
         switch event {
         case .disconnected:
             logger.warning("NATS connection lost; reconnecting, publishes are buffered")
         case .reconnected:
-            reconnectCount.withLockedValue { $0 += 1 }
             logger.info("NATS connection restored")
         case .connected:
             logger.info("NATS connected")

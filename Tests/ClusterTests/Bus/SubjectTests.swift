@@ -23,6 +23,11 @@ import Testing
         #expect(!Subject.isValidPublish(subject))
     }
 
+    @Test(arguments: ["a", "a.b.c", "media.live.cam%2E1.src", "a*", ">b", "a.*", "a.>", "a..b", ".", "a.", " a", "a\u{7F}", "ünïcode.ok"])
+    func fastPublishCheckAgreesWithTheTokenizer(subject: String) {
+        #expect(Subject.isValidPublish(subject) == (Subject.publishTokens(subject) != nil))
+    }
+
     @Test func wildcardsAreRefusedInPublishedSubjects() {
         #expect(!Subject.isValidPublish("media.*.x"))
         #expect(!Subject.isValidPublish("media.>"))
