@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps build release run test fuzz bench-fanout bench-hls clean
+.PHONY: deps build release run test fuzz bench-fanout bench-hls bench-transcode clean
 
 deps:
 	@scripts/install-deps.sh
@@ -36,6 +36,10 @@ bench-fanout:
 ## HLS / LL-HLS availability latency and CPU per 100 HLS viewers; figures for docs/benchmarks.md.
 bench-hls: deps
 	scripts/bench-hls.sh
+
+## ABR ladder transcoding against the ffmpeg CLI on the same settings; figures for docs/benchmarks.md.
+bench-transcode: deps
+	scripts/bench-transcode.sh
 
 clean:
 	rm -rf .build .build-fuzz

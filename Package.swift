@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "node", targets: ["Node"]),
         .executable(name: "fanout-bench", targets: ["FanoutBench"]),
         .executable(name: "hls-latency-bench", targets: ["HLSLatencyBench"]),
+        .executable(name: "transcode-bench", targets: ["TranscodeBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -58,10 +59,19 @@ let package = Package(
             pkgConfig: "libavformat",
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev"])]
         ),
-        // Swift owners of libav objects (muxers into memory; later decoders and encoders).
+        // Formats libav's log lines (printf + va_list, which Swift cannot take) for LibAVLogging.
+        .target(
+            name: "CLibAVLog",
+            linkerSettings: [.linkedLibrary("avutil")]
+        ),
+        // Swift owners of libav objects: muxers into memory, decoders, scaler, resampler, encoders.
         .target(
             name: "LibAV",
-            dependencies: ["CFFmpeg", "Media", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [
+                "CFFmpeg", "CLibAVLog", "Media",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         // Publish admission and republish policy of the ingest role.
@@ -109,7 +119,7 @@ let package = Package(
         .executableTarget(
             name: "Node",
             dependencies: [
-                "Media", "RTMP", "Ingest", "Relay", "Transcode",
+                "Media", "RTMP", "Ingest", "Relay", "Transcode", "LibAV",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -146,6 +156,18 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/HLSLatencyBench",
+            swiftSettings: strict
+        ),
+        // `make bench-transcode`: the ABR pipeline against the ffmpeg CLI on the same ladder.
+        .executableTarget(
+            name: "TranscodeBench",
+            dependencies: [
+                "Media", "Transcode", "LibAV",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/TranscodeBench",
             swiftSettings: strict
         ),
         .testTarget(
@@ -206,7 +228,8 @@ let package = Package(
         .target(
             name: "Transcode",
             dependencies: [
-                "LibAV", "Media",
+                "LibAV", "Media", "RTMP",
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

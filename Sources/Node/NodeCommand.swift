@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LibAV
 import Logging
 import Metrics
 import Prometheus
@@ -64,6 +65,8 @@ struct NodeCommand: AsyncParsableCommand {
             handler.logLevel = level
             return handler
         }
+        // libav and x264 write to stderr unless told otherwise; their lines join the node's logs.
+        LibAVLogging.bootstrap(Logger(label: "estuary.libav"))
         let metrics = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: metrics))
 

@@ -41,8 +41,12 @@ struct InboxState {
         frame.kind == .video && !frame.isSequenceHeader
     }
 
+    /// The latest source timestamp offered, queued or not: the head of the input.
+    private(set) var newestTimestamp: Int64?
+
     mutating func offer(_ frame: MediaFrame) -> Offer {
         guard !ended else { return .dropped }
+        newestTimestamp = max(newestTimestamp ?? frame.timestamp, frame.timestamp)
         guard items.count < hardLimit else {
             lagDroppedFrames += 1
             if Self.isCodedVideo(frame) { skippingToKeyframe = true }
@@ -117,6 +121,9 @@ final class TranscodeInbox: Sendable {
     }
 
     var lagDroppedFrames: Int { state.withLock { $0.lagDroppedFrames } }
+
+    /// The latest source timestamp offered so far.
+    var newestTimestamp: Int64? { state.withLock { $0.newestTimestamp } }
 
     /// Blocks the calling (worker) thread until frames are queued or the input ended.
     /// Returns the frames and whether the input has ended (and everything was taken).

@@ -23,15 +23,51 @@ final class TranscodeJob {
             self.hub = hub
             self.interleaver = interleaver
         }
+
+        func publish(_ frames: [MediaFrame]) {
+            for frame in frames {
+                hub.publish(frame, publisher: TranscodeJob.publisherID)
+                dirty = true
+            }
+        }
     }
 
-    struct Rung {
+    /// One rung's encoding state. A class so that a helper thread can work on one rung
+    /// while the job thread works on another (see `encode`).
+    final class Rung {
         let plan: RungPlan
         let scaler: Scaler
         let encoder: VideoEncoder
         let output: Output
         /// Encoder errors on this rung (the frame is lost to this rung only).
         var errors = 0
+
+        init(plan: RungPlan, scaler: Scaler, encoder: VideoEncoder, output: Output) {
+            self.plan = plan
+            self.scaler = scaler
+            self.encoder = encoder
+            self.output = output
+        }
+
+        /// Scales and encodes one picture and publishes what comes out into the rung's hub.
+        func encode(_ picture: VideoFrame, source: StreamPath, logger: Logger) {
+            guard encoder.admit(presentationTime: picture.presentationTime, isSourceKeyframe: picture.isSourceKeyframe) else {
+                return
+            }
+            do {
+                let coded = try encoder.encode(try scaler.scale(picture))
+                for frame in coded {
+                    output.publish(output.interleaver.video(frame))
+                }
+            } catch {
+                errors += 1
+                if errors == 1 || errors % 100 == 0 {
+                    logger.error("encoding failed", metadata: [
+                        "stream": "\(source)", "rung": "\(plan.rung.name)", "error": "\(error)", "errors": "\(errors)",
+                    ])
+                }
+            }
+        }
     }
 
     /// The hubs' publisher id: one publishing session per rendition hub.
@@ -47,7 +83,16 @@ final class TranscodeJob {
     private var videoSequenceHeader: ByteBuffer?
     private var audioSequenceHeader: MediaFrame?
     private var rungs: [Rung] = []
+    private let audio: AudioTranscoder
+    /// Audio tags whose header does not parse.
+    private var unsupportedAudioTags = 0
     private var outputs: [String: Output] = [:]
+    /// The rungs' helper threads, and which rungs (indices into `rungs`) each thread
+    /// encodes: entry 0 is the job thread's own share.
+    private let threads: ForkJoinThreads
+    private var shares: [[Int]] = []
+    /// The latest picture size of each rung, for the statistics.
+    private var rungSizes: [String: (width: Int, height: Int)] = [:]
     private(set) var statistics = TranscodeStatistics()
     /// Decoder statistics of decoders already replaced.
     private var previousDecoders = VideoDecoder.Statistics()
@@ -66,6 +111,15 @@ final class TranscodeJob {
         self.serializers = serializers
         self.logger = logger
         self.onRendition = onRendition
+        self.audio = AudioTranscoder(bitRatePerChannel: configuration.audioBitRatePerChannel, logger: logger)
+        let helpers = max(0, min(configuration.rungThreads, configuration.ladder.rungs.count) - 1)
+        do {
+            self.threads = try ForkJoinThreads(helperCount: helpers)
+        } catch {
+            // Without helper threads every rung is encoded on the job thread: slower, not broken.
+            logger.warning("cannot start rung threads; encoding rungs one after another", metadata: ["error": "\(error)"])
+            self.threads = (try? ForkJoinThreads(helperCount: 0)) ?? ForkJoinThreads.serial
+        }
     }
 
     // MARK: - Input
@@ -95,6 +149,7 @@ final class TranscodeJob {
     /// End of input: drains the decoder, encoders and interleavers, then ends the hubs.
     func finish() {
         drainPipeline()
+        publishAudio(audio.flush())
         for output in outputs.values {
             publish(output.interleaver.drain(), to: output)
         }
@@ -103,19 +158,30 @@ final class TranscodeJob {
         for output in outputs.values {
             output.hub.end()
         }
+        threads.stop()
     }
 
     private func handleAudio(_ frame: MediaFrame) {
-        guard let header = try? AudioTagHeader(from: frame.payload), header.codec == .aac else {
-            // Re-encoding other audio to AAC is not done yet: such audio is left out.
-            statistics.unsupportedAudioFrames += 1
+        guard let header = try? AudioTagHeader(from: frame.payload) else {
+            unsupportedAudioTags += 1
             return
         }
-        if frame.isSequenceHeader {
-            audioSequenceHeader = frame
+        guard header.codec == .aac else {
+            // Anything else is re-encoded once, for every rung: HLS and players want AAC.
+            publishAudio(audio.transcode(frame, header: header))
+            return
         }
-        for output in outputs.values {
-            publish(output.interleaver.audio(frame), to: output)
+        publishAudio([frame])
+    }
+
+    private func publishAudio(_ frames: [MediaFrame]) {
+        for frame in frames {
+            if frame.isSequenceHeader {
+                audioSequenceHeader = frame
+            }
+            for output in outputs.values {
+                publish(output.interleaver.audio(frame), to: output)
+            }
         }
     }
 
@@ -152,6 +218,7 @@ final class TranscodeJob {
         }
         videoSequenceHeader = header.payload
         rungs = []
+        shares = []
         if let decoder {
             add(decoder.statistics, to: &previousDecoders)
         }
@@ -190,13 +257,25 @@ final class TranscodeJob {
                 names.insert(plan.rung.name)
                 if output.decoderConfiguration != encoder.decoderConfiguration {
                     output.decoderConfiguration = encoder.decoderConfiguration
+                    // The rung's own description first, then its configuration.
+                    publish([RenditionMetadata.frame(
+                        width: plan.width,
+                        height: plan.height,
+                        frameRate: min(frameRate, plan.rung.maximumFrameRate ?? .infinity),
+                        videoBitRate: plan.rung.videoBitRate,
+                        audio: RenditionMetadata.audioConfiguration(of: audioSequenceHeader),
+                        audioBitRate: audio.encoder?.settings.bitRate,
+                        timestamp: header.timestamp
+                    )], to: output)
                     publish(output.interleaver.video(encoder.sequenceHeader(timestamp: header.timestamp)), to: output)
                 }
                 rungs.append(Rung(plan: plan, scaler: scaler, encoder: encoder, output: output))
+                rungSizes[plan.rung.name] = (plan.width, plan.height)
             } catch {
                 logger.error("cannot open rung", metadata: ["stream": "\(source)", "rung": "\(plan.rung.name)", "error": "\(error)"])
             }
         }
+        shares = Self.shares(for: rungs, sourceArea: track.width * track.height, width: threads.width)
         // Rungs the new source size no longer has (it became smaller): their streams end.
         for (name, output) in outputs where !names.contains(name) {
             publish(output.interleaver.drain(), to: output)
@@ -237,28 +316,37 @@ final class TranscodeJob {
 
     // MARK: - Encoding
 
+    /// Encodes each picture into every rung. Rungs are spread over the job thread and
+    /// `threads`' helpers (see `shares`); each rung is touched by one thread per picture,
+    /// and all rungs finish a picture before the next starts, so a rung's frames stay in
+    /// order and every rung sees the same pictures.
     private func encode(_ pictures: [VideoFrame]) {
+        let source = source
+        let logger = logger
         for picture in pictures {
-            for index in rungs.indices {
-                let rung = rungs[index]
-                guard rung.encoder.admit(presentationTime: picture.presentationTime, isSourceKeyframe: picture.isSourceKeyframe) else {
-                    continue
-                }
-                do {
-                    let coded = try rung.encoder.encode(try rung.scaler.scale(picture))
-                    for frame in coded {
-                        publish(rung.output.interleaver.video(frame), to: rung.output)
-                    }
-                } catch {
-                    rungs[index].errors += 1
-                    if rungs[index].errors == 1 || rungs[index].errors % 100 == 0 {
-                        logger.error("encoding failed", metadata: [
-                            "stream": "\(source)", "rung": "\(rung.plan.rung.name)", "error": "\(error)", "errors": "\(rungs[index].errors)",
-                        ])
-                    }
-                }
+            let work = shares.map { indices in
+                let rungs = indices.map { self.rungs[$0] }
+                return { for rung in rungs { rung.encode(picture, source: source, logger: logger) } }
             }
+            threads.perform(work)
         }
+    }
+
+    /// Splits the rungs into at most `threads.width` groups of about equal cost: the picture
+    /// area each encodes, with the job thread's group starting with the decode, which it
+    /// does alone (weighted as half an encode of the source size).
+    private static func shares(for rungs: [Rung], sourceArea: Int, width: Int) -> [[Int]] {
+        guard width > 1, rungs.count > 1 else { return [Array(rungs.indices)] }
+        var groups = [[Int]](repeating: [], count: min(width, rungs.count + 1))
+        var costs = [Int](repeating: 0, count: groups.count)
+        costs[0] = sourceArea / 2
+        let order = rungs.indices.sorted { rungs[$0].plan.width * rungs[$0].plan.height > rungs[$1].plan.width * rungs[$1].plan.height }
+        for index in order {
+            let lightest = costs.indices.min { costs[$0] < costs[$1] } ?? 0
+            groups[lightest].append(index)
+            costs[lightest] += rungs[index].plan.width * rungs[index].plan.height
+        }
+        return groups.filter { !$0.isEmpty }
     }
 
     /// Pictures still in the decoder, then frames still in the encoders, go out; the
@@ -280,15 +368,13 @@ final class TranscodeJob {
             previousEncoders[rung.plan.rung.name] = total
         }
         rungs = []
+        shares = []
     }
 
     // MARK: - Output
 
     private func publish(_ frames: [MediaFrame], to output: Output) {
-        for frame in frames {
-            output.hub.publish(frame, publisher: Self.publisherID)
-            output.dirty = true
-        }
+        output.publish(frames)
     }
 
     private func flushHubs() {
@@ -306,7 +392,13 @@ final class TranscodeJob {
         statistics.decodedPictures = decoderTotal.decodedFrames
         statistics.corruptFrames = decoderTotal.corruptFrames
         statistics.concealedPictures = decoderTotal.concealedFrames
-        var renditions = previousEncoders.mapValues { RenditionStatistics(encoder: $0) }
+        var renditions: [String: RenditionStatistics] = [:]
+        for (name, encoder) in previousEncoders {
+            var rendition = RenditionStatistics(encoder: encoder)
+            rendition.width = rungSizes[name]?.width ?? 0
+            rendition.height = rungSizes[name]?.height ?? 0
+            renditions[name] = rendition
+        }
         for rung in rungs {
             var total = previousEncoders[rung.plan.rung.name] ?? .init()
             add(rung.encoder.statistics, to: &total)
@@ -317,6 +409,10 @@ final class TranscodeJob {
             renditions[rung.plan.rung.name] = rendition
         }
         statistics.renditions = renditions
+        statistics.audioFramesReencoded = audio.statistics.framesIn
+        statistics.audioFramesOut = audio.statistics.framesOut
+        statistics.corruptAudioFrames = audio.statistics.corruptFrames
+        statistics.unsupportedAudioFrames = unsupportedAudioTags + audio.statistics.unsupportedFrames
     }
 
     private func add(_ statistics: VideoDecoder.Statistics, to total: inout VideoDecoder.Statistics) {

@@ -1,3 +1,4 @@
+import Foundation
 import LibAV
 import Logging
 import Media
@@ -21,10 +22,20 @@ public struct TranscodeStatistics: Sendable, Equatable {
     public var invalidSequenceHeaders = 0
     /// New video configurations after the first (resolution changes).
     public var reconfigurations = 0
-    /// Non-AAC audio frames left out (re-encoding to AAC is not implemented yet).
+    /// Audio tags left out: unparseable headers, or formats no decoder exists for.
     public var unsupportedAudioFrames = 0
+    /// Non-AAC source audio frames taken for re-encoding to AAC.
+    public var audioFramesReencoded = 0
+    /// AAC frames (and sequence headers) the re-encoder produced.
+    public var audioFramesOut = 0
+    /// Non-AAC source audio frames that could not be decoded (skipped).
+    public var corruptAudioFrames = 0
     /// Seconds the worker spent processing frames (not waiting for them).
     public var busySeconds = 0.0
+    /// How far (in media seconds) the output trails the input: the newest source timestamp
+    /// offered minus the last one processed, after the latest batch. The
+    /// `estuary_transcode_lag_seconds` gauge.
+    public var lagSeconds = 0.0
     /// Per rendition, by rung name.
     public var renditions: [String: RenditionStatistics] = [:]
 
@@ -57,7 +68,8 @@ public struct RenditionStatistics: Sendable, Equatable {
 /// The source is decoded once; each rung scales that picture (libswscale) and encodes it
 /// with libx264 (see `VideoEncoder`: veryfast, zerolatency, VBV, no B-frames). Every
 /// rung's keyframes are forced at the source's keyframe PTS, so renditions' GOPs line up.
-/// AAC audio is copied unchanged into every rendition, interleaved by timestamp with the
+/// AAC audio is copied unchanged into every rendition (other audio is re-encoded to AAC once,
+/// see `AudioTranscoder`), interleaved by timestamp with the
 /// rendition's video. Video sequence headers (re)configure the pipeline: a new picture
 /// size reopens decoder and encoders while the renditions' hubs, and their viewers, stay.
 ///
@@ -79,11 +91,16 @@ public final class TranscodePipeline: Sendable {
         public var preset = "veryfast"
         /// libx264 threads per rung; 0 lets x264 choose.
         public var encoderThreads = 0
+        /// Threads that encode rungs in parallel (the pipeline's own thread included):
+        /// by default one per core, at most 4.
+        public var rungThreads = min(4, max(1, ProcessInfo.processInfo.activeProcessorCount))
         /// Frame rate assumed for rate control when the source SPS has no timing info.
         public var defaultFrameRate = 30.0
         /// How far (ms) copied audio may run ahead of a rendition's video before it is
         /// published anyway.
         public var maximumAudioLead: Int64 = 1000
+        /// AAC bit rate per channel when the source's audio is re-encoded (not AAC).
+        public var audioBitRatePerChannel = 64_000
         public var hubConfiguration = HubConfiguration()
 
         public init(ladder: Ladder = .default) {
@@ -128,6 +145,7 @@ public final class TranscodePipeline: Sendable {
         self.inbox = TranscodeInbox(capacity: configuration.queueCapacity)
         let inbox = self.inbox
         try WorkerThread.start(name: "transcode") { [self] in
+            let metrics = TranscodeMetrics(stream: source)
             let job = TranscodeJob(
                 source: source,
                 configuration: configuration,
@@ -148,6 +166,14 @@ public final class TranscodePipeline: Sendable {
                 var statistics = job.statistics
                 statistics.lagDroppedFrames = inbox.lagDroppedFrames
                 statistics.busySeconds = Double(busy.components.seconds) + Double(busy.components.attoseconds) / 1e18
+                // Media time between the newest frame offered and the last one processed.
+                if let newest = inbox.newestTimestamp, let processed = frames.last?.timestamp {
+                    statistics.lagSeconds = Double(max(0, newest - processed)) / 1000
+                }
+                metrics.update(statistics)
+                if ended {
+                    metrics.finish()
+                }
                 if ended {
                     let waiters = shared.withLock { shared in
                         shared.statistics = statistics

@@ -40,25 +40,32 @@ struct WorkerThread: Sendable {
     /// its end through their own signalling (the pipeline resumes a continuation).
     static func start(name: String, _ body: @escaping @Sendable () -> Void) throws(SpawnError) {
         let context = Unmanaged.passRetained(Body(name: name, run: body)).toOpaque()
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        var handle = Handle()
-        let result = pthread_create(&handle, &attributes, { argument in
-            guard let argument else { return nil }
-            let body = Unmanaged<Body>.fromOpaque(argument).takeRetainedValue()
-            #if canImport(Darwin)
-            // Glibc declares pthread_setname_np only under _GNU_SOURCE, which Swift's
-            // Glibc module does not define, so Linux threads keep the process name.
-            pthread_setname_np(String(body.name.utf8.prefix(15)) ?? "transcode")
-            #endif
-            body.run()
-            return nil
-        }, context)
+        // Uninitialised storage that pthread_attr_init fills: calling the C struct's Swift
+        // initialiser would depend on which imported module Swift deems its owner.
+        let result = withUnsafeTemporaryAllocation(of: pthread_attr_t.self, capacity: 1) { storage in
+            guard let attributes = storage.baseAddress else { return EINVAL }
+            pthread_attr_init(attributes)
+            defer { pthread_attr_destroy(attributes) }
+            pthread_attr_setdetachstate(attributes, Int32(PTHREAD_CREATE_DETACHED))
+            var handle = Handle()
+            return pthread_create(&handle, attributes, Self.entryPoint, context)
+        }
         guard result == 0 else {
             Unmanaged<Body>.fromOpaque(context).release()
             throw .pthreadCreate(result)
         }
+    }
+
+    /// The C entry point: takes back the retained `Body` and runs it.
+    private static let entryPoint: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? = { argument in
+        guard let argument else { return nil }
+        let body = Unmanaged<Body>.fromOpaque(argument).takeRetainedValue()
+        #if canImport(Darwin)
+        // Glibc declares pthread_setname_np only under _GNU_SOURCE, which Swift's
+        // Glibc module does not define, so Linux threads keep the process name.
+        pthread_setname_np(String(body.name.utf8.prefix(15)) ?? "transcode")
+        #endif
+        body.run()
+        return nil
     }
 }

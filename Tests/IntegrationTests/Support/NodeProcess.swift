@@ -23,6 +23,14 @@ struct NodeConfig: Encodable, Sendable {
     var hlsSegmentSeconds: Double?
     var hlsPartSeconds: Double?
     var hlsWindowSegments: Int?
+    /// Transcoding ladders by application (nil: the node's default, `abr` only).
+    var ladders: [String: [Rung]]?
+
+    struct Rung: Encodable, Sendable {
+        var name: String
+        var height: Int
+        var videoBitRate: Int
+    }
 }
 
 /// A running `node` process on free ports of 127.0.0.1, with its log in a file.

@@ -27,6 +27,11 @@ enum MediaKind: String, Sendable, CaseIterable {
     case gopSmallAudioVideo
     /// 640x360 30 fps H.264 Main with 2 s GOPs only, 6 s.
     case gopVideoOnly
+    /// 640x360 30 fps with moving film grain (so the rungs' rate control reaches its
+    /// target, as with camera input), 2 s GOPs, + AAC-LC 44.1 kHz stereo, 16 s.
+    case noisyGOPAudioVideo
+    /// 640x360 30 fps H.264 with 2 s GOPs + MP3 44.1 kHz stereo (an older encoder), 8 s.
+    case gopVideoMP3
 
     /// H.264 Main with a keyframe every 60 frames (2 s at 30 fps) and no scene-cut keyframes.
     private static let twoSecondGOPs = ["-c:v", "libx264", "-profile:v", "main", "-preset", "veryfast", "-g", "60", "-keyint_min", "60", "-sc_threshold", "0", "-pix_fmt", "yuv420p"]
@@ -50,6 +55,10 @@ enum MediaKind: String, Sendable, CaseIterable {
             return ["-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30"] + sine + Self.twoSecondGOPs + audio + ["-t", "6"]
         case .gopVideoOnly:
             return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30"] + Self.twoSecondGOPs + ["-t", "6"]
+        case .noisyGOPAudioVideo:
+            return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30,noise=alls=12:allf=t"] + sine + Self.twoSecondGOPs + ["-b:v", "2M"] + audio + ["-t", "16"]
+        case .gopVideoMP3:
+            return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30"] + sine + Self.twoSecondGOPs + ["-c:a", "libmp3lame", "-b:a", "128k", "-ac", "2"] + ["-t", "8"]
         }
     }
 }
@@ -158,6 +167,9 @@ struct ProbePacket: Decodable {
     var dts: Int?
     var pts: Int?
     var flags: String?
+    var size: String?
+
+    var bytes: Int { self.size.flatMap { Int($0) } ?? 0 }
 
     var isKeyframe: Bool { self.flags?.contains("K") == true }
 }
@@ -212,7 +224,7 @@ extension Scenario {
             "ffprobe",
             [
                 "-v", "error", "-show_entries",
-                "stream=index,codec_type,codec_name,profile,width,height,sample_rate,channels:packet=stream_index,dts,pts,flags",
+                "stream=index,codec_type,codec_name,profile,width,height,sample_rate,channels:packet=stream_index,dts,pts,flags,size",
                 "-of", "json", url,
             ],
             name: name

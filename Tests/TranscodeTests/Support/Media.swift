@@ -12,7 +12,13 @@ struct SourceClip {
     /// control reaches its target), a keyframe every 30 frames and no scene-cut keyframes,
     /// two B-frames (so decode order differs from presentation order), and a 440 Hz sine
     /// as AAC-LC 44.1 kHz stereo.
-    static func make(seconds: Int, size: String = "1280x720", in directory: TemporaryDirectory) async throws -> SourceClip {
+    /// `audio` replaces the AAC arguments (codec, rate, channels) to make sources with other audio.
+    static func make(
+        seconds: Int,
+        size: String = "1280x720",
+        audio: [String] = ["-c:a", "aac", "-b:a", "96k", "-ac", "2"],
+        in directory: TemporaryDirectory
+    ) async throws -> SourceClip {
         let url = directory.file("source.flv")
         let result = try await Tool.run("ffmpeg", [
             "-v", "error", "-nostdin", "-y",
@@ -21,7 +27,7 @@ struct SourceClip {
             "-t", String(seconds),
             "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-b:v", "4M",
             "-g", "30", "-keyint_min", "30", "-sc_threshold", "0", "-bf", "2",
-            "-c:a", "aac", "-b:a", "96k", "-ac", "2",
+        ] + audio + [
             "-f", "flv", url.path,
         ], in: directory.url, timeout: .seconds(120))
         guard result.succeeded else {
