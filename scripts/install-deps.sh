@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libswresample-dev
-  libnats-dev librtmp-dev libsqlite3-dev nats-server ffmpeg rtmpdump pkg-config curl chromium
+  libnats-dev librtmp-dev libsqlite3-dev nats-server ffmpeg rtmpdump pkg-config curl chromium openssl
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(nginx libnginx-mod-rtmp)
