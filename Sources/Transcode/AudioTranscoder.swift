@@ -8,8 +8,8 @@ import NIOCore
 /// AAC-LC (libavcodec). HLS and most players accept only AAC, and one encode serves every
 /// rung.
 ///
-/// The output format is fixed by the first audio the source sends: 48 kHz when the source
-/// is at 48 kHz or above, else 44.1 kHz; stereo unless the source is mono. When a
+/// The output format is fixed by the first audio tag the source sends: 48 kHz when it
+/// announces 48 kHz or more, else 44.1 kHz; stereo unless it announces mono. When a
 /// reconnecting publisher sends another format, the decoder is reopened and the resampler
 /// adapts, while the encoder (and so the renditions' AAC sequence header) stays the same.
 ///
@@ -56,18 +56,20 @@ final class AudioTranscoder {
             return []
         }
         do {
-            let decoder = try openDecoder(for: format, codec: header.codec)
             var output: [MediaFrame] = []
+            let (resampler, encoder) = try openEncoder(for: format)
+            if !announced {
+                // The AAC header goes out with the first source audio, ahead of the rung's
+                // first keyframe, so that HLS opens the rendition with both tracks. It is
+                // stamped no later than the encoder's priming frame, which comes 1024
+                // samples before the input's first sample.
+                let priming = Int64(1024 * 1000 / encoder.settings.sampleRate) + 1
+                output.append(encoder.sequenceHeader(timestamp: max(0, frame.timestamp - priming)))
+                announced = true
+            }
+            let decoder = try openDecoder(for: format, codec: header.codec)
             for samples in try decoder.decode(frame, headerLength: header.headerLength) {
-                let (resampler, encoder) = try openEncoder(for: samples)
-                let coded = try encoder.encode(try resampler.convert(samples))
-                if !announced, let first = coded.first {
-                    // The header goes out with the first coded frame and its timestamp: the
-                    // encoder's priming frame is stamped before the input's first sample.
-                    output.append(encoder.sequenceHeader(timestamp: first.timestamp))
-                    announced = true
-                }
-                output += coded
+                output += try encoder.encode(try resampler.convert(samples))
             }
             statistics.framesOut += output.count
             return output
@@ -104,13 +106,15 @@ final class AudioTranscoder {
         return decoder
     }
 
-    /// The resampler and encoder, opened on the first decoded samples.
-    private func openEncoder(for samples: AudioFrame) throws(AVError) -> (AudioResampler, AACEncoder) {
+    /// The resampler and encoder, opened for the first source audio: the output format
+    /// follows the rate and channels its tag header announces (the resampler converts
+    /// whatever the decoder actually produces).
+    private func openEncoder(for format: AudioDecoder.Format) throws(AVError) -> (AudioResampler, AACEncoder) {
         if let resampler, let encoder {
             return (resampler, encoder)
         }
-        let rate = samples.sampleRate >= 48000 ? 48000 : 44100
-        let channels = samples.channelCount == 1 ? 1 : 2
+        let rate = format.sampleRate >= 48000 ? 48000 : 44100
+        let channels = format.channelCount == 1 ? 1 : 2
         let encoder = try AACEncoder(settings: .init(sampleRate: rate, channelCount: channels, bitRate: bitRatePerChannel * channels))
         let resampler = try AudioResampler(sampleRate: rate, channelCount: channels)
         self.encoder = encoder

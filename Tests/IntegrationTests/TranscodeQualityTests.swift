@@ -92,7 +92,8 @@ extension IntegrationTests {
 
                 let (decoded, report) = try await scenario.decodeCheck(recording, name: "decode-rung")
                 scenario.check(decoded.succeeded && decoded.stderr.isEmpty, "the recorded rung does not decode cleanly: \(decoded)")
-                scenario.check(report?.video?.width == 320 && report?.video?.height == 180, "the rung is \(report?.video?.width ?? 0)x\(report?.video?.height ?? 0), expected 320x180")
+                let (_, streams) = try await scenario.probeStreams(recording.path, name: "probe-rung")
+                scenario.check(streams?.video?.width == 320 && streams?.video?.height == 180, "the rung is \(streams?.video?.width ?? 0)x\(streams?.video?.height ?? 0), expected 320x180")
                 // Frames from both publishers: about 3 s of the first and the 6 s of the second.
                 let frames = report?.video?.readFrames ?? 0
                 scenario.check(frames >= 220, "the viewer decoded \(frames) frames, expected about 3 s + 6 s at 30 fps")

@@ -70,14 +70,17 @@ final class HLSSegmenter {
 
     private func accept(configuration frame: MediaFrame) {
         switch frame.kind {
+        // A track whose configuration arrives only after the muxers opened without it (a
+        // publisher that starts audio late) also needs a new init section: otherwise the
+        // rendition would stay without that track.
         case .video:
             if videoConfiguration?.payload != frame.payload {
-                configurationChanged = videoConfiguration != nil || configurationChanged
+                configurationChanged = videoConfiguration != nil || fragmented != nil || configurationChanged
                 videoConfiguration = frame
             }
         case .audio:
             if audioConfiguration?.payload != frame.payload {
-                configurationChanged = audioConfiguration != nil || configurationChanged
+                configurationChanged = audioConfiguration != nil || fragmented != nil || configurationChanged
                 audioConfiguration = frame
             }
         case .script:

@@ -28,7 +28,7 @@ enum MediaKind: String, Sendable, CaseIterable {
     /// 640x360 30 fps H.264 Main with 2 s GOPs only, 6 s.
     case gopVideoOnly
     /// 640x360 30 fps with moving film grain (so the rungs' rate control reaches its
-    /// target, as with camera input), 2 s GOPs, + AAC-LC 44.1 kHz stereo, 16 s.
+    /// target, as with camera input), 2 s GOPs, + AAC-LC 44.1 kHz stereo, 18 s.
     case noisyGOPAudioVideo
     /// 640x360 30 fps H.264 with 2 s GOPs + MP3 44.1 kHz stereo (an older encoder), 8 s.
     case gopVideoMP3
@@ -56,7 +56,7 @@ enum MediaKind: String, Sendable, CaseIterable {
         case .gopVideoOnly:
             return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30"] + Self.twoSecondGOPs + ["-t", "6"]
         case .noisyGOPAudioVideo:
-            return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30,noise=alls=12:allf=t"] + sine + Self.twoSecondGOPs + ["-b:v", "2M"] + audio + ["-t", "16"]
+            return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30,noise=alls=12:allf=t"] + sine + Self.twoSecondGOPs + ["-b:v", "2M"] + audio + ["-t", "18"]
         case .gopVideoMP3:
             return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30"] + sine + Self.twoSecondGOPs + ["-c:a", "libmp3lame", "-b:a", "128k", "-ac", "2"] + ["-t", "8"]
         }
