@@ -1,6 +1,7 @@
 import Distributed
 import Foundation
 import MetricsTestKit
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 
@@ -60,6 +61,25 @@ struct NodeActorSystemTests {
         }
         #expect(woke == "woke")
         // The system holds actors weakly: the test keeps its greeter alive.
+        withExtendedLifetime(local) {}
+        await cluster.shutdown()
+    }
+
+    @Test func callsBeyondTheConcurrencyLimitAreRefused() async throws {
+        let cluster = try await ActorTestCluster(.local, configuration: .init(defaultCallTimeout: .seconds(3), maxConcurrentCalls: 1))
+        let (local, remote) = try await cluster.greeter()
+        async let slow = remote.sleep(milliseconds: 500)
+        // Wait (bounded) until the slow call occupies the only slot.
+        let deadline = ContinuousClock.now + .seconds(2)
+        while cluster.callee.state.withLockedValue({ $0.callsInFlight }) == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        await #expect(throws: NodeActorSystemError.overloaded(remote.id)) {
+            try await remote.greet("second")
+        }
+        #expect(try await slow == "woke")
+        #expect(try cluster.calleeMetrics.expectCounter("estuary_actor_calls_rejected_total", [("reason", "overloaded")]).totalValue == 1)
+        #expect(try await remote.greet("third") == "hello third")
         withExtendedLifetime(local) {}
         await cluster.shutdown()
     }
