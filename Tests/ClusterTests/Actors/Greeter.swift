@@ -31,6 +31,10 @@ distributed actor Greeter {
         throw GreeterError.refused(reason)
     }
 
+    distributed func echo<Value: Codable & Sendable>(_ value: Value) -> Value {
+        value
+    }
+
     distributed func touch() {
         touches += 1
     }

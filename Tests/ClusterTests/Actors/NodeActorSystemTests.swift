@@ -24,6 +24,8 @@ struct NodeActorSystemTests {
 
         #expect(try await remote.greet("ada") == "hello ada")
         #expect(try await remote.answer(Greeting(text: "hi", count: 2), times: 3) == Greeting(text: "HI", count: 6))
+        #expect(try await remote.echo([Greeting(text: "g", count: 1)]) == [Greeting(text: "g", count: 1)])
+        #expect(try await remote.echo(42) == 42)
         try await remote.touch()
         try await remote.touch()
         #expect(try await remote.touchCount() == 2)
