@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // The shared vocabulary: frames, codec configurations, FLV, timestamps, the stream hub.
@@ -78,7 +79,9 @@ let package = Package(
         .target(
             name: "Ingest",
             dependencies: [
-                "Media", "RTMP",
+                "Media", "RTMP", "Cluster",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
@@ -88,7 +91,9 @@ let package = Package(
         .target(
             name: "Relay",
             dependencies: [
-                "Media", "RTMP", "LibAV",
+                "Media", "RTMP", "LibAV", "Cluster",
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -241,6 +246,32 @@ let package = Package(
                 "Transcode", "LibAV", "Media", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // The cluster's source of truth on SQLite (GRDB): registries, placement, stream keys, the actor, the admin API.
+        .target(
+            name: "Coordinator",
+            dependencies: [
+                "Cluster", "Media",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        // The coordinator on a temporary SQLite file, its admin API, its actor over a LocalBus.
+        .testTarget(
+            name: "CoordinatorTests",
+            dependencies: [
+                "Coordinator", "Cluster", "TestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

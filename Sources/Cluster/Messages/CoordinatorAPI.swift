@@ -1,0 +1,41 @@
+import Distributed
+
+/// The coordinator as the other roles see it, without importing the `Coordinator` module
+/// (roles must not import each other). `@Resolvable` generates `$CoordinatorAPI`, a stub
+/// that makes remote calls to whichever node hosts the coordinator:
+///
+/// ```swift
+/// let coordinator = try $CoordinatorAPI.resolve(id: CoordinatorAddress.id(onNode: "coord-1"), using: system)
+/// let reply = try await coordinator.heartbeat(nodeID: "relay-1", load: 0.3, streams: reports)
+/// ```
+///
+/// Every method is control plane: media never waits on these calls.
+@Resolvable
+public protocol CoordinatorAPI: DistributedActor where ActorSystem == NodeActorSystem {
+    /// Announces a node (at start, and when a heartbeat reply says `register`), with the
+    /// streams it already carries. Returns the first instructions.
+    distributed func register(node: NodeRegistration) async throws -> HeartbeatReply
+    /// Keeps the node alive (`deadAfter` without one, and it is dead) and reports its
+    /// streams; the reply carries what the node should do.
+    distributed func heartbeat(nodeID: String, load: Double, streams: [StreamReport]) async throws -> HeartbeatReply
+    /// An ingest accepted a publisher. Places the stream's transcode job when its app has a
+    /// ladder.
+    distributed func streamStarted(_ start: StreamStart) async throws
+    /// The publisher of `app/name` on `ingestNode` left for good (after the grace period).
+    distributed func streamEnded(app: String, name: String, ingestNode: String) async throws
+    /// Where `app/name` lives, or nil when it is not live.
+    distributed func lookup(app: String, name: String) async throws -> StreamLocation?
+    /// Whether `key` is a valid, unrevoked stream key for `app/name`.
+    distributed func verifyStreamKey(app: String, name: String, key: String) async throws -> Bool
+}
+
+/// Where the coordinator actor lives: its well-known name on the coordinator's node.
+public enum CoordinatorAddress {
+    /// The actor's name on its node (`system.makeActor(named:)`).
+    public static let actorName = "coordinator"
+
+    /// The coordinator's id when it runs on node `nodeID`.
+    public static func id(onNode nodeID: String) throws(NodeActorSystemError) -> NodeActorID {
+        try NodeActorID(nodeID: nodeID, name: actorName)
+    }
+}

@@ -1,0 +1,14 @@
+/// What a node of the cluster does (`node --role …`). The coordinator places transcode jobs
+/// on `transcode` and `all` nodes, and tells relays where streams live on `ingest` and `all`
+/// nodes.
+public enum NodeRole: String, Codable, Sendable, CaseIterable {
+    case ingest
+    case transcode
+    case relay
+    case coordinator
+    /// Every role in one process (`--role all`).
+    case all
+
+    /// Whether the node runs transcode jobs.
+    public var transcodes: Bool { self == .transcode || self == .all }
+}

@@ -1,0 +1,43 @@
+/// Where a live stream lives, for a relay: the ingest holding the publisher and each
+/// transcoded rendition with the transcoder producing it.
+public struct StreamLocation: Codable, Sendable, Hashable {
+    public var app: String
+    public var name: String
+    public var ingestNode: String
+    public var ingestHost: String
+    public var renditions: [RenditionLocation]
+
+    public init(app: String, name: String, ingestNode: String, ingestHost: String, renditions: [RenditionLocation]) {
+        self.app = app
+        self.name = name
+        self.ingestNode = ingestNode
+        self.ingestHost = ingestHost
+        self.renditions = renditions
+    }
+}
+
+/// One transcoded rendition of a stream and where it is produced.
+public struct RenditionLocation: Codable, Sendable, Hashable {
+    public var rung: RungSpec
+    /// nil while no transcoder is alive to take the job.
+    public var transcoderNode: String?
+    public var state: RenditionState
+
+    public init(rung: RungSpec, transcoderNode: String?, state: RenditionState) {
+        self.rung = rung
+        self.transcoderNode = transcoderNode
+        self.state = state
+    }
+}
+
+/// The life of a rendition's job.
+public enum RenditionState: String, Codable, Sendable, Hashable {
+    /// No alive transcoder could take it; placed when one appears.
+    case unplaced
+    /// Assigned to a transcoder that has not reported it yet.
+    case assigned
+    /// Reported by its transcoder.
+    case running
+    /// The stream ended.
+    case ended
+}

@@ -1,0 +1,42 @@
+/// One stream as a node sees it, sent with every heartbeat: the node's side of the truth,
+/// which the coordinator reconciles its records with.
+///
+/// Which fields are set depends on what the node does with the stream: an ingest sets
+/// `publishing` (and `bytes`), a relay `viewers`, a transcoder `rungs`. A node of role `all`
+/// may set all of them in one report.
+public struct StreamReport: Codable, Sendable, Hashable {
+    public var app: String
+    public var name: String
+    /// Set by the ingest that holds the publisher: the stream's current facts.
+    public var publishing: StreamFacts?
+    /// Bytes received from the publisher so far (ingest).
+    public var bytes: Int64?
+    /// Viewers of the stream on this node, all renditions and protocols (relay).
+    public var viewers: Int?
+    /// Rungs this node is producing for the stream (transcoder).
+    public var rungs: [String]?
+
+    public init(app: String, name: String, publishing: StreamFacts? = nil, bytes: Int64? = nil, viewers: Int? = nil, rungs: [String]? = nil) {
+        self.app = app
+        self.name = name
+        self.publishing = publishing
+        self.bytes = bytes
+        self.viewers = viewers
+        self.rungs = rungs
+    }
+
+    /// An ingest's report of a stream it publishes.
+    public static func publishing(app: String, name: String, facts: StreamFacts, bytes: Int64 = 0) -> StreamReport {
+        StreamReport(app: app, name: name, publishing: facts, bytes: bytes)
+    }
+
+    /// A relay's report of a stream it plays.
+    public static func playing(app: String, name: String, viewers: Int) -> StreamReport {
+        StreamReport(app: app, name: name, viewers: viewers)
+    }
+
+    /// A transcoder's report of a job it runs.
+    public static func transcoding(app: String, name: String, rungs: [String]) -> StreamReport {
+        StreamReport(app: app, name: name, rungs: rungs)
+    }
+}

@@ -1,0 +1,30 @@
+import Cluster
+
+/// Settings of the coordinator.
+public struct CoordinatorConfiguration: Sendable {
+    /// A node that has not heartbeated for this long is dead: its streams end and its
+    /// transcode jobs move. 3 s is three missed heartbeats at the default interval, long
+    /// enough to ride out a GC-free hiccup, short enough that a moved job is back within
+    /// the 5 s.
+    public var deadAfter: Duration = .seconds(3)
+    /// How often nodes are asked to heartbeat (told in every reply).
+    public var heartbeatInterval: Duration = .seconds(1)
+    /// How often `run()` looks for dead nodes. A death is noticed at most this long after
+    /// `deadAfter`, and the new transcoder learns of its job with its next heartbeat.
+    public var sweepInterval: Duration = .milliseconds(250)
+    /// The ladder of each application (`app` → rungs); streams of other apps get no
+    /// transcode job.
+    public var ladders: [String: [RungSpec]] = [:]
+
+    public init(
+        deadAfter: Duration = .seconds(3),
+        heartbeatInterval: Duration = .seconds(1),
+        sweepInterval: Duration = .milliseconds(250),
+        ladders: [String: [RungSpec]] = [:]
+    ) {
+        self.deadAfter = deadAfter
+        self.heartbeatInterval = heartbeatInterval
+        self.sweepInterval = sweepInterval
+        self.ladders = ladders
+    }
+}

@@ -1,0 +1,140 @@
+import Cluster
+import Foundation
+import GRDB
+import Logging
+
+extension CoordinatorState {
+    /// Registers (or re-registers) a node and reconciles the streams it reports.
+    public func register(_ registration: NodeRegistration) async throws -> HeartbeatReply {
+        guard (try? NodeActorID(nodeID: registration.nodeID, name: CoordinatorAddress.actorName)) != nil else {
+            throw CoordinatorError.invalidNodeID(registration.nodeID)
+        }
+        let time = now()
+        let ladders = configuration.ladders
+        let grace = configuration.heartbeatInterval.timeInterval * 2
+        let (instructions, placed) = try await store.write { db in
+            let existing = try NodeRecord.fetchOne(db, key: registration.nodeID)
+            let node = NodeRecord(
+                id: registration.nodeID, role: registration.role, advertiseHost: registration.advertiseHost, state: .alive,
+                load: existing?.load ?? 0, registeredAt: existing?.registeredAt ?? time, lastHeartbeatAt: time
+            )
+            try node.save(db)
+            try EventRecord.record(
+                db, time: time, kind: existing == nil ? "node.registered" : "node.reregistered", subject: node.id,
+                detail: "\(node.role.rawValue) at \(node.advertiseHost), \(registration.streams.count) streams"
+            )
+            let placed = node.role.transcodes ? try Placement.placeUnplacedJobs(db) : [:]
+            let instructions = try Reconciliation.reconcile(
+                db, node: node, reports: registration.streams, time: time, ladders: ladders, endGrace: grace
+            )
+            return (instructions, placed)
+        }
+        awaitingReconciliation.remove(registration.nodeID)
+        recordViewers(of: registration.nodeID, from: registration.streams)
+        for (stream, node) in placed.sorted(by: { $0.key < $1.key }) {
+            logger.info("Transcode job placed: \(stream) on \(node)")
+        }
+        return reply(instructions + takeKicks(for: registration.nodeID))
+    }
+
+    /// Records a heartbeat: the node is alive (revived if it was dead), its load and
+    /// streams are taken as reported, and the reply says what it should do. A node the
+    /// coordinator has no record of is asked to register.
+    public func heartbeat(nodeID: String, load: Double, streams: [StreamReport]) async throws -> HeartbeatReply {
+        let time = now()
+        let ladders = configuration.ladders
+        let grace = configuration.heartbeatInterval.timeInterval * 2
+        // A NaN or negative load would break the ordering of placement.
+        let load = load.isFinite ? max(0, load) : 0
+        let instructions: [NodeInstruction]? = try await store.write { db in
+            guard var node = try NodeRecord.fetchOne(db, key: nodeID) else { return nil }
+            let revived = node.state == .dead
+            node.state = .alive
+            node.load = load
+            node.lastHeartbeatAt = time
+            try node.update(db)
+            if revived {
+                try EventRecord.record(db, time: time, kind: "node.revived", subject: nodeID, detail: "\(streams.count) streams")
+                if node.role.transcodes {
+                    _ = try Placement.placeUnplacedJobs(db)
+                }
+            }
+            return try Reconciliation.reconcile(db, node: node, reports: streams, time: time, ladders: ladders, endGrace: grace)
+        }
+        guard let instructions else {
+            return reply([.register])
+        }
+        awaitingReconciliation.remove(nodeID)
+        recordViewers(of: nodeID, from: streams)
+        return reply(instructions + takeKicks(for: nodeID))
+    }
+
+    /// Declares dead every alive node silent for `deadAfter`: ends the streams it ingested
+    /// and moves its transcode jobs. Also handles nodes found stale at load that did not
+    /// come back within `deadAfter`, and places jobs left unplaced. Returns the moves.
+    @discardableResult
+    public func sweep() async throws -> [TranscodeMove] {
+        let time = now()
+        let cutoff = time.addingTimeInterval(-configuration.deadAfter.timeInterval)
+        let unreconciled = time >= reconcileDeadline ? awaitingReconciliation : []
+        let (died, moves) = try await store.write { db in
+            var died: [String] = []
+            for var node in try NodeRecord.all().alive().filter(NodeRecord.Columns.lastHeartbeatAt < cutoff).fetchAll(db) {
+                node.state = .dead
+                try node.update(db)
+                try EventRecord.record(db, time: time, kind: "node.dead", subject: node.id, detail: "no heartbeat since \(node.lastHeartbeatAt)")
+                died.append(node.id)
+            }
+            // Stale nodes that heartbeated again are alive now and no longer listed.
+            let stillDead = try NodeRecord.filter(keys: unreconciled).fetchAll(db).filter { $0.state == .dead }.map(\.id)
+            var moves: [TranscodeMove] = []
+            for nodeID in (died + stillDead).sorted() {
+                try Reconciliation.endStreams(db, ingestedBy: nodeID, time: time, reason: "ingest \(nodeID) dead")
+                let moved = try Placement.moveJobs(db, off: nodeID)
+                for move in moved {
+                    try EventRecord.record(db, time: time, kind: "transcode.moved", subject: "\(move.app)/\(move.name)", detail: "\(move.from) → \(move.to ?? "unplaced")")
+                }
+                moves += moved
+            }
+            _ = try Placement.placeUnplacedJobs(db)
+            return (died + stillDead, moves)
+        }
+        if !unreconciled.isEmpty {
+            awaitingReconciliation.removeAll()
+        }
+        for nodeID in died {
+            logger.warning("Node \(nodeID) is dead")
+            for key in viewers.keys {
+                viewers[key]?[nodeID] = nil
+            }
+            pendingKicks[nodeID] = nil
+        }
+        viewers = viewers.filter { !$0.value.isEmpty }
+        return moves
+    }
+
+    /// Every node ever registered, by id.
+    public func nodes() async throws -> [NodeSummary] {
+        let jobs = try await store.read { db in try Placement.jobCounts(db) }
+        let records = try await store.read { db in try NodeRecord.order(NodeRecord.Columns.id).fetchAll(db) }
+        return records.map { NodeSummary($0, transcodeJobs: jobs[$0.id, default: 0]) }
+    }
+
+    /// Relays' viewer counts from a node's reports; a stream it no longer reports has none.
+    func recordViewers(of nodeID: String, from reports: [StreamReport]) {
+        for key in viewers.keys {
+            viewers[key]?[nodeID] = nil
+        }
+        for report in reports {
+            if let count = report.viewers {
+                viewers[StreamKey(app: report.app, name: report.name), default: [:]][nodeID] = count
+            }
+        }
+        viewers = viewers.filter { !$0.value.isEmpty }
+    }
+
+    func takeKicks(for nodeID: String) -> [NodeInstruction] {
+        guard let kicks = pendingKicks.removeValue(forKey: nodeID) else { return [] }
+        return kicks.sorted { ($0.app, $0.name) < ($1.app, $1.name) }.map { .kick(app: $0.app, name: $0.name) }
+    }
+}

@@ -1,0 +1,101 @@
+import Cluster
+import Foundation
+import GRDB
+import Media
+
+extension CoordinatorState {
+    /// An ingest accepted a publisher: the stream is live on it (ending a session another
+    /// ingest still held in our records), and its transcode job is placed when its app has
+    /// a ladder.
+    public func streamStarted(_ start: StreamStart) async throws {
+        try Self.validate(app: start.app, name: start.name)
+        let time = now()
+        let rungs = configuration.ladders[start.app] ?? []
+        try await store.write { db in
+            guard try NodeRecord.fetchOne(db, key: start.ingestNode) != nil else {
+                throw CoordinatorError.unknownNode(start.ingestNode)
+            }
+            if let current = try StreamRecord.all().live().path(app: start.app, name: start.name).fetchOne(db) {
+                try Reconciliation.end(db, stream: current, time: time, reason: "republished on \(start.ingestNode)")
+            }
+            try Reconciliation.start(
+                db, app: start.app, name: start.name, ingestNode: start.ingestNode, facts: start.facts, bytes: 0, time: time,
+                rungs: rungs, detail: "published"
+            )
+        }
+    }
+
+    /// The publisher of `app/name` on `ingestNode` left for good. Ending a stream that is
+    /// not live is a no-op (the notice may race with the ingest's death or a kick).
+    public func streamEnded(app: String, name: String, ingestNode: String) async throws {
+        try Self.validate(app: app, name: name)
+        let time = now()
+        try await store.write { db in
+            guard let stream = try StreamRecord.all().live().path(app: app, name: name).fetchOne(db) else { return }
+            guard stream.ingestNode == ingestNode else {
+                throw CoordinatorError.notTheIngest(app: app, name: name, nodeID: ingestNode)
+            }
+            try Reconciliation.end(db, stream: stream, time: time, reason: "unpublished")
+        }
+        viewers[StreamKey(app: app, name: name)] = nil
+    }
+
+    /// Where a live stream lives: its ingest node and host, and each rendition's transcoder.
+    public func lookup(app: String, name: String) async throws -> StreamLocation? {
+        try Self.validate(app: app, name: name)
+        return try await store.read { db in
+            guard let stream = try StreamRecord.all().live().path(app: app, name: name).fetchOne(db),
+                  let streamID = stream.id,
+                  let ingest = try NodeRecord.fetchOne(db, key: stream.ingestNode)
+            else { return nil }
+            let renditions = try RenditionRecord.all().ofStream(streamID).order(Column("id")).fetchAll(db)
+            return StreamLocation(
+                app: app, name: name, ingestNode: ingest.id, ingestHost: ingest.advertiseHost,
+                renditions: renditions.map { RenditionLocation(rung: $0.spec, transcoderNode: $0.transcoderNode, state: $0.state) }
+            )
+        }
+    }
+
+    /// Records an operator's kick of the publisher of `app/name`; the ingest receives it
+    /// with its next heartbeat. Returns false when the stream is not live.
+    public func kick(app: String, name: String) async throws -> Bool {
+        try Self.validate(app: app, name: name)
+        let time = now()
+        let ingest: String? = try await store.write { db in
+            guard let stream = try StreamRecord.all().live().path(app: app, name: name).fetchOne(db) else { return nil }
+            try EventRecord.record(db, time: time, kind: "stream.kicked", subject: "\(app)/\(name)", detail: "publisher on \(stream.ingestNode)")
+            return stream.ingestNode
+        }
+        guard let ingest else { return false }
+        pendingKicks[ingest, default: []].insert(StreamKey(app: app, name: name))
+        return true
+    }
+
+    /// Live streams with their facts, renditions, viewers per relay and uptime.
+    public func liveStreams() async throws -> [StreamSummary] {
+        let time = now()
+        let rows = try await store.read { db in
+            try StreamRecord.all().live().order(StreamRecord.Columns.app, StreamRecord.Columns.name).fetchAll(db).map { stream in
+                (stream, try RenditionRecord.all().ofStream(stream.id ?? -1).order(Column("id")).fetchAll(db))
+            }
+        }
+        return rows.map { stream, renditions in
+            StreamSummary(
+                stream, renditions: renditions, viewers: viewers[StreamKey(app: stream.app, name: stream.name)] ?? [:], now: time
+            )
+        }
+    }
+
+    /// The latest audit events, newest first.
+    public func events(limit: Int = 100) async throws -> [EventSummary] {
+        try await store.read { db in
+            try EventRecord.order(EventRecord.Columns.id.desc).limit(max(0, limit)).fetchAll(db).map(EventSummary.init)
+        }
+    }
+
+    static func validate(app: String, name: String) throws {
+        guard StreamPath.isValidComponent(app), StreamPath.isValidComponent(name) else {
+            throw CoordinatorError.invalidStreamPath(app: String(app.prefix(StreamPath.maxComponentLength)), name: String(name.prefix(StreamPath.maxComponentLength)))
+        }
+    }
+}

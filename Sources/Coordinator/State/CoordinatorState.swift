@@ -1,0 +1,110 @@
+import Cluster
+import Foundation
+import GRDB
+import Logging
+
+/// The coordinator's logic over its store: node liveness, streams, transcode placement and
+/// stream keys, with an audit event for every change.
+///
+/// Durable state lives only in the database: each operation is one write transaction that
+/// reads what it needs and commits its changes with their events, so a `kill -9` loses at
+/// most the operation in flight, and the actor's reentrancy (it suspends on every database
+/// access) cannot interleave half-done changes. The actor itself holds only what nodes
+/// re-send every second anyway: viewers per relay, and kicks not yet delivered.
+///
+/// Time comes from `now`, injected so that tests can step a clock across the 3 s dead-node
+/// threshold.
+public actor CoordinatorState {
+    public let store: CoordinatorStore
+    public let configuration: CoordinatorConfiguration
+    let now: @Sendable () -> Date
+    let logger: Logger
+
+    /// Viewers of each stream, per relay node, as their last heartbeats said.
+    var viewers: [StreamKey: [String: Int]] = [:]
+    /// Kicks waiting for their ingest's next heartbeat.
+    var pendingKicks: [String: Set<StreamKey>] = [:]
+    /// Nodes found stale when the state was loaded: dead, but their streams and jobs are
+    /// left alone until `reconcileDeadline`, giving them time to heartbeat again (they
+    /// kept running while the coordinator was down).
+    var awaitingReconciliation: Set<String> = []
+    let reconcileDeadline: Date
+
+    /// `app/name` as a dictionary key.
+    struct StreamKey: Hashable, Sendable {
+        var app: String
+        var name: String
+    }
+
+    /// Loads the state from `store`. Nodes whose last heartbeat is older than `deadAfter`
+    /// are marked dead now; they are reconciled when they heartbeat again, and handled as
+    /// deaths (streams ended, jobs moved) if they have not within `deadAfter`.
+    public static func load(
+        store: CoordinatorStore,
+        configuration: CoordinatorConfiguration = CoordinatorConfiguration(),
+        now: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger = Logger(label: "estuary.coordinator")
+    ) async throws -> CoordinatorState {
+        let start = now()
+        let cutoff = start.addingTimeInterval(-configuration.deadAfter.timeInterval)
+        let stale = try await store.write { db in
+            let alive = try NodeRecord.all().alive().fetchAll(db)
+            var stale: [String] = []
+            for var node in alive where node.lastHeartbeatAt < cutoff {
+                node.state = .dead
+                try node.update(db)
+                try EventRecord.record(db, time: start, kind: "node.dead", subject: node.id, detail: "stale at coordinator start")
+                stale.append(node.id)
+            }
+            try EventRecord.record(db, time: start, kind: "coordinator.started", subject: "coordinator", detail: "\(alive.count - stale.count) alive, \(stale.count) stale nodes")
+            return stale
+        }
+        let state = CoordinatorState(store: store, configuration: configuration, now: now, logger: logger, start: start)
+        await state.awaitReconciliation(of: stale)
+        return state
+    }
+
+    private init(store: CoordinatorStore, configuration: CoordinatorConfiguration, now: @escaping @Sendable () -> Date, logger: Logger, start: Date) {
+        self.store = store
+        self.configuration = configuration
+        self.now = now
+        self.logger = logger
+        self.reconcileDeadline = start.addingTimeInterval(configuration.deadAfter.timeInterval)
+    }
+
+    private func awaitReconciliation(of nodes: [String]) {
+        awaitingReconciliation = Set(nodes)
+    }
+
+    /// Sweeps for dead nodes every `sweepInterval` until cancelled, logging moved jobs.
+    /// A failed sweep (a locked file) is logged and retried at the next tick.
+    public func run() async {
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: configuration.sweepInterval)
+                let moves = try await sweep()
+                for move in moves {
+                    logger.info("Transcode job moved: \(move)")
+                }
+            } catch is CancellationError {
+                return
+            } catch {
+                logger.warning("Coordinator sweep failed: \(error)")
+            }
+        }
+    }
+
+    var reply: ([NodeInstruction]) -> HeartbeatReply {
+        { [configuration] instructions in
+            HeartbeatReply(instructions: instructions, heartbeatInterval: configuration.heartbeatInterval, deadAfter: configuration.deadAfter)
+        }
+    }
+}
+
+extension Duration {
+    /// Seconds as a `TimeInterval`, for date arithmetic.
+    var timeInterval: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,94 @@
+import Cluster
+import Foundation
+import GRDB
+
+/// Transcode placement inside one write transaction: pure functions of the database, so
+/// that a placement and the change that caused it commit together.
+enum Placement {
+    /// The alive transcoder with the least reported load; ties go to the one running
+    /// fewer jobs (two streams starting within one heartbeat would otherwise pile onto
+    /// the same idle node), then to the smaller id (deterministic).
+    static func leastLoadedTranscoder(_ db: Database, excluding excluded: Set<String> = []) throws -> NodeRecord? {
+        let candidates = try NodeRecord.all().aliveTranscoders().fetchAll(db).filter { !excluded.contains($0.id) }
+        guard !candidates.isEmpty else { return nil }
+        let jobs = try jobCounts(db)
+        return candidates.min { left, right in
+            (left.load, jobs[left.id, default: 0], left.id) < (right.load, jobs[right.id, default: 0], right.id)
+        }
+    }
+
+    /// Active jobs (streams with unended renditions) per transcoder.
+    static func jobCounts(_ db: Database) throws -> [String: Int] {
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT transcoder_node, COUNT(DISTINCT stream_id) AS jobs FROM renditions
+                WHERE state != 'ended' AND transcoder_node IS NOT NULL GROUP BY transcoder_node
+                """
+        )
+        var counts: [String: Int] = [:]
+        for row in rows {
+            if let node: String = row["transcoder_node"] {
+                counts[node] = row["jobs"]
+            }
+        }
+        return counts
+    }
+
+    /// Creates the renditions of a newly live stream, all on one transcoder (or unplaced).
+    @discardableResult
+    static func placeNewJob(_ db: Database, streamID: Int64, rungs: [RungSpec]) throws -> String? {
+        guard !rungs.isEmpty else { return nil }
+        let transcoder = try leastLoadedTranscoder(db)?.id
+        for rung in rungs {
+            var rendition = RenditionRecord(streamID: streamID, rung: rung, transcoderNode: transcoder)
+            try rendition.insert(db)
+        }
+        return transcoder
+    }
+
+    /// Moves every active job of `nodeID` to the least-loaded other transcoder.
+    static func moveJobs(_ db: Database, off nodeID: String) throws -> [TranscodeMove] {
+        let renditions = try RenditionRecord.all().on(transcoder: nodeID).active().fetchAll(db)
+        let streamIDs = Array(Set(renditions.map(\.streamID))).sorted()
+        var moves: [TranscodeMove] = []
+        for streamID in streamIDs {
+            guard let stream = try StreamRecord.fetchOne(db, key: streamID) else { continue }
+            let target = try leastLoadedTranscoder(db, excluding: [nodeID])?.id
+            try assign(db, streamID: streamID, to: target)
+            moves.append(TranscodeMove(app: stream.app, name: stream.name, from: nodeID, to: target))
+        }
+        return moves
+    }
+
+    /// Places unplaced jobs of live streams, now that a transcoder may be available.
+    static func placeUnplacedJobs(_ db: Database) throws -> [String: String] {
+        let streamIDs = try Int64.fetchAll(db, sql: "SELECT DISTINCT stream_id FROM renditions WHERE state = 'unplaced' ORDER BY stream_id")
+        var placed: [String: String] = [:]
+        for streamID in streamIDs {
+            guard let target = try leastLoadedTranscoder(db)?.id,
+                  let stream = try StreamRecord.fetchOne(db, key: streamID)
+            else { break }
+            try assign(db, streamID: streamID, to: target)
+            placed["\(stream.app)/\(stream.name)"] = target
+        }
+        return placed
+    }
+
+    /// Points every active rendition of a stream at `node` (nil: unplaced).
+    static func assign(_ db: Database, streamID: Int64, to node: String?) throws {
+        try RenditionRecord.all().ofStream(streamID).active().updateAll(
+            db,
+            RenditionRecord.Columns.transcoderNode.set(to: node),
+            RenditionRecord.Columns.state.set(to: (node == nil ? RenditionState.unplaced : .assigned).rawValue)
+        )
+    }
+
+    /// The job of a live stream as its transcoder receives it.
+    static func assignment(_ db: Database, stream: StreamRecord) throws -> TranscodeAssignment? {
+        guard let streamID = stream.id else { return nil }
+        let rungs = try RenditionRecord.all().ofStream(streamID).active().order(Column("id")).fetchAll(db)
+        guard !rungs.isEmpty else { return nil }
+        return TranscodeAssignment(app: stream.app, name: stream.name, ingestNode: stream.ingestNode, rungs: rungs.map(\.spec))
+    }
+}

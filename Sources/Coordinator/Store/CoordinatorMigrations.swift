@@ -1,0 +1,81 @@
+import GRDB
+
+/// The coordinator's schema, as named migrations. A shipped migration is never edited:
+/// changes are new migrations, so every coordinator file upgrades the same way.
+///
+/// Table and column names are literals (not derived from the records' coding keys), so a
+/// renamed Swift property can never silently change what an old migration means.
+enum CoordinatorMigrations {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-nodes-streams-renditions-keys-events") { db in
+            try db.create(table: "nodes") { table in
+                table.primaryKey("id", .text)
+                table.column("role", .text).notNull()
+                    .check(sql: "role IN ('ingest', 'transcode', 'relay', 'coordinator', 'all')")
+                table.column("advertise_host", .text).notNull()
+                table.column("state", .text).notNull().check(sql: "state IN ('alive', 'dead')")
+                table.column("load", .double).notNull().defaults(to: 0)
+                table.column("registered_at", .datetime).notNull()
+                table.column("last_heartbeat_at", .datetime).notNull()
+            }
+            try db.create(table: "streams") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("app", .text).notNull()
+                table.column("name", .text).notNull()
+                table.column("state", .text).notNull().check(sql: "state IN ('live', 'ended')")
+                table.column("ingest_node", .text).notNull().references("nodes")
+                table.column("container", .text).notNull()
+                table.column("video_codec", .text)
+                table.column("video_profile", .text)
+                table.column("width", .integer)
+                table.column("height", .integer)
+                table.column("frame_rate", .double)
+                table.column("video_bit_rate", .integer)
+                table.column("audio_codec", .text)
+                table.column("audio_bit_rate", .integer)
+                table.column("audio_sample_rate", .integer)
+                table.column("audio_channels", .integer)
+                table.column("started_at", .datetime).notNull()
+                table.column("ended_at", .datetime)
+                table.column("bytes", .integer).notNull().defaults(to: 0)
+            }
+            // At most one live session per app/name; ended sessions stay as history.
+            try db.create(
+                index: "streams_live_path", on: "streams", columns: ["app", "name"],
+                options: .unique, condition: Column("state") == "live"
+            )
+            try db.create(table: "renditions") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("stream_id", .integer).notNull().references("streams", onDelete: .cascade)
+                table.column("rung", .text).notNull()
+                table.column("width", .integer).notNull()
+                table.column("height", .integer).notNull()
+                table.column("bit_rate", .integer).notNull()
+                table.column("transcoder_node", .text).references("nodes")
+                table.column("state", .text).notNull().check(sql: "state IN ('unplaced', 'assigned', 'running', 'ended')")
+                table.uniqueKey(["stream_id", "rung"])
+            }
+            try db.create(index: "renditions_transcoder", on: "renditions", columns: ["transcoder_node"])
+            try db.create(table: "stream_keys") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("app", .text).notNull()
+                table.column("name", .text).notNull()
+                // SHA-256(salt ‖ key); the key itself is never stored.
+                table.column("salt", .blob).notNull()
+                table.column("key_hash", .blob).notNull()
+                table.column("created_at", .datetime).notNull()
+                table.column("revoked_at", .datetime)
+            }
+            try db.create(index: "stream_keys_path", on: "stream_keys", columns: ["app", "name"])
+            try db.create(table: "events") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("time", .datetime).notNull()
+                table.column("kind", .text).notNull()
+                table.column("subject", .text).notNull()
+                table.column("detail", .text).notNull().defaults(to: "")
+            }
+        }
+        return migrator
+    }
+}

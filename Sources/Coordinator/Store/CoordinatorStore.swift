@@ -1,0 +1,66 @@
+import Foundation
+import GRDB
+
+/// The coordinator's SQLite file: a GRDB `DatabasePool` (WAL mode: readers never wait for
+/// the writer) migrated by `CoordinatorMigrations`. The coordinator is its only writer.
+///
+/// Every access is `async` (`read` / `write` run on GRDB's own queues, never on Swift's
+/// cooperative pool); opening and closing, which GRDB only offers synchronously, run on
+/// a thread of their own.
+public final class CoordinatorStore: Sendable {
+    /// The file's path.
+    public let path: String
+    let pool: DatabasePool
+
+    private init(path: String, pool: DatabasePool) {
+        self.path = path
+        self.pool = pool
+    }
+
+    /// Opens (creating if needed) the database at `path` and applies pending migrations.
+    public static func open(at path: String) async throws -> CoordinatorStore {
+        let pool = try await OffPool.run("coordinator-open") {
+            var configuration = Configuration()
+            // A write waiting for the lock (a checkpoint, another process poking the
+            // file) waits a little instead of failing at once.
+            configuration.busyMode = .timeout(5)
+            configuration.label = "estuary.coordinator"
+            return try DatabasePool(path: path, configuration: configuration)
+        }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            CoordinatorMigrations.migrator.asyncMigrate(pool) { result in
+                switch result {
+                case .success: continuation.resume()
+                case .failure(let error): continuation.resume(throwing: error)
+                }
+            }
+        }
+        return CoordinatorStore(path: path, pool: pool)
+    }
+
+    /// Closes the file (checkpointing the WAL). The store must not be used afterwards.
+    public func close() async throws {
+        let pool = pool
+        try await OffPool.run("coordinator-close") { try pool.close() }
+    }
+
+    /// One write transaction, serialised with every other write.
+    func write<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await pool.write(updates)
+    }
+
+    /// One read, concurrent with writes (WAL snapshot isolation).
+    func read<T: Sendable>(_ value: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await pool.read(value)
+    }
+
+    /// The names of the applied migrations, oldest first.
+    public func appliedMigrations() async throws -> [String] {
+        try await read { db in try CoordinatorMigrations.migrator.appliedMigrations(db) }
+    }
+
+    /// SQLite's `journal_mode` for the file (`wal`).
+    public func journalMode() async throws -> String {
+        try await read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "" }
+    }
+}

@@ -1,0 +1,45 @@
+import Cluster
+import Foundation
+import GRDB
+
+/// A row of `nodes`: a node that registered once, alive or dead.
+struct NodeRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "nodes"
+
+    var id: String
+    var role: NodeRole
+    var advertiseHost: String
+    var state: NodeState
+    /// The load the node last reported (its own measure, 0 = idle).
+    var load: Double
+    var registeredAt: Date
+    var lastHeartbeatAt: Date
+
+    enum NodeState: String, Codable, Sendable, Hashable {
+        case alive, dead
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, role, state, load
+        case advertiseHost = "advertise_host"
+        case registeredAt = "registered_at"
+        case lastHeartbeatAt = "last_heartbeat_at"
+    }
+
+    enum Columns {
+        static let id = Column(CodingKeys.id)
+        static let role = Column(CodingKeys.role)
+        static let state = Column(CodingKeys.state)
+        static let load = Column(CodingKeys.load)
+        static let lastHeartbeatAt = Column(CodingKeys.lastHeartbeatAt)
+    }
+}
+
+extension DerivableRequest<NodeRecord> {
+    func alive() -> Self { filter(NodeRecord.Columns.state == NodeRecord.NodeState.alive.rawValue) }
+
+    /// Alive nodes that run transcode jobs.
+    func aliveTranscoders() -> Self {
+        alive().filter([NodeRole.transcode.rawValue, NodeRole.all.rawValue].contains(NodeRecord.Columns.role))
+    }
+}

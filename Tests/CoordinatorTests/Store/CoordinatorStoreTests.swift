@@ -1,0 +1,58 @@
+import Cluster
+import Foundation
+import GRDB
+import Testing
+
+@testable import Coordinator
+
+/// The store on a real SQLite file: schema, WAL, and what survives a reopen.
+struct CoordinatorStoreTests {
+    @Test func migrationsCreateTheTablesAndWALIsOn() async throws {
+        let fixture = try await CoordinatorFixture()
+        #expect(try await fixture.store.appliedMigrations() == ["v1-nodes-streams-renditions-keys-events"])
+        #expect(try await fixture.store.journalMode() == "wal")
+        let tables = try await fixture.store.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%' ORDER BY name")
+        }
+        #expect(tables == ["events", "nodes", "renditions", "stream_keys", "streams"])
+        let streamColumns = try await fixture.store.read { db in try db.columns(in: "streams").map(\.name) }
+        for column in ["ingest_node", "container", "video_codec", "video_profile", "width", "height", "frame_rate", "video_bit_rate",
+                       "audio_codec", "audio_bit_rate", "audio_sample_rate", "audio_channels", "started_at", "ended_at", "bytes"] {
+            #expect(streamColumns.contains(column), "streams.\(column)")
+        }
+        #expect(FileManager.default.fileExists(atPath: fixture.path + "-wal"))
+        try await fixture.close()
+    }
+
+    @Test func reopeningAppliesNoMigrationTwice() async throws {
+        let fixture = try await CoordinatorFixture()
+        try await fixture.reopen()
+        #expect(try await fixture.store.appliedMigrations() == ["v1-nodes-streams-renditions-keys-events"])
+        try await fixture.close()
+    }
+
+    @Test func sqliteEnforcesOneLiveSessionPerStream() async throws {
+        let fixture = try await CoordinatorFixture()
+        try await fixture.register("ingest-1", .ingest)
+        let time = fixture.clock.now
+        await #expect(throws: DatabaseError.self) {
+            try await fixture.store.write { db in
+                for _ in 0..<2 {
+                    var stream = StreamRecord(app: "live", name: "cam", ingestNode: "ingest-1", facts: .sample, startedAt: time)
+                    try stream.insert(db)
+                }
+            }
+        }
+        try await fixture.close()
+    }
+
+    @Test func anUnknownRoleIsRefusedBySQLite() async throws {
+        let fixture = try await CoordinatorFixture()
+        await #expect(throws: DatabaseError.self) {
+            try await fixture.store.write { db in
+                try db.execute(sql: "INSERT INTO nodes (id, role, advertise_host, state, registered_at, last_heartbeat_at) VALUES ('x', 'wizard', 'h', 'alive', '2026-01-01', '2026-01-01')")
+            }
+        }
+        try await fixture.close()
+    }
+}
