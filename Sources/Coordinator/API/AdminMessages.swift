@@ -1,0 +1,34 @@
+/// The admin API's request and response envelopes (the summaries they carry have files of
+/// their own).
+
+/// `GET /api/v1/nodes`.
+public struct NodeList: Codable, Sendable {
+    public var nodes: [NodeSummary]
+}
+
+/// `GET /api/v1/streams`.
+public struct StreamList: Codable, Sendable {
+    public var streams: [StreamSummary]
+}
+
+/// `GET /api/v1/keys`.
+public struct StreamKeyList: Codable, Sendable {
+    public var keys: [StreamKeySummary]
+}
+
+/// The body of `POST /api/v1/keys`.
+public struct CreateStreamKeyRequest: Codable, Sendable {
+    public var app: String
+    public var name: String
+
+    public init(app: String, name: String) {
+        self.app = app
+        self.name = name
+    }
+}
+
+/// The answer of `POST /api/v1/streams/{app}/{name}/kick`.
+public struct KickAccepted: Codable, Sendable {
+    public var app: String
+    public var name: String
+}

@@ -1,0 +1,36 @@
+import Foundation
+import Hummingbird
+import NIOCore
+
+/// Refuses every request without `Authorization: Bearer <token>` matching the configured
+/// token, with 401 and `WWW-Authenticate: Bearer`. The comparison takes the same time
+/// wherever the given token differs (see `ConstantTime.equalSecrets`). An empty configured
+/// token refuses everything: an unset secret must not open the API.
+public struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
+    private let token: String
+
+    public init(token: String) {
+        self.token = token
+    }
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard !token.isEmpty, let presented = Self.bearerToken(request.headers[.authorization]),
+              ConstantTime.equalSecrets(presented, token)
+        else {
+            var response = AdminJSON.error(status: .unauthorized, message: "a valid bearer token is required")
+            response.headers[.wwwAuthenticate] = "Bearer realm=\"estuary\""
+            return response
+        }
+        return try await next(request, context)
+    }
+
+    /// The token of an `Authorization: Bearer …` value (the scheme is case-insensitive, as
+    /// RFC 9110 §11.1 says).
+    static func bearerToken(_ header: String?) -> String? {
+        guard let header else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        return token.isEmpty ? nil : token
+    }
+}

@@ -1,0 +1,70 @@
+import Cluster
+import Foundation
+import Hummingbird
+import Media
+
+/// The coordinator's admin HTTP API under `/api/v1`, every route behind a bearer token
+/// (`docs/openapi.yaml`):
+///
+/// - `GET /api/v1/nodes`
+/// - `GET /api/v1/streams`: live streams with their ffprobe-like facts, renditions,
+///   viewers per relay and uptime
+/// - `POST /api/v1/streams/{app}/{name}/kick`: 202; the ingest drops the publisher on its
+///   next heartbeat
+/// - `GET /api/v1/keys`, `POST /api/v1/keys` (`{"app", "name"}` → the key, once),
+///   `DELETE /api/v1/keys/{id}`
+///
+/// The node mounts it on its HTTP router: `CoordinatorAdminRoutes(state:bearerToken:).register(on: router)`.
+public struct CoordinatorAdminRoutes: Sendable {
+    public let state: CoordinatorState
+    private let bearerToken: String
+
+    /// - Parameter bearerToken: the secret operators present; empty refuses every request.
+    public init(state: CoordinatorState, bearerToken: String) {
+        self.state = state
+        self.bearerToken = bearerToken
+    }
+
+    public func register<Context: RequestContext>(on router: Router<Context>) {
+        let api = router.group("/api/v1").add(middleware: BearerTokenMiddleware<Context>(token: bearerToken))
+        let state = state
+        api.get("/nodes") { _, _ in
+            try AdminJSON.response(NodeList(nodes: try await state.nodes()))
+        }
+        api.get("/streams") { _, _ in
+            try AdminJSON.response(StreamList(streams: try await state.liveStreams()))
+        }
+        api.post("/streams/:app/:name/kick") { _, context in
+            let app = context.parameters.get("app") ?? ""
+            let name = context.parameters.get("name") ?? ""
+            guard StreamPath.isValidComponent(app), StreamPath.isValidComponent(name) else {
+                return AdminJSON.error(status: .badRequest, message: "invalid stream path")
+            }
+            guard try await state.kick(app: app, name: name) else {
+                return AdminJSON.error(status: .notFound, message: "\(app)/\(name) is not live")
+            }
+            return try AdminJSON.response(KickAccepted(app: app, name: name), status: .accepted)
+        }
+        api.get("/keys") { _, _ in
+            try AdminJSON.response(StreamKeyList(keys: try await state.streamKeys()))
+        }
+        api.post("/keys") { request, _ in
+            guard let body = try await AdminJSON.decode(CreateStreamKeyRequest.self, from: request) else {
+                return AdminJSON.error(status: .badRequest, message: "expected a JSON body {\"app\": …, \"name\": …}")
+            }
+            guard StreamPath.isValidComponent(body.app), StreamPath.isValidComponent(body.name) else {
+                return AdminJSON.error(status: .badRequest, message: "invalid stream path")
+            }
+            return try AdminJSON.response(try await state.createStreamKey(app: body.app, name: body.name), status: .created)
+        }
+        api.delete("/keys/:id") { _, context in
+            guard let id = context.parameters.get("id").flatMap({ Int64($0) }) else {
+                return AdminJSON.error(status: .badRequest, message: "key ids are integers")
+            }
+            guard try await state.revokeStreamKey(id: id) else {
+                return AdminJSON.error(status: .notFound, message: "no key \(id)")
+            }
+            return Response(status: .noContent)
+        }
+    }
+}
