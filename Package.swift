@@ -124,7 +124,7 @@ let package = Package(
         .executableTarget(
             name: "Node",
             dependencies: [
-                "Media", "RTMP", "Ingest", "Relay", "Transcode", "LibAV",
+                "Media", "RTMP", "Ingest", "Relay", "Transcode", "LibAV", "Cluster",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -25,7 +25,6 @@ struct TranscodeBench: AsyncParsableCommand {
 struct Estuary: AsyncParsableCommand {
     @Option(help: "Source FLV (H.264 + AAC).") var input: String
     @Option(help: "libx264 threads per rung (0: x264 decides).") var encoderThreads = 0
-    @Option(help: "Threads encoding rungs in parallel (default: one per core, at most 4).") var rungThreads: Int?
 
     func run() async throws {
         var logger = Logger(label: "transcode-bench.libav")
@@ -33,7 +32,6 @@ struct Estuary: AsyncParsableCommand {
         LibAVLogging.bootstrap(logger)
         var configuration = TranscodePipeline.Configuration(ladder: .default)
         configuration.encoderThreads = encoderThreads
-        if let rungThreads { configuration.rungThreads = rungThreads }
         let statistics = try await EstuaryRun.run(input: input, configuration: configuration)
         let rungs = statistics.renditions.keys.sorted().map { name in
             let rendition = statistics.renditions[name]!

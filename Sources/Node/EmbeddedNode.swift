@@ -39,20 +39,10 @@ struct EmbeddedNode {
             logger: logger
         )
 
-        let router = Router()
-        let metrics = metrics
-        router.get("/healthz") { _, _ in "ok\n" }
-        router.get("/metrics") { _, _ -> Response in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: metrics.emitToBuffer())))
-        }
+        let router = NodeHTTP.router(metrics: metrics)
         HTTPFLVRoutes(registry: registry, flvFormat: Format.flv, logger: logger).register(on: router)
         HLSRoutes(service: hls).register(on: router)
-        let http = Application(
-            router: router,
-            configuration: .init(address: .hostname(configuration.bindHost, port: configuration.httpPort), serverName: "estuary"),
-            eventLoopGroupProvider: .shared(group),
-            logger: logger
-        )
+        let http = NodeHTTP.application(router: router, configuration: configuration, logger: logger)
 
         // Graceful shutdown runs in reverse order: streams end first (viewers get a clean
         // end of stream), then the listeners close.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Cluster
 import Foundation
 import LibAV
 import Logging
@@ -14,12 +15,8 @@ struct NodeCommand: AsyncParsableCommand {
         abstract: "Estuary live-streaming node: RTMP in; RTMP and HTTP-FLV out."
     )
 
-    enum Role: String, ExpressibleByArgument, CaseIterable {
-        case all, ingest, transcode, relay, coordinator
-    }
-
     @Option(help: "Which role this process plays (all = every role in one process).")
-    var role: Role = .all
+    var role: NodeRole = .all
 
     @Option(help: "Address to listen on.")
     var bind: String?
@@ -39,8 +36,17 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "JSON configuration file (see docs/configuration.md).")
     var config: String?
 
-    @Option(help: "NATS server URL for cluster roles (not available in this build).")
+    @Option(help: "NATS server URLs for cluster roles, comma-separated (nats://host:4222).")
     var nats: String?
+
+    @Option(help: "This node's id on the bus (default: the host name).")
+    var nodeId: String?
+
+    @Option(help: "The host name other nodes and players use to reach this node (default: the host name).")
+    var advertiseHost: String?
+
+    @Flag(help: "Check the arguments and configuration, print the resolved role, and exit.")
+    var checkConfig = false
 
     func run() async throws {
         var settings = NodeConfiguration()
@@ -55,6 +61,20 @@ struct NodeCommand: AsyncParsableCommand {
         if let httpPort { settings.httpPort = httpPort }
         if let dataDir { settings.dataDir = dataDir }
         settings.rtmp.host = settings.bindHost
+        if let nats {
+            let servers = nats.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            var bus = settings.nats ?? NATSBusConfiguration(servers: [])
+            bus.servers = servers
+            settings.nats = bus
+        }
+        if let nodeId { settings.nodeID = nodeId }
+        if let advertiseHost { settings.advertiseHost = advertiseHost }
+        settings.nats?.name = settings.nodeID
+        try settings.validate(role: role)
+        if checkConfig {
+            print("ok: role \(role.rawValue), node \(settings.nodeID), RTMP :\(settings.rtmp.port), HTTP :\(settings.httpPort)\(settings.nats.map { ", bus \($0.servers.joined(separator: ","))" } ?? "")")
+            return
+        }
 
         let levelName = logLevel ?? fileLogLevel ?? "info"
         guard let level = Logger.Level(rawValue: levelName) else {
@@ -70,10 +90,12 @@ struct NodeCommand: AsyncParsableCommand {
         let metrics = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: metrics))
 
-        guard role == .all, nats == nil else {
-            throw ConfigurationError.unsupportedRole(role.rawValue)
-        }
         try FileManager.default.createDirectory(atPath: settings.dataDir, withIntermediateDirectories: true)
-        try await EmbeddedNode(configuration: settings, metrics: metrics).run()
+        switch role {
+        case .all:
+            try await EmbeddedNode(configuration: settings, metrics: metrics).run()
+        case .ingest, .relay, .transcode, .coordinator:
+            try await ClusterNode(role: role, configuration: settings, metrics: metrics).run()
+        }
     }
 }

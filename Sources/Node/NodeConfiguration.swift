@@ -1,3 +1,4 @@
+import Cluster
 import Foundation
 import Media
 import RTMP
@@ -33,6 +34,26 @@ struct NodeConfigurationFile: Codable, Sendable {
     /// Ladders by application: `{"abr": [{"name": "480p", "height": 480, "videoBitRate": 1400000}]}`.
     /// An application not listed passes streams through unchanged.
     var ladders: [String: [LadderRung]]?
+    /// The cluster bus: `{"servers": ["nats://nats:4222"], "token": "…"}` (or `user` and
+    /// `password`, or `credentialsFile`; `tls` with `caFile`, `certificateFile`, `keyFile`).
+    var nats: NATSSettings?
+    var nodeID: String?
+    var advertiseHost: String?
+
+    struct NATSSettings: Codable, Sendable {
+        var servers: [String]?
+        var token: String?
+        var user: String?
+        var password: String?
+        var credentialsFile: String?
+        var tls: TLSSettings?
+    }
+
+    struct TLSSettings: Codable, Sendable {
+        var caFile: String?
+        var certificateFile: String?
+        var keyFile: String?
+    }
 
     static func load(from path: String) throws -> NodeConfigurationFile {
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -48,12 +69,14 @@ enum ConfigurationError: Error, CustomStringConvertible {
     case invalidFile(String, String)
     case invalidValue(String)
     case unsupportedRole(String)
+    case needsBus(String)
 
     var description: String {
         switch self {
         case .invalidFile(let path, let why): "cannot read configuration \(path): \(why)"
         case .invalidValue(let why): "invalid configuration: \(why)"
-        case .unsupportedRole(let role): "role '\(role)' needs a cluster bus (--nats), which this build does not have yet; use --role all"
+        case .unsupportedRole(let role): "role '\(role)' is not available in this build yet; run ingest and relay nodes, or --role all"
+        case .needsBus(let role): "role '\(role)' needs the cluster bus: pass --nats nats://host:4222 (or \"nats\" in the configuration file)"
         }
     }
 }
@@ -70,6 +93,18 @@ struct NodeConfiguration: Sendable {
     /// Applications whose streams are transcoded, with their ladders: `abr` gets the
     /// default ladder, every other application (`live`) passes through.
     var ladders: [String: Ladder] = ["abr": .default]
+    /// The cluster bus; nil for the embedded default.
+    var nats: NATSBusConfiguration?
+    /// This node's name on the bus and in the coordinator: by default the host name.
+    var nodeID = NodeConfiguration.defaultNodeID
+    /// How other nodes and players reach this node.
+    var advertiseHost = ProcessInfo.processInfo.hostName
+
+    static var defaultNodeID: String {
+        let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "node"
+        let cleaned = String(host.map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "-" })
+        return cleaned.isEmpty ? "node" : cleaned
+    }
 
     mutating func apply(_ file: NodeConfigurationFile) throws {
         if let value = file.bindHost { bindHost = value }
@@ -100,6 +135,37 @@ struct NodeConfiguration: Sendable {
                 throw ConfigurationError.invalidValue("ladders: invalid application name '\(app)'")
             }
             ladders = value.mapValues { Ladder(rungs: $0) }
+        }
+        if let value = file.nats {
+            var bus = NATSBusConfiguration(servers: value.servers ?? [])
+            bus.token = value.token
+            bus.user = value.user
+            bus.password = value.password
+            bus.credentialsFile = value.credentialsFile
+            if let tls = value.tls {
+                bus.tls = .init(caFile: tls.caFile, certificateFile: tls.certificateFile, keyFile: tls.keyFile)
+            }
+            nats = bus
+        }
+        if let value = file.nodeID { nodeID = value }
+        if let value = file.advertiseHost { advertiseHost = value }
+    }
+
+    /// Checks what a role needs; throws the reason it cannot start.
+    func validate(role: NodeRole) throws {
+        switch role {
+        case .all:
+            break
+        case .ingest, .relay:
+            guard let nats, !nats.servers.isEmpty else { throw ConfigurationError.needsBus(role.rawValue) }
+        case .transcode, .coordinator:
+            throw ConfigurationError.unsupportedRole(role.rawValue)
+        }
+        for server in nats?.servers ?? [] where !(server.hasPrefix("nats://") || server.hasPrefix("tls://")) {
+            throw ConfigurationError.invalidValue("NATS server '\(server)' must start with nats:// or tls://")
+        }
+        guard StreamPath.isValidComponent(nodeID) else {
+            throw ConfigurationError.invalidValue("node id '\(nodeID)' may contain only letters, digits, '-', '_' and '.'")
         }
     }
 

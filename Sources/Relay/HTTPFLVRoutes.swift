@@ -34,7 +34,7 @@ public struct HTTPFLVRoutes: Sendable {
             RelayMetrics.rejectedRequests(reason: "bad_path")
             return Self.notFound()
         }
-        guard let hub = await registry.hub(for: path) else {
+        guard let hub = await registry.resolve(path) else {
             return Self.notFound()
         }
         let format = flvFormat

@@ -10,7 +10,7 @@ public struct Playback: Sendable {
     }
 
     public func play(_ request: RTMPPlayRequest) async -> RTMPPlayDecision {
-        guard let hub = await registry.hub(for: request.path) else { return .notFound }
+        guard let hub = await registry.resolve(request.path) else { return .notFound }
         return .accept(hub: hub)
     }
 }

@@ -2,10 +2,18 @@ import LibAV
 import Logging
 import Media
 import NIOCore
+import Synchronization
 
-/// The worker-thread side of a pipeline: owns the decoder and each rung's scaler and
-/// encoder (every libav object of the job), created, used and freed on the worker thread.
-/// Not Sendable.
+/// The worker-thread side of a pipeline: owns the decoder and the rungs.
+///
+/// **Threads.** The pipeline's thread decodes, re-encodes audio and decides; each
+/// rendition has its own `SerialWorker` thread that scales and encodes its rung and
+/// publishes into its hub. Decoded pictures are handed to every rung's worker by reference
+/// (no pixel copy), so the rungs encode in parallel with each other and with the decoding
+/// of the next frames. Everything that touches a rendition's output (interleaver, hub,
+/// encoder) runs on that rendition's worker, in submission order; the pipeline's thread
+/// only submits. A rung's worker queue is bounded, so a slow rung holds the pipeline
+/// thread back and the inbox's lag policy sheds the load. Not Sendable.
 final class TranscodeJob {
     /// Where one rung's frames go: its hub, publisher identity and interleaver. Outlives
     /// encoder reconfigurations, so viewers of a rendition stay attached when the source
@@ -13,18 +21,61 @@ final class TranscodeJob {
     final class Output {
         let name: String
         let hub: StreamHub
-        var interleaver: Interleaver
-        /// The avcC last published, so an unchanged one is not sent again.
+        /// Runs everything below except `decoderConfiguration`.
+        let worker: SerialWorker
+        private var interleaver: Interleaver
+        private var dirty = false
+        /// The avcC last published, so an unchanged one is not sent again (pipeline thread).
         var decoderConfiguration: ByteBuffer?
-        var dirty = false
 
-        init(name: String, hub: StreamHub, interleaver: Interleaver) {
+        init(name: String, hub: StreamHub, interleaver: Interleaver, worker: SerialWorker) {
             self.name = name
             self.hub = hub
             self.interleaver = interleaver
+            self.worker = worker
         }
 
-        func publish(_ frames: [MediaFrame]) {
+        // Submitted from the pipeline thread, run on the worker.
+
+        func submit(_ frames: [MediaFrame]) {
+            guard !frames.isEmpty else { return }
+            worker.submit { self.publish(frames) }
+        }
+
+        func submitAudio(_ frame: MediaFrame) {
+            worker.submit { self.publish(self.interleaver.audio(frame)) }
+        }
+
+        func submitVideo(_ frame: MediaFrame) {
+            worker.submit { self.publish(self.interleaver.video(frame)) }
+        }
+
+        /// Wakes the hub's subscribers once for what was published since the last flush.
+        func submitFlush() {
+            worker.submit {
+                guard self.dirty else { return }
+                self.dirty = false
+                self.hub.flush()
+            }
+        }
+
+        /// Publishes held audio, flushes and ends the hub; the worker then stops.
+        func end() {
+            worker.submit {
+                self.publish(self.interleaver.drain())
+                self.hub.flush()
+                self.hub.end()
+            }
+            worker.stop()
+        }
+
+        // On the worker.
+
+        func publishVideo(_ frame: MediaFrame) {
+            publish(interleaver.video(frame))
+        }
+
+        private func publish(_ frames: [MediaFrame]) {
             for frame in frames {
                 hub.publish(frame, publisher: TranscodeJob.publisherID)
                 dirty = true
@@ -32,15 +83,21 @@ final class TranscodeJob {
         }
     }
 
-    /// One rung's encoding state. A class so that a helper thread can work on one rung
-    /// while the job thread works on another (see `encode`).
+    /// One rung's scaler and encoder: created on the pipeline thread, then used only on
+    /// its output's worker. What the pipeline thread reads (statistics) is a snapshot
+    /// behind a lock.
     final class Rung {
+        struct Counters: Sendable {
+            var encoder = VideoEncoder.Statistics()
+            /// Encoder errors on this rung (the frame is lost to this rung only).
+            var errors = 0
+        }
+
         let plan: RungPlan
-        let scaler: Scaler
-        let encoder: VideoEncoder
         let output: Output
-        /// Encoder errors on this rung (the frame is lost to this rung only).
-        var errors = 0
+        private let scaler: Scaler
+        private let encoder: VideoEncoder
+        private let counters = Mutex(Counters())
 
         init(plan: RungPlan, scaler: Scaler, encoder: VideoEncoder, output: Output) {
             self.plan = plan
@@ -49,23 +106,56 @@ final class TranscodeJob {
             self.output = output
         }
 
-        /// Scales and encodes one picture and publishes what comes out into the rung's hub.
-        func encode(_ picture: VideoFrame, source: StreamPath, logger: Logger) {
+        var snapshot: Counters { counters.withLock { $0 } }
+
+        /// Queues the picture for this rung (pipeline thread); blocks while the rung's
+        /// queue is full.
+        func submit(_ picture: VideoFrame, source: StreamPath, logger: Logger) {
+            output.worker.submit { self.encode(picture, source: source, logger: logger) }
+        }
+
+        /// Encodes what the encoder still holds and waits until it is published.
+        func drain(source: StreamPath, logger: Logger) {
+            output.worker.sync {
+                do {
+                    for frame in try self.encoder.flush() {
+                        self.output.publishVideo(frame)
+                    }
+                } catch {
+                    logger.error("flushing the encoder failed", metadata: ["stream": "\(source)", "rung": "\(self.plan.rung.name)", "error": "\(error)"])
+                }
+                self.updateCounters(error: false)
+            }
+        }
+
+        /// Scales and encodes one picture and publishes what comes out (worker).
+        private func encode(_ picture: VideoFrame, source: StreamPath, logger: Logger) {
             guard encoder.admit(presentationTime: picture.presentationTime, isSourceKeyframe: picture.isSourceKeyframe) else {
+                updateCounters(error: false)
                 return
             }
             do {
-                let coded = try encoder.encode(try scaler.scale(picture))
-                for frame in coded {
-                    output.publish(output.interleaver.video(frame))
+                for frame in try encoder.encode(try scaler.scale(picture)) {
+                    output.publishVideo(frame)
                 }
+                updateCounters(error: false)
             } catch {
-                errors += 1
+                let errors = updateCounters(error: true)
                 if errors == 1 || errors % 100 == 0 {
                     logger.error("encoding failed", metadata: [
                         "stream": "\(source)", "rung": "\(plan.rung.name)", "error": "\(error)", "errors": "\(errors)",
                     ])
                 }
+            }
+        }
+
+        @discardableResult
+        private func updateCounters(error: Bool) -> Int {
+            let statistics = encoder.statistics
+            return counters.withLock { counters in
+                counters.encoder = statistics
+                if error { counters.errors += 1 }
+                return counters.errors
             }
         }
     }
@@ -87,10 +177,6 @@ final class TranscodeJob {
     /// Audio tags whose header does not parse.
     private var unsupportedAudioTags = 0
     private var outputs: [String: Output] = [:]
-    /// The rungs' helper threads, and which rungs (indices into `rungs`) each thread
-    /// encodes: entry 0 is the job thread's own share.
-    private let threads: ForkJoinThreads
-    private var shares: [[Int]] = []
     /// The latest picture size of each rung, for the statistics.
     private var rungSizes: [String: (width: Int, height: Int)] = [:]
     private(set) var statistics = TranscodeStatistics()
@@ -112,14 +198,6 @@ final class TranscodeJob {
         self.logger = logger
         self.onRendition = onRendition
         self.audio = AudioTranscoder(bitRatePerChannel: configuration.audioBitRatePerChannel, logger: logger)
-        let helpers = max(0, min(configuration.rungThreads, configuration.ladder.rungs.count) - 1)
-        do {
-            self.threads = try ForkJoinThreads(helperCount: helpers)
-        } catch {
-            // Without helper threads every rung is encoded on the job thread: slower, not broken.
-            logger.warning("cannot start rung threads; encoding rungs one after another", metadata: ["error": "\(error)"])
-            self.threads = (try? ForkJoinThreads(helperCount: 0)) ?? ForkJoinThreads.serial
-        }
     }
 
     // MARK: - Input
@@ -142,7 +220,9 @@ final class TranscodeJob {
                 }
             }
         }
-        flushHubs()
+        for output in outputs.values {
+            output.submitFlush()
+        }
         refreshStatistics()
     }
 
@@ -151,14 +231,9 @@ final class TranscodeJob {
         drainPipeline()
         publishAudio(audio.flush())
         for output in outputs.values {
-            publish(output.interleaver.drain(), to: output)
+            output.end()
         }
-        flushHubs()
         refreshStatistics()
-        for output in outputs.values {
-            output.hub.end()
-        }
-        threads.stop()
     }
 
     private func handleAudio(_ frame: MediaFrame) {
@@ -180,7 +255,7 @@ final class TranscodeJob {
                 audioSequenceHeader = frame
             }
             for output in outputs.values {
-                publish(output.interleaver.audio(frame), to: output)
+                output.submitAudio(frame)
             }
         }
     }
@@ -218,7 +293,6 @@ final class TranscodeJob {
         }
         videoSequenceHeader = header.payload
         rungs = []
-        shares = []
         if let decoder {
             add(decoder.statistics, to: &previousDecoders)
         }
@@ -258,7 +332,7 @@ final class TranscodeJob {
                 if output.decoderConfiguration != encoder.decoderConfiguration {
                     output.decoderConfiguration = encoder.decoderConfiguration
                     // The rung's own description first, then its configuration.
-                    publish([RenditionMetadata.frame(
+                    output.submit([RenditionMetadata.frame(
                         width: plan.width,
                         height: plan.height,
                         frameRate: min(frameRate, plan.rung.maximumFrameRate ?? .infinity),
@@ -266,8 +340,8 @@ final class TranscodeJob {
                         audio: RenditionMetadata.audioConfiguration(of: audioSequenceHeader),
                         audioBitRate: audio.encoder?.settings.bitRate,
                         timestamp: header.timestamp
-                    )], to: output)
-                    publish(output.interleaver.video(encoder.sequenceHeader(timestamp: header.timestamp)), to: output)
+                    )])
+                    output.submitVideo(encoder.sequenceHeader(timestamp: header.timestamp))
                 }
                 rungs.append(Rung(plan: plan, scaler: scaler, encoder: encoder, output: output))
                 rungSizes[plan.rung.name] = (plan.width, plan.height)
@@ -275,12 +349,9 @@ final class TranscodeJob {
                 logger.error("cannot open rung", metadata: ["stream": "\(source)", "rung": "\(plan.rung.name)", "error": "\(error)"])
             }
         }
-        shares = Self.shares(for: rungs, sourceArea: track.width * track.height, width: threads.width)
         // Rungs the new source size no longer has (it became smaller): their streams end.
         for (name, output) in outputs where !names.contains(name) {
-            publish(output.interleaver.drain(), to: output)
-            output.hub.flush()
-            output.hub.end()
+            output.end()
             outputs[name] = nil
         }
     }
@@ -305,48 +376,31 @@ final class TranscodeJob {
         guard case .attached = hub.attachPublisher(id: Self.publisherID, evict: {}) else {
             return nil
         }
-        let output = Output(name: plan.rung.name, hub: hub, interleaver: Interleaver(maximumAudioLead: configuration.maximumAudioLead))
+        let worker: SerialWorker
+        do {
+            worker = try SerialWorker(name: "transcode-rung", capacity: configuration.rungQueueCapacity)
+        } catch {
+            logger.error("cannot start the rung's thread", metadata: ["stream": "\(source)", "rung": "\(plan.rung.name)", "error": "\(error)"])
+            return nil
+        }
+        let output = Output(name: plan.rung.name, hub: hub, interleaver: Interleaver(maximumAudioLead: configuration.maximumAudioLead), worker: worker)
         outputs[plan.rung.name] = output
         onRendition(TranscodePipeline.Rendition(plan: plan, hub: hub))
         if let audioSequenceHeader {
-            publish(output.interleaver.audio(audioSequenceHeader), to: output)
+            output.submitAudio(audioSequenceHeader)
         }
         return output
     }
 
     // MARK: - Encoding
 
-    /// Encodes each picture into every rung. Rungs are spread over the job thread and
-    /// `threads`' helpers (see `shares`); each rung is touched by one thread per picture,
-    /// and all rungs finish a picture before the next starts, so a rung's frames stay in
-    /// order and every rung sees the same pictures.
+    /// Hands each picture to every rung's worker (the same reference to all of them).
     private func encode(_ pictures: [VideoFrame]) {
-        let source = source
-        let logger = logger
         for picture in pictures {
-            let work = shares.map { indices in
-                let rungs = indices.map { self.rungs[$0] }
-                return { for rung in rungs { rung.encode(picture, source: source, logger: logger) } }
+            for rung in rungs {
+                rung.submit(picture, source: source, logger: logger)
             }
-            threads.perform(work)
         }
-    }
-
-    /// Splits the rungs into at most `threads.width` groups of about equal cost: the picture
-    /// area each encodes, with the job thread's group starting with the decode, which it
-    /// does alone (weighted as half an encode of the source size).
-    private static func shares(for rungs: [Rung], sourceArea: Int, width: Int) -> [[Int]] {
-        guard width > 1, rungs.count > 1 else { return [Array(rungs.indices)] }
-        var groups = [[Int]](repeating: [], count: min(width, rungs.count + 1))
-        var costs = [Int](repeating: 0, count: groups.count)
-        costs[0] = sourceArea / 2
-        let order = rungs.indices.sorted { rungs[$0].plan.width * rungs[$0].plan.height > rungs[$1].plan.width * rungs[$1].plan.height }
-        for index in order {
-            let lightest = costs.indices.min { costs[$0] < costs[$1] } ?? 0
-            groups[lightest].append(index)
-            costs[lightest] += rungs[index].plan.width * rungs[index].plan.height
-        }
-        return groups.filter { !$0.isEmpty }
     }
 
     /// Pictures still in the decoder, then frames still in the encoders, go out; the
@@ -356,32 +410,12 @@ final class TranscodeJob {
             encode(decoder.flush())
         }
         for rung in rungs {
-            do {
-                for frame in try rung.encoder.flush() {
-                    publish(rung.output.interleaver.video(frame), to: rung.output)
-                }
-            } catch {
-                logger.error("flushing the encoder failed", metadata: ["stream": "\(source)", "rung": "\(rung.plan.rung.name)", "error": "\(error)"])
-            }
+            rung.drain(source: source, logger: logger)
             var total = previousEncoders[rung.plan.rung.name] ?? .init()
-            add(rung.encoder.statistics, to: &total)
+            add(rung.snapshot.encoder, to: &total)
             previousEncoders[rung.plan.rung.name] = total
         }
         rungs = []
-        shares = []
-    }
-
-    // MARK: - Output
-
-    private func publish(_ frames: [MediaFrame], to output: Output) {
-        output.publish(frames)
-    }
-
-    private func flushHubs() {
-        for output in outputs.values where output.dirty {
-            output.dirty = false
-            output.hub.flush()
-        }
     }
 
     private func refreshStatistics() {
@@ -400,12 +434,13 @@ final class TranscodeJob {
             renditions[name] = rendition
         }
         for rung in rungs {
+            let snapshot = rung.snapshot
             var total = previousEncoders[rung.plan.rung.name] ?? .init()
-            add(rung.encoder.statistics, to: &total)
+            add(snapshot.encoder, to: &total)
             var rendition = RenditionStatistics(encoder: total)
             rendition.width = rung.plan.width
             rendition.height = rung.plan.height
-            rendition.encodeErrors = rung.errors
+            rendition.encodeErrors = snapshot.errors
             renditions[rung.plan.rung.name] = rendition
         }
         statistics.renditions = renditions

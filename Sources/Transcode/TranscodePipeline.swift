@@ -91,9 +91,9 @@ public final class TranscodePipeline: Sendable {
         public var preset = "veryfast"
         /// libx264 threads per rung; 0 lets x264 choose.
         public var encoderThreads = 0
-        /// Threads that encode rungs in parallel (the pipeline's own thread included):
-        /// by default one per core, at most 4.
-        public var rungThreads = min(4, max(1, ProcessInfo.processInfo.activeProcessorCount))
+        /// Jobs (pictures, audio, flushes) queued for one rung's thread before the
+        /// pipeline thread waits for it.
+        public var rungQueueCapacity = 16
         /// Frame rate assumed for rate control when the source SPS has no timing info.
         public var defaultFrameRate = 30.0
         /// How far (ms) copied audio may run ahead of a rendition's video before it is

@@ -19,6 +19,32 @@ public actor StreamRegistry {
         self.publisherGrace = publisherGrace
     }
 
+    /// Where streams not published here come from (a relay's bus), if anywhere.
+    private var remoteSource: (any RemoteStreamSource)?
+    /// Remote opens in flight, so that concurrent viewers of a new stream share one.
+    private var opening: [StreamPath: Task<StreamHub?, Never>] = [:]
+
+    public func setRemoteSource(_ source: (any RemoteStreamSource)?) {
+        remoteSource = source
+    }
+
+    /// The live hub for `path`: a local one, or one the remote source opens for it.
+    public func resolve(_ path: StreamPath) async -> StreamHub? {
+        remoteSource?.touch(path)
+        if let hub = hub(for: path) {
+            return hub
+        }
+        guard let remoteSource else { return nil }
+        if let task = opening[path] {
+            return await task.value
+        }
+        let task = Task { await remoteSource.open(path, registry: self) }
+        opening[path] = task
+        let hub = await task.value
+        opening[path] = nil
+        return hub
+    }
+
     /// The live hub for `path`, if any.
     public func hub(for path: StreamPath) -> StreamHub? {
         guard let hub = hubs[path], !hub.isEnded else { return nil }

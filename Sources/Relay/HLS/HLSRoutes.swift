@@ -15,9 +15,13 @@ import NIOCore
 /// reach); anything else is a 404, malformed query values a 400.
 public struct HLSRoutes: Sendable {
     public let service: HLSService
+    /// Called with the stream of every request before it is looked up: a relay uses it to
+    /// open the stream's renditions from the bus on demand and to mark them as watched.
+    public let onRequest: (@Sendable (StreamPath) async -> Void)?
 
-    public init(service: HLSService) {
+    public init(service: HLSService, onRequest: (@Sendable (StreamPath) async -> Void)? = nil) {
         self.service = service
+        self.onRequest = onRequest
     }
 
     public func register<Context: RequestContext>(on router: Router<Context>) {
@@ -45,6 +49,7 @@ public struct HLSRoutes: Sendable {
         default: return Self.status(.notFound)
         }
         guard let path = try? StreamPath(app: app, name: name) else { return Self.status(.notFound) }
+        await onRequest?(path)
         let renditions = await service.renditions(of: path)
         guard !renditions.isEmpty else { return Self.status(.notFound) }
         var streams: [HLSPlaylist.VariantStream] = []
@@ -63,8 +68,11 @@ public struct HLSRoutes: Sendable {
     }
 
     func media(app: String, name: String, rendition renditionName: String, file: String, query: Parameters) async throws -> Response {
-        guard let path = try? StreamPath(app: app, name: name),
-              let rendition = await service.renditions(of: path)[renditionName],
+        guard let path = try? StreamPath(app: app, name: name) else {
+            return Self.status(.notFound)
+        }
+        await onRequest?(path)
+        guard let rendition = await service.renditions(of: path)[renditionName],
               let request = HLSResource(file) else {
             return Self.status(.notFound)
         }

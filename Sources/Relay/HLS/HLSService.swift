@@ -24,9 +24,11 @@ public actor HLSService {
     /// Starts segmenting `hub` as rendition `rendition` of stream `stream` (by default the
     /// hub's own path: a source is rendition `src`; a transcoded rung is attached under its
     /// source's path), once per hub.
-    public func attach(_ hub: StreamHub, stream: StreamPath? = nil, rendition: String = "src") {
+    /// Returns false when the hub was attached already.
+    @discardableResult
+    public func attach(_ hub: StreamHub, stream: StreamPath? = nil, rendition: String = "src") -> Bool {
         let hubID = ObjectIdentifier(hub)
-        guard !attachedHubs.contains(hubID) else { return }
+        guard !attachedHubs.contains(hubID) else { return false }
         attachedHubs.insert(hubID)
         let path = stream ?? hub.path
         let target = HLSRendition(name: rendition, configuration: configuration)
@@ -69,6 +71,7 @@ public actor HLSService {
             try? await Task.sleep(for: retention)
             await self?.forget(path, rendition: rendition, target: target, hubID: hubID)
         }
+        return true
     }
 
     private func forget(_ path: StreamPath, rendition: String, target: HLSRendition, hubID: ObjectIdentifier) {

@@ -50,7 +50,8 @@ final class NodeProcess: Sendable {
 
     /// Starts a node and waits (bounded) until `/healthz` answers 200 and the RTMP port accepts
     /// connections. Retries on fresh ports if the process dies during startup (a port race).
-    static func start(config: NodeConfig, directory: URL, label: String = "node") async throws -> NodeProcess {
+    /// `arguments` are added to the command line (`--role relay --nats …`).
+    static func start(config: NodeConfig, directory: URL, label: String = "node", arguments extra: [String] = []) async throws -> NodeProcess {
         let binary = try TestEnvironment.nodeBinary()
         var lastFailure = ""
         for attempt in 1...3 {
@@ -70,7 +71,7 @@ final class NodeProcess: Sendable {
                     "--log-level", "info",
                     "--config", configURL.path,
                     "--bind", "127.0.0.1",
-                ],
+                ] + extra,
                 name: "\(label)-\(attempt)",
                 directory: directory
             )

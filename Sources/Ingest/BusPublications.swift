@@ -1,0 +1,38 @@
+import Cluster
+import Logging
+import Media
+
+/// The ingest's publications on the cluster bus: one `BusPublication` per live hub,
+/// created when its first publisher is accepted and kept across publisher reconnects
+/// (the hub, and so the bus subject's sequence, stays the same).
+public actor BusPublications {
+    private let bus: any Bus
+    private let logger: Logger
+    private var publications: [ObjectIdentifier: (hub: StreamHub, publication: BusPublication)] = [:]
+
+    public init(bus: any Bus, logger: Logger) {
+        self.bus = bus
+        self.logger = logger
+    }
+
+    /// Starts forwarding `hub` (as rendition `rendition` of `stream`) unless it already is.
+    public func attach(_ hub: StreamHub, stream: StreamPath? = nil, rendition: String = "src") {
+        // Hubs that ended have said so on the bus already; forget them.
+        for (id, entry) in publications where entry.hub.isEnded {
+            entry.publication.cancel()
+            publications[id] = nil
+        }
+        let id = ObjectIdentifier(hub)
+        guard publications[id] == nil else { return }
+        do {
+            let publication = try BusPublication(hub: hub, bus: bus, stream: stream, rendition: rendition, logger: logger)
+            publications[id] = (hub, publication)
+            logger.info("publishing to the bus", metadata: ["stream": "\(hub.path)", "subject": "\(publication.subject)"])
+        } catch {
+            logger.error("cannot publish to the bus", metadata: ["stream": "\(hub.path)", "error": "\(error)"])
+        }
+    }
+
+    /// Live publications.
+    public var count: Int { publications.values.filter { !$0.hub.isEnded }.count }
+}

@@ -1,0 +1,33 @@
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+import Prometheus
+
+/// The HTTP endpoints every node has, whatever its role.
+enum NodeHTTP {
+    /// A router with `/healthz` (the process answers), `/readyz` (it can do its job: for a
+    /// cluster node, its bus is connected) and `/metrics` (Prometheus text).
+    static func router(metrics: PrometheusCollectorRegistry, ready: @escaping @Sendable () -> Bool = { true }) -> Router<BasicRequestContext> {
+        let router = Router()
+        router.get("/healthz") { _, _ in "ok\n" }
+        router.get("/readyz") { _, _ -> Response in
+            ready()
+                ? Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "ready\n")))
+                : Response(status: .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: "not ready\n")))
+        }
+        router.get("/metrics") { _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: metrics.emitToBuffer())))
+        }
+        return router
+    }
+
+    static func application(router: Router<BasicRequestContext>, configuration: NodeConfiguration, logger: Logger) -> some ApplicationProtocol {
+        Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.bindHost, port: configuration.httpPort), serverName: "estuary"),
+            eventLoopGroupProvider: .shared(MultiThreadedEventLoopGroup.singleton),
+            logger: logger
+        )
+    }
+}

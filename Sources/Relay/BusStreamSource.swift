@@ -1,0 +1,252 @@
+import Cluster
+import Logging
+import Media
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// A relay's streams, fed from the cluster bus on demand.
+///
+/// When a viewer asks for a path the relay has no hub for, `open` looks for a node that
+/// publishes it: the path as a source (`media.<app>.<name>.src`) or, for `name_<rung>`,
+/// as a rung of `name` (`media.<app>.<name>.<rung>`). It subscribes to the media subject
+/// first, then fetches the publisher's metadata, configuration records and GOP with one
+/// request (`MediaBusGOP`), publishes those into a new local hub, and then the live frames
+/// that arrived meanwhile (those not already in the GOP). The first viewer starts at once.
+///
+/// A relay holds a subscription only while the stream is watched: once a mirrored hub
+/// has had no viewers (HLS segmenting aside) and no lookups for `idleGrace`, the
+/// subscription is cancelled and the hub ended.
+public final class BusStreamSource: RemoteStreamSource {
+    public struct Configuration: Sendable {
+        /// How long a request for a publisher's GOP may take.
+        public var gopRequestTimeout: Duration = .seconds(2)
+        /// How long an unwatched mirror is kept.
+        public var idleGrace: Duration = .seconds(5)
+        /// A mirror that received nothing for this long has lost its publisher (which
+        /// normally says so on its `end.` subject) and ends, like a local stream after
+        /// its publisher's grace period.
+        public var staleAfter: Duration = .seconds(10)
+
+        public init() {}
+    }
+
+    private final class Mirror: Sendable {
+        let hub: StreamHub
+        let subscription: MediaBusSubscription
+        let feed: NIOLockedValueBox<Feed>
+        let ended = NIOLockedValueBox(false)
+        let endSubscription = NIOLockedValueBox<BusSubscription?>(nil)
+        let lastUse: NIOLockedValueBox<NIODeadline>
+        /// Subscribers that are not viewers (the HLS segmenter).
+        let internalSubscribers: NIOLockedValueBox<Int>
+
+        init(hub: StreamHub, subscription: MediaBusSubscription, feed: NIOLockedValueBox<Feed>) {
+            self.hub = hub
+            self.subscription = subscription
+            self.feed = feed
+            self.lastUse = NIOLockedValueBox(.now())
+            self.internalSubscribers = NIOLockedValueBox(0)
+        }
+    }
+
+    /// What the media handler does with live frames: hold them while the GOP is fetched,
+    /// then publish those newer than the GOP's last frame of their kind.
+    private struct Feed: Sendable {
+        var hub: StreamHub?
+        var publisher: StreamHub.PublisherID = 0
+        var held: [MediaFrame] = []
+        var lastTimestamp: [MediaKind: Int64] = [:]
+        var flushScheduled = false
+        var lastFrameAt = NIODeadline.now()
+    }
+
+    private let bus: any Bus
+    private let configuration: Configuration
+    private let logger: Logger
+    private let mirrors = NIOLockedValueBox<[StreamPath: Mirror]>([:])
+    private let loop: any EventLoop
+    /// Called with each new mirrored hub and its stream/rendition (the relay attaches HLS).
+    private let onOpen: @Sendable (StreamHub, StreamPath, String) async -> Void
+
+    public init(
+        bus: any Bus,
+        configuration: Configuration = .init(),
+        logger: Logger,
+        onOpen: @escaping @Sendable (StreamHub, StreamPath, String) async -> Void = { _, _, _ in }
+    ) {
+        self.bus = bus
+        self.configuration = configuration
+        self.logger = logger
+        self.loop = MultiThreadedEventLoopGroup.singleton.next()
+        self.onOpen = onOpen
+    }
+
+    /// Mirrors currently held (for tests and metrics).
+    public var openStreams: [StreamPath] { mirrors.withLockedValue { Array($0.keys) } }
+
+    public func touch(_ path: StreamPath) {
+        let mirror = mirrors.withLockedValue { $0[path] }
+        mirror?.lastUse.withLockedValue { $0 = .now() }
+    }
+
+    /// Marks one of `path`'s hub subscribers as not a viewer (the HLS segmenter).
+    public func addInternalSubscriber(_ path: StreamPath) {
+        let mirror = mirrors.withLockedValue { $0[path] }
+        mirror?.internalSubscribers.withLockedValue { $0 += 1 }
+    }
+
+    public func open(_ path: StreamPath, registry: StreamRegistry) async -> StreamHub? {
+        var candidates: [(stream: StreamPath, rendition: String)] = [(path, "src")]
+        if let underscore = path.name.lastIndex(of: "_"),
+           let stream = try? StreamPath(app: path.app, name: String(path.name[..<underscore])) {
+            let rung = String(path.name[path.name.index(after: underscore)...])
+            if StreamPath.isValidComponent(rung) {
+                candidates.append((stream, rung))
+            }
+        }
+        for candidate in candidates {
+            if let hub = await open(path, stream: candidate.stream, rendition: candidate.rendition, registry: registry) {
+                return hub
+            }
+        }
+        return nil
+    }
+
+    private func open(_ path: StreamPath, stream: StreamPath, rendition: String, registry: StreamRegistry) async -> StreamHub? {
+        guard let subject = try? MediaBusSubject(path: stream, rendition: rendition) else { return nil }
+        let feed = NIOLockedValueBox(Feed())
+        let loop = loop
+        let subscription: MediaBusSubscription
+        do {
+            subscription = try MediaBusSubscription(bus: bus, subject: subject) { frame in
+                Self.deliver(frame, feed: feed, loop: loop)
+            }
+        } catch {
+            logger.warning("cannot subscribe to the bus", metadata: ["subject": "\(subject)", "error": "\(error)"])
+            return nil
+        }
+        let gop: [MediaFrame]
+        do {
+            let reply = try await bus.request(subject: MediaBusGOP.subject(for: subject), payload: ByteBuffer(), timeout: configuration.gopRequestTimeout)
+            gop = try MediaBusGOP.decode(reply)
+        } catch {
+            // No node publishes it (no responders), or it did not answer in time.
+            subscription.cancel()
+            return nil
+        }
+        let (hub, publisher) = await registry.hubForPublishing(path)
+        guard case .attached = hub.attachPublisher(id: publisher, evict: {}) else {
+            subscription.cancel()
+            return await registry.hub(for: path)
+        }
+        for frame in gop {
+            hub.publish(frame, publisher: publisher)
+        }
+        // From here on live frames go straight in, after those held meanwhile.
+        feed.withLockedValue { feed in
+            for frame in gop where !frame.isSequenceHeader && frame.kind != .script {
+                feed.lastTimestamp[frame.kind] = max(feed.lastTimestamp[frame.kind] ?? .min, frame.timestamp)
+            }
+            for frame in feed.held where Self.isNew(frame, in: &feed) {
+                hub.publish(frame, publisher: publisher)
+            }
+            feed.held = []
+            feed.hub = hub
+            feed.publisher = publisher
+        }
+        hub.flush(force: true)
+        let mirror = Mirror(hub: hub, subscription: subscription, feed: feed)
+        // The publisher says when the stream ends (see `BusPublication`).
+        let endSubject = MediaBusGOP.endSubject(for: subject)
+        if let end = try? bus.subscribe(subject: endSubject, handler: { _ in mirror.ended.withLockedValue { $0 = true } }) {
+            mirror.endSubscription.withLockedValue { $0 = end }
+        }
+        mirrors.withLockedValue { $0[path] = mirror }
+        logger.info("relaying from the bus", metadata: ["stream": "\(path)", "subject": "\(subject)", "gop_frames": "\(gop.count)"])
+        await onOpen(hub, stream, rendition)
+        watchIdle(path, mirror: mirror, registry: registry)
+        return hub
+    }
+
+    /// On the bus's delivery thread: hold, drop or publish one live frame.
+    private static func deliver(_ frame: MediaFrame, feed: NIOLockedValueBox<Feed>, loop: any EventLoop) {
+        let target: StreamHub? = feed.withLockedValue { feed in
+            feed.lastFrameAt = .now()
+            guard let hub = feed.hub else {
+                feed.held.append(frame)
+                return nil
+            }
+            guard isNew(frame, in: &feed) else { return nil }
+            hub.publish(frame, publisher: feed.publisher)
+            // Merged wake-ups: a deferred flush is scheduled once, so that the last frames
+            // of a burst never wait for the next one.
+            if hub.flush() != nil, !feed.flushScheduled {
+                feed.flushScheduled = true
+                return hub
+            } else {
+                return nil
+            }
+        }
+        guard let target else { return }
+        loop.scheduleTask(in: .milliseconds(100)) {
+            feed.withLockedValue { $0.flushScheduled = false }
+            target.flush(force: true)
+        }
+    }
+
+    /// Live frames already delivered by the GOP reply are skipped; configuration records
+    /// always pass.
+    private static func isNew(_ frame: MediaFrame, in feed: inout Feed) -> Bool {
+        guard !frame.isSequenceHeader, frame.kind != .script else { return true }
+        if let last = feed.lastTimestamp[frame.kind], frame.timestamp <= last {
+            return false
+        }
+        feed.lastTimestamp[frame.kind] = frame.timestamp
+        return true
+    }
+
+    /// Checks every second whether the mirror is still watched and still fed; ends it when
+    /// it is not.
+    private func watchIdle(_ path: StreamPath, mirror: Mirror, registry: StreamRegistry) {
+        let grace = Self.timeAmount(configuration.idleGrace)
+        let stale = Self.timeAmount(configuration.staleAfter)
+        let mirrors = mirrors
+        let logger = logger
+        Task {
+            var reason = "ended"
+            while !mirror.hub.isEnded {
+                try? await Task.sleep(for: .milliseconds(250))
+                if mirror.ended.withLockedValue({ $0 }) {
+                    reason = "its publisher ended it"
+                    break
+                }
+                if NIODeadline.now() - mirror.feed.withLockedValue({ $0.lastFrameAt }) >= stale {
+                    reason = "no media arrived for \(stale.nanoseconds / 1_000_000_000) s"
+                    break
+                }
+                let viewers = mirror.hub.statistics.subscribers - mirror.internalSubscribers.withLockedValue { $0 }
+                if viewers > 0 {
+                    mirror.lastUse.withLockedValue { $0 = .now() }
+                    continue
+                }
+                if NIODeadline.now() - mirror.lastUse.withLockedValue({ $0 }) >= grace {
+                    reason = "nobody watches it"
+                    break
+                }
+            }
+            mirror.subscription.cancel()
+            mirror.endSubscription.withLockedValue { $0 }?.cancel()
+            mirrors.withLockedValue { mirrors in
+                if mirrors[path] === mirror { mirrors[path] = nil }
+            }
+            mirror.hub.flush(force: true)
+            mirror.hub.end()
+            logger.info("stopped relaying", metadata: ["stream": "\(path)", "reason": "\(reason)"])
+        }
+    }
+
+    private static func timeAmount(_ duration: Duration) -> TimeAmount {
+        .nanoseconds(Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import NIOCore
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension IntegrationTests {
+    /// A cluster as separate processes: a real nats-server, an ingest node and relays.
+    @Suite("Cluster over NATS")
+    struct ClusterTests {
+        /// nats-server, an ingest and `relays` relays, all on loopback.
+        static func startCluster(_ scenario: Scenario, relays: Int) async throws -> (NATSServerProcess, NodeProcess, [NodeProcess]) {
+            let nats = try await NATSServerProcess.start(scenario)
+            let ingest = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1), label: "ingest", arguments: ["--role", "ingest", "--nats", nats.url, "--node-id", "ingest-1"])
+            var relayNodes: [NodeProcess] = []
+            for index in 1...relays {
+                relayNodes.append(try await scenario.startNode(NodeConfig(), label: "relay\(index)", arguments: ["--role", "relay", "--nats", nats.url, "--node-id", "relay-\(index)"]))
+            }
+            return (nats, ingest, relayNodes)
+        }
+
+        @Test("A stream published to the ingest plays from both relays over HTTP-FLV, RTMP and HLS; a relay subscribes only while watched")
+        func ingestToRelays() async throws {
+            try await Scenario.run("cluster-relays") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let (nats, ingest, relays) = try await Self.startCluster(scenario, relays: 2)
+                _ = try scenario.publish(media, to: ingest.rtmpURL("live", "cam"), name: "publisher")
+                try await scenario.waitUntilLive(ingest, "live", "cam")
+                // Nobody watches on the relays yet: no media subscription.
+                let idle = try await nats.subscriptions(of: "relay-1") ?? []
+                scenario.check(!idle.contains { $0.hasPrefix("media.") }, "relay-1 subscribes to media before any viewer: \(idle)")
+
+                async let flv = scenario.probe(relays[0].flvURL("live", "cam"), name: "relay1-flv", timeout: .seconds(30))
+                async let rtmp = scenario.probe(relays[1].rtmpURL("live", "cam"), name: "relay2-rtmp", timeout: .seconds(30))
+                let subscribed = await eventually(timeout: .seconds(5), interval: .milliseconds(100)) {
+                    (try? await nats.subscriptions(of: "relay-1"))??.contains("media.live.cam.src") == true
+                }
+                scenario.check(subscribed, "relay-1 did not subscribe to media.live.cam.src while watched")
+                let playlist = try await scenario.waitForSegments(relays[1], "/live/cam", count: 1, timeout: .seconds(15))
+                scenario.check(!playlist.segments.isEmpty, "relay-2 has no HLS segments")
+                if let master = try? await scenario.hlsGet(relays[1], "/live/cam/index.m3u8") {
+                    scenario.check(master.status == 200 && master.bodyText.contains("RESOLUTION=640x360"), "relay-2 master playlist: \(master.status) \(master.bodyText)")
+                }
+
+                for (label, report) in [("relay-1 HTTP-FLV", try await flv), ("relay-2 RTMP", try await rtmp)] {
+                    guard let report else { continue }
+                    scenario.check(report.video?.codecName == "h264" && report.video?.width == 640 && report.video?.height == 360,
+                                   "\(label): video \(report.video?.codecName ?? "none") \(report.video?.width ?? 0)x\(report.video?.height ?? 0)")
+                    scenario.check(report.audio?.codecName == "aac" && report.audio?.sampleRate == "44100", "\(label): audio \(report.audio?.codecName ?? "none")")
+                    let video = report.packets(of: report.video)
+                    scenario.check(video.first?.isKeyframe == true, "\(label): the first frame is not a keyframe (the GOP fetch failed)")
+                    scenario.check(video.count >= Int(Double(media.videoFrames) * 0.5), "\(label): \(video.count) of \(media.videoFrames) video frames")
+                    scenario.check(report.dtsRegressions(of: report.video).isEmpty && report.dtsRegressions(of: report.audio).isEmpty, "\(label): timestamps went backwards")
+                    scenario.note("\(label): \(video.count) video frames")
+                }
+                // The stream ended (the viewers saw its end); the relays let go of the subject.
+                let released = await eventually(timeout: .seconds(10), interval: .milliseconds(250)) {
+                    guard let subscriptions = try? await nats.subscriptions(of: "relay-1") else { return false }
+                    return !subscriptions.contains { $0.hasPrefix("media.") || $0.hasPrefix("end.") }
+                }
+                let remaining = (try? await nats.subscriptions(of: "relay-1")) ?? nil
+                scenario.check(released, "relay-1 still subscribes after the stream ended: \(remaining ?? [])")
+                let unknown = try await HTTPClient.get(port: relays[0].httpPort, path: "/live/nothing.flv", timeout: .seconds(5))
+                scenario.check(unknown.status == 404, "an unknown stream on a relay answered \(unknown.status)")
+            }
+        }
+
+        @Test("Stopping nats-server for 3 s: the relay's viewer gets media again within 2 s of its return, without restarting nodes")
+        func natsOutage() async throws {
+            try await Scenario.run("cluster-nats-outage") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let (nats, ingest, relays) = try await Self.startCluster(scenario, relays: 1)
+                _ = try scenario.publish(media, to: ingest.rtmpURL("live", "outage"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(ingest, "live", "outage")
+                let viewer = try await scenario.openViewer(relays[0], "live", "outage")
+                try scenario.require(await viewer.waitForProgress(beyond: 0, bytes: 50_000, timeout: .seconds(10)), "the relay viewer got no media before the outage")
+
+                await nats.kill()
+                try await Task.sleep(for: .seconds(3))
+                let beforeReturn = viewer.receivedBytes
+                try await nats.start()
+                let returned = ContinuousClock.now
+                let flowing = await viewer.waitForProgress(beyond: beforeReturn, bytes: 30_000, timeout: .seconds(2))
+                scenario.check(flowing, "no media reached the relay viewer within 2 s of NATS's return (\(viewer.receivedBytes - beforeReturn) bytes)")
+                scenario.note("media again \(ContinuousClock.now - returned) after NATS returned")
+                scenario.check(!viewer.isClosed, "the relay closed its viewer during the outage")
+                let flv = try viewer.flv()
+                scenario.check(flv.timestampRegressions().isEmpty, "timestamps went backwards across the outage: \(flv.timestampRegressions().prefix(3))")
+                let ready = try await HTTPClient.get(port: relays[0].httpPort, path: "/readyz", timeout: .seconds(3))
+                scenario.check(ready.status == 200, "the relay is not ready after NATS returned: \(ready.status)")
+            }
+        }
+
+        @Test("Bad media messages on the bus are dropped and counted by the relay; its viewers carry on")
+        func badBusMessages() async throws {
+            try await Scenario.run("cluster-bad-messages") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let (nats, ingest, relays) = try await Self.startCluster(scenario, relays: 1)
+                _ = try scenario.publish(media, to: ingest.rtmpURL("live", "bad"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(ingest, "live", "bad")
+                let viewer = try await scenario.openViewer(relays[0], "live", "bad")
+                try scenario.require(await viewer.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(10)), "no media before the bad messages")
+
+                // A raw NATS client: a truncated header, a wrong version, an oversized announcement.
+                let client = try await RawConnection.connect(port: nats.port)
+                scenario.track(client)
+                var header = [UInt8](repeating: 0, count: 36)
+                header[0] = 0xEB
+                header[1] = 99  // version
+                var oversized = [UInt8](repeating: 0, count: 36)
+                oversized[0] = 0xEB
+                oversized[1] = 1
+                oversized[2] = 9  // video
+                oversized[31] = 1  // one fragment
+                oversized[32] = 0x7F  // frame length far above the bound (bytes 32..<36, big-endian)
+                var wire = Array("CONNECT {\"verbose\":false}\r\n".utf8)
+                for payload in [[UInt8]([0xEB, 0x01, 0x02]), header, oversized] {
+                    wire += Array("PUB media.live.bad.src \(payload.count)\r\n".utf8) + payload + Array("\r\n".utf8)
+                }
+                wire += Array("PING\r\n".utf8)
+                try await client.send(wire)
+                let counted = await eventually(timeout: .seconds(5), interval: .milliseconds(100)) {
+                    guard let metrics = try? await relays[0].metrics() else { return false }
+                    return metrics.sum("estuary_bus_messages_dropped_total") >= 3
+                }
+                let metrics = try await relays[0].metrics()
+                scenario.check(counted, "the relay did not count 3 dropped bus messages: \(metrics.describe("estuary_bus_messages_dropped_total"))")
+                let before = viewer.receivedBytes
+                scenario.check(await viewer.waitForProgress(beyond: before, bytes: 20_000, timeout: .seconds(5)), "the relay viewer stalled after the bad messages")
+                scenario.check(!viewer.isClosed, "the relay closed its viewer")
+            }
+        }
+    }
+}
