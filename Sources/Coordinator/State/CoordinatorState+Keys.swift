@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Media
+import Metrics
 
 extension CoordinatorState {
     /// Creates a stream key for `app/name`. The plaintext key is in the result and nowhere
@@ -46,6 +47,7 @@ extension CoordinatorState {
             valid = StreamKeyHasher.matches(key: key, salt: candidate.salt, expected: candidate.keyHash) || valid
         }
         if !valid {
+            CoordinatorMetrics.refusedStreamKeys.increment()
             try await store.write { db in
                 try EventRecord.record(db, time: time, kind: "key.refused", subject: "\(app)/\(name)")
             }

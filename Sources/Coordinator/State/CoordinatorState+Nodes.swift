@@ -2,6 +2,7 @@ import Cluster
 import Foundation
 import GRDB
 import Logging
+import Metrics
 
 extension CoordinatorState {
     /// Registers (or re-registers) a node and reconciles the streams it reports.
@@ -102,6 +103,8 @@ extension CoordinatorState {
         if !unreconciled.isEmpty {
             awaitingReconciliation.removeAll()
         }
+        CoordinatorMetrics.deadNodes.increment(by: died.count)
+        CoordinatorMetrics.transcodeMoves.increment(by: moves.count)
         for nodeID in died {
             logger.warning("Node \(nodeID) is dead")
             for key in viewers.keys {

@@ -94,10 +94,8 @@ public actor CoordinatorState {
         }
     }
 
-    var reply: ([NodeInstruction]) -> HeartbeatReply {
-        { [configuration] instructions in
-            HeartbeatReply(instructions: instructions, heartbeatInterval: configuration.heartbeatInterval, deadAfter: configuration.deadAfter)
-        }
+    func reply(_ instructions: [NodeInstruction]) -> HeartbeatReply {
+        HeartbeatReply(instructions: instructions, heartbeatInterval: configuration.heartbeatInterval, deadAfter: configuration.deadAfter)
     }
 }
 

@@ -1,0 +1,12 @@
+import Metrics
+
+/// The coordinator's counters. Nodes and streams themselves are listed by the admin API;
+/// these count the events an operator alerts on.
+enum CoordinatorMetrics {
+    /// Nodes declared dead after `deadAfter` without a heartbeat.
+    static let deadNodes = Counter(label: "estuary_coordinator_dead_nodes_total")
+    /// Transcode jobs moved off dead transcoders.
+    static let transcodeMoves = Counter(label: "estuary_coordinator_transcode_moves_total")
+    /// Publishes refused for a wrong, revoked or missing stream key.
+    static let refusedStreamKeys = Counter(label: "estuary_coordinator_stream_keys_refused_total")
+}
