@@ -12,7 +12,7 @@ import RTMP
 struct NodeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "node",
-        abstract: "Estuary live-streaming node: RTMP in; RTMP and HTTP-FLV out."
+        abstract: "Estuary live-streaming node: RTMP in; RTMP, HTTP-FLV and HLS out; one process or one role of a NATS cluster."
     )
 
     @Option(help: "Which role this process plays (all = every role in one process).")
@@ -45,6 +45,12 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "The host name other nodes and players use to reach this node (default: the host name).")
     var advertiseHost: String?
 
+    @Option(help: "Coordinator: the bearer token of the admin API (default: the ESTUARY_ADMIN_TOKEN environment variable).")
+    var adminToken: String?
+
+    @Option(help: "Coordinator: the SQLite file (default: <data-dir>/estuary.sqlite).")
+    var database: String?
+
     @Flag(help: "Check the arguments and configuration, print the resolved role, and exit.")
     var checkConfig = false
 
@@ -69,6 +75,8 @@ struct NodeCommand: AsyncParsableCommand {
         }
         if let nodeId { settings.nodeID = nodeId }
         if let advertiseHost { settings.advertiseHost = advertiseHost }
+        if let adminToken { settings.adminToken = adminToken }
+        if let database { settings.database = database }
         settings.nats?.name = settings.nodeID
         try settings.validate(role: role)
         if checkConfig {

@@ -39,6 +39,10 @@ struct NodeConfigurationFile: Codable, Sendable {
     var nats: NATSSettings?
     var nodeID: String?
     var advertiseHost: String?
+    /// Coordinator: the admin API's bearer token (prefer the ESTUARY_ADMIN_TOKEN variable).
+    var adminToken: String?
+    /// Coordinator: the SQLite file.
+    var database: String?
 
     struct NATSSettings: Codable, Sendable {
         var servers: [String]?
@@ -99,6 +103,11 @@ struct NodeConfiguration: Sendable {
     var nodeID = NodeConfiguration.defaultNodeID
     /// How other nodes and players reach this node.
     var advertiseHost = ProcessInfo.processInfo.hostName
+    /// Coordinator: the admin API's bearer token; nil refuses every admin request.
+    var adminToken: String? = ProcessInfo.processInfo.environment["ESTUARY_ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+    /// Coordinator: the SQLite file; nil means `<dataDir>/estuary.sqlite`.
+    var database: String?
+    var databasePath: String { database ?? "\(dataDir)/estuary.sqlite" }
 
     static var defaultNodeID: String {
         let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "node"
@@ -149,6 +158,8 @@ struct NodeConfiguration: Sendable {
         }
         if let value = file.nodeID { nodeID = value }
         if let value = file.advertiseHost { advertiseHost = value }
+        if let value = file.adminToken { adminToken = value }
+        if let value = file.database { database = value }
     }
 
     /// Checks what a role needs; throws the reason it cannot start.
@@ -156,10 +167,8 @@ struct NodeConfiguration: Sendable {
         switch role {
         case .all:
             break
-        case .ingest, .relay:
+        case .ingest, .relay, .transcode, .coordinator:
             guard let nats, !nats.servers.isEmpty else { throw ConfigurationError.needsBus(role.rawValue) }
-        case .transcode, .coordinator:
-            throw ConfigurationError.unsupportedRole(role.rawValue)
         }
         for server in nats?.servers ?? [] where !(server.hasPrefix("nats://") || server.hasPrefix("tls://")) {
             throw ConfigurationError.invalidValue("NATS server '\(server)' must start with nats:// or tls://")
