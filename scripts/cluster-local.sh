@@ -1,0 +1,316 @@
+#!/usr/bin/env bash
+# Runs the cluster of docker/docker-compose.yml as local processes, for machines without a
+# Docker engine: nats-server, then every Estuary service with the arguments of its compose
+# `command:` list. Ctrl-C (or any exit) stops everything this script started.
+#
+#   scripts/cluster-local.sh            start, wait for every /readyz, print endpoints, run until Ctrl-C
+#   scripts/cluster-local.sh --check    start, wait for readiness, stop; exit 0 if all became ready
+#   scripts/cluster-local.sh --print    print the local command of every service, start nothing
+#   scripts/cluster-local.sh --print-compose   the compose commands as parsed: "service<TAB>argument" lines
+#   scripts/cluster-local.sh --print-args      the local commands:             "service<TAB>argument" lines
+#
+# The compose file is the single source of the commands. This script reads it with a small
+# parser (no PyYAML): a service's `command:` must be a block list, one argument a line
+# (`      - --role`), and its healthcheck a `test:` line with `http://localhost:PORT/PATH`.
+#
+# Substitutions, applied mechanically (k = the service's position in the compose file,
+# nats = 0, coordinator = 1, ...; SHIFT = $CLUSTER_PORT_SHIFT, default 20000):
+#   * a container port P of service k becomes the loopback port P + SHIFT + 100*k
+#     (nats 4222 -> 24222 and 8222 -> 28222, coordinator 8090 -> 28190, ingest 1935 -> 22135
+#     and 8080 -> 28280, transcode-1 8080 -> 28380, transcode-2 -> 28480, relay-1 -> 28580,
+#     relay-2 -> 28680; keep SHIFT + 8690 below 32768, the first ephemeral port);
+#   * `nats://<service>:<port>` becomes `nats://127.0.0.1:<that service's mapped port>`;
+#   * `--advertise-host <service>` becomes `--advertise-host 127.0.0.1`;
+#   * a `--http-port` / `--rtmp-port` value is mapped as a port of its own service;
+#   * a path under `/data` becomes the same path under $CLUSTER_DIR/<service>
+#     (the service's volume); nats's `/etc/nats/nats.conf` is docker/nats.conf (its bind mount);
+#   * options a container does not need, because it has its own network namespace and
+#     filesystem, are appended when the command lacks them: `--bind 127.0.0.1`,
+#     `--rtmp-port`, `--http-port` (the mapped defaults 1935 and 8080), `--data-dir`;
+#     nats-server gets `--addr 127.0.0.1 --port --http_port`.
+#   * ESTUARY_ADMIN_TOKEN defaults to the compose file's default, `change-me`.
+#
+# Environment: ESTUARY_NODE (node binary; default .build/debug/node, else .build/release/node),
+# NATS_SERVER (default: nats-server on PATH), CLUSTER_DIR (data and logs; default a new
+# temporary directory), CLUSTER_PORT_SHIFT, CLUSTER_READY_TIMEOUT (seconds, default 45).
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+compose="${CLUSTER_COMPOSE_FILE:-$repo/docker/docker-compose.yml}"
+shift_ports="${CLUSTER_PORT_SHIFT:-20000}"
+ready_timeout="${CLUSTER_READY_TIMEOUT:-45}"
+stop_timeout=10
+export ESTUARY_ADMIN_TOKEN="${ESTUARY_ADMIN_TOKEN:-change-me}"
+
+mode=run
+case "${1:-}" in
+    "") ;;
+    --check) mode=check ;;
+    --print) mode=print ;;
+    --print-compose) mode=print-compose ;;
+    --print-args) mode=print-args ;;
+    -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "cluster-local: unknown option '$1' (see --help)" >&2; exit 2 ;;
+esac
+
+die() { echo "cluster-local: $*" >&2; exit 1; }
+
+[[ -r "$compose" ]] || die "cannot read $compose"
+
+# ---- parse the compose file: "cmd<TAB>service<TAB>argument" and "health<TAB>service<TAB>url" ----
+parsed="$(awk '
+    function unquote(s) {
+        sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s)
+        if (s ~ /^".*"$/ || s ~ /^\047.*\047$/) s = substr(s, 2, length(s) - 2)
+        return s
+    }
+    /^[^ \t#]/ { in_services = ($0 ~ /^services:[ \t]*$/); service = ""; in_command = 0; next }
+    !in_services { next }
+    /^  [A-Za-z0-9][A-Za-z0-9_.-]*:[ \t]*$/ {
+        service = $0; sub(/^  /, "", service); sub(/:[ \t]*$/, "", service)
+        print "service\t" service; in_command = 0; next
+    }
+    service == "" { next }
+    /^    command:[ \t]*$/ { in_command = 1; next }
+    /^    command:/ { print "error\t" service "\tcommand must be a block list, one argument a line"; next }
+    in_command && /^      - / { arg = $0; sub(/^      - /, "", arg); print "cmd\t" service "\t" unquote(arg); next }
+    in_command && /^[ \t]*#/ { next }
+    in_command { in_command = 0 }
+    /^      test:/ && match($0, /http:\/\/localhost:[0-9]+\/[A-Za-z0-9_\/-]*/) {
+        print "health\t" service "\t" substr($0, RSTART, RLENGTH)
+    }
+' "$compose")"
+
+if grep -q '^error' <<<"$parsed"; then
+    die "$(grep '^error' <<<"$parsed" | cut -f2- | tr '\t' ' ')"
+fi
+
+services=()
+while IFS=$'\t' read -r kind name _; do
+    [[ "$kind" == service ]] && services+=("$name")
+done <<<"$parsed"
+((${#services[@]} > 0)) || die "no services in $compose"
+
+index_of() {  # index_of SERVICE -> k
+    local i
+    for i in "${!services[@]}"; do [[ "${services[$i]}" == "$1" ]] && { echo "$i"; return 0; }; done
+    return 1
+}
+map_port() {  # map_port SERVICE PORT -> loopback port
+    local k
+    k="$(index_of "$1")" || die "no service '$1' in $compose"
+    echo $(( $2 + shift_ports + 100 * k ))
+}
+compose_args() {  # compose_args SERVICE -> one argument a line
+    awk -F'\t' -v s="$1" '$1 == "cmd" && $2 == s { print $3 }' <<<"$parsed"
+}
+health_url() {  # health_url SERVICE -> the healthcheck URL, loopback-mapped
+    local url port path
+    url="$(awk -F'\t' -v s="$1" '$1 == "health" && $2 == s { print $3; exit }' <<<"$parsed")"
+    [[ -n "$url" ]] || return 1
+    port="${url#http://localhost:}"; path="/${port#*/}"; port="${port%%/*}"
+    echo "http://127.0.0.1:$(map_port "$1" "$port")$path"
+}
+is_service() { index_of "$1" >/dev/null 2>&1; }
+
+# local_command SERVICE DIR -> fills the array `cmd`
+local_command() {
+    local service="$1" dir="$2" arg previous="" value
+    local -a args=()
+    mapfile -t args < <(compose_args "$service")
+    ((${#args[@]} > 0)) || die "service '$service' has no command list in $compose"
+    cmd=()
+    if [[ "$service" == nats ]]; then
+        cmd=("${NATS_SERVER:-nats-server}")
+        for arg in "${args[@]}"; do
+            [[ "$arg" == /etc/nats/nats.conf ]] && arg="$repo/docker/nats.conf"
+            cmd+=("$arg")
+        done
+        cmd+=(--addr 127.0.0.1 --port "$(map_port nats 4222)" --http_port "$(map_port nats 8222)")
+        return
+    fi
+    cmd=("$node_binary")
+    for arg in "${args[@]}"; do
+        value="$arg"
+        case "$previous" in
+            --http-port|--rtmp-port) value="$(map_port "$service" "$arg")" ;;
+            --advertise-host) is_service "$arg" && value=127.0.0.1 ;;
+        esac
+        if [[ "$value" =~ ^nats://([A-Za-z0-9_.-]+):([0-9]+)$ ]] && is_service "${BASH_REMATCH[1]}"; then
+            value="nats://127.0.0.1:$(map_port "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}")"
+        fi
+        if [[ "$value" == /data || "$value" == /data/* ]]; then
+            value="$dir/$service${value#/data}"
+        fi
+        cmd+=("$value")
+        previous="$arg"
+    done
+    has() { local a; for a in "${args[@]}"; do [[ "$a" == "$1" ]] && return 0; done; return 1; }
+    has --bind || cmd+=(--bind 127.0.0.1)
+    has --rtmp-port || cmd+=(--rtmp-port "$(map_port "$service" 1935)")
+    has --http-port || cmd+=(--http-port "$(map_port "$service" 8080)")
+    has --data-dir || cmd+=(--data-dir "$dir/$service")
+}
+
+role_of() {  # role_of SERVICE -> the --role value, or the service name
+    local previous="" arg
+    while read -r arg; do
+        [[ "$previous" == --role ]] && { echo "$arg"; return; }
+        previous="$arg"
+    done < <(compose_args "$1")
+    echo "$1"
+}
+
+if [[ -n "${ESTUARY_NODE:-}" ]]; then
+    node_binary="$ESTUARY_NODE"
+elif [[ -x "$repo/.build/debug/node" ]]; then
+    node_binary="$repo/.build/debug/node"
+else
+    node_binary="$repo/.build/release/node"
+fi
+
+case "$mode" in
+    print-compose)
+        awk -F'\t' '$1 == "cmd" { print $2 "\t" $3 }' <<<"$parsed"
+        exit 0 ;;
+    print|print-args)
+        dir="${CLUSTER_DIR:-/tmp/estuary-cluster}"
+        for service in "${services[@]}"; do
+            local_command "$service" "$dir"
+            if [[ "$mode" == print ]]; then
+                printf '%-12s' "$service"; printf ' %q' "${cmd[@]}"; printf '\n'
+            else
+                for arg in "${cmd[@]}"; do printf '%s\t%s\n' "$service" "$arg"; done
+            fi
+        done
+        exit 0 ;;
+esac
+
+# ---- run ----
+[[ -x "$node_binary" ]] || die "no node binary at $node_binary: build it (swift build --product node) or set ESTUARY_NODE"
+command -v "${NATS_SERVER:-nats-server}" >/dev/null || die "nats-server not found: apt-get install nats-server, or set NATS_SERVER"
+command -v curl >/dev/null || die "curl not found: apt-get install curl"
+
+if [[ -n "${CLUSTER_DIR:-}" ]]; then
+    dir="$CLUSTER_DIR"
+else
+    dir="$(mktemp -d "${TMPDIR:-/tmp}/estuary-cluster.XXXXXX")"
+fi
+mkdir -p "$dir/logs"
+
+pids=()        # parallel to started
+started=()
+stopping=0
+stop_all() {
+    ((stopping)) && return
+    stopping=1
+    local i pid deadline
+    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+        kill -TERM "${pids[$i]}" 2>/dev/null || true
+    done
+    deadline=$((SECONDS + stop_timeout))
+    for pid in "${pids[@]}"; do
+        while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+        if kill -0 "$pid" 2>/dev/null; then
+            echo "cluster-local: pid $pid did not stop in ${stop_timeout}s; killing it" >&2
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+        wait "$pid" 2>/dev/null || true
+    done
+}
+trap 'stop_all' EXIT
+trap 'echo; echo "cluster-local: stopping"; exit 130' INT
+trap 'exit 143' TERM
+
+# exited_report SERVICE PID: explains a process that ended on its own.
+exited_report() {
+    local status=0
+    wait "$2" 2>/dev/null || status=$?
+    echo "cluster-local: service '$1' (role $(role_of "$1")) exited with status $status; last lines of $dir/logs/$1.log:" >&2
+    tail -n 15 "$dir/logs/$1.log" | sed 's/^/    /' >&2
+}
+
+echo "cluster-local: data and logs in $dir"
+for service in "${services[@]}"; do
+    local_command "$service" "$dir"
+    [[ "$service" == nats ]] || mkdir -p "$dir/$service"
+    printf '%s\t' "$service" >>"$dir/commands.txt"; printf ' %q' "${cmd[@]}" >>"$dir/commands.txt"; echo >>"$dir/commands.txt"
+    "${cmd[@]}" >"$dir/logs/$service.log" 2>&1 &
+    pids+=("$!")
+    started+=("$service")
+    if [[ "$service" == nats ]]; then
+        # The nodes retry a failed connect, but waiting here makes a broken nats.conf obvious.
+        url="$(health_url nats)" || die "nats has no healthcheck URL"
+        deadline=$((SECONDS + 10))
+        until curl -fsS -m 1 -o /dev/null "$url" 2>/dev/null; do
+            kill -0 "${pids[0]}" 2>/dev/null || { exited_report nats "${pids[0]}"; exit 1; }
+            ((SECONDS < deadline)) || die "nats-server not healthy at $url within 10s"
+            sleep 0.1
+        done
+    fi
+done
+
+# Wait for every healthcheck URL, bounded; a process that exits is reported at once.
+deadline=$((SECONDS + ready_timeout))
+pending=("${started[@]}")
+failed=0
+while ((${#pending[@]} > 0)); do
+    still=()
+    for service in "${pending[@]}"; do
+        i="$(index_of "$service")"
+        pid="${pids[$i]}"
+        url="$(health_url "$service")" || die "service '$service' has no healthcheck URL in $compose"
+        if curl -fsS -m 1 -o /dev/null "$url" 2>/dev/null; then
+            echo "cluster-local: $service ready ($url)"
+        elif ! kill -0 "$pid" 2>/dev/null; then
+            exited_report "$service" "$pid"
+            failed=1
+        else
+            still+=("$service")
+        fi
+    done
+    pending=("${still[@]+"${still[@]}"}")
+    ((failed)) && break
+    ((${#pending[@]} == 0)) && break
+    if ((SECONDS >= deadline)); then
+        for service in "${pending[@]}"; do
+            echo "cluster-local: service '$service' (role $(role_of "$service")) not ready within ${ready_timeout}s at $(health_url "$service"); last lines of $dir/logs/$service.log:" >&2
+            tail -n 10 "$dir/logs/$service.log" | sed 's/^/    /' >&2
+        done
+        failed=1
+        break
+    fi
+    sleep 0.25
+done
+
+if ((failed)); then
+    echo "cluster-local: FAILED: the cluster did not become ready" >&2
+    exit 1
+fi
+
+if [[ "$mode" == check ]]; then
+    echo "cluster-local: ok: ${#started[@]} services ready"
+    exit 0
+fi
+
+cat <<EOF
+
+Estuary cluster is running (Ctrl-C stops it):
+  publish   rtmp://127.0.0.1:$(map_port ingest 1935)/live/demo   (ingest; /abr/... for the ladder)
+  relay-1   http://127.0.0.1:$(map_port relay-1 8080)/live/demo.flv  .../live/demo/index.m3u8   rtmp://127.0.0.1:$(map_port relay-1 1935)/live/demo
+  relay-2   http://127.0.0.1:$(map_port relay-2 8080)/live/demo.flv  .../live/demo/index.m3u8   rtmp://127.0.0.1:$(map_port relay-2 1935)/live/demo
+  admin     http://127.0.0.1:$(map_port coordinator 8090)/   (Authorization: Bearer \$ESTUARY_ADMIN_TOKEN)
+  nats      nats://127.0.0.1:$(map_port nats 4222)   monitoring http://127.0.0.1:$(map_port nats 8222)/varz
+  logs      $dir/logs/
+EOF
+
+# Run until Ctrl-C, or until a process ends on its own.
+while true; do
+    for i in "${!started[@]}"; do
+        if ! kill -0 "${pids[$i]}" 2>/dev/null; then
+            exited_report "${started[$i]}" "${pids[$i]}"
+            exit 1
+        fi
+    done
+    sleep 1
+done
