@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "5.0.1"),
     ],
     targets: [
         // The shared vocabulary: frames, codec configurations, FLV, timestamps, the stream hub.
@@ -273,6 +274,12 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
+            swiftSettings: strict
+        ),
+        // docker/: the compose file (Yams) against `node --check-config`, the Dockerfile's runtime libraries, scripts/cluster-local.sh.
+        .testTarget(
+            name: "DeploymentTests",
+            dependencies: [.product(name: "Yams", package: "Yams")],
             swiftSettings: strict
         ),
     ]

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+import Yams
+
+/// docker/docker-compose.yml: the services, their healthchecks, and that `node` accepts every command.
+@Suite("docker-compose cluster")
+struct ComposeTests {
+    static let estuaryServices = ["coordinator", "ingest", "transcode-1", "transcode-2", "relay-1", "relay-2"]
+    static let expectedRoles = [
+        "coordinator": "coordinator", "ingest": "ingest", "transcode-1": "transcode",
+        "transcode-2": "transcode", "relay-1": "relay", "relay-2": "relay",
+    ]
+
+    @Test("the compose file defines nats and the six Estuary services, each complete")
+    func servicesAreComplete() throws {
+        let compose = try ComposeFile.load()
+        #expect(Set(compose.services.map(\.name)) == Set(["nats"] + Self.estuaryServices))
+
+        let nats = try #require(compose["nats"])
+        #expect(nats.node["image"]?.string?.hasPrefix("nats:2.10") == true)
+        #expect(nats.healthcheck?.joined(separator: " ").contains("http://localhost:8222/healthz") == true)
+        let natsVolumes = nats.node["volumes"]?.sequence?.compactMap(\.string) ?? []
+        #expect(natsVolumes.contains { $0.hasPrefix("./nats.conf:") }, "nats mounts docker/nats.conf")
+        #expect(nats.command == ["--config", "/etc/nats/nats.conf"])
+
+        for name in Self.estuaryServices {
+            let service = try #require(compose[name], "service \(name)")
+            let command = try #require(service.command, "\(name): `command:` must be a list of strings")
+            #expect(service.argument("--role") == Self.expectedRoles[name], "\(name): --role")
+            #expect(service.argument("--nats") == "nats://nats:4222", "\(name): --nats")
+            #expect(service.argument("--node-id") == name, "\(name): --node-id is the service name")
+            #expect(service.argument("--advertise-host") == name, "\(name): --advertise-host is the service name")
+            #expect(!command.contains("--check-config"), "\(name)")
+
+            // The healthcheck probes this service's own HTTP port.
+            let httpPort = service.argument("--http-port") ?? "8080"
+            let test = try #require(service.healthcheck, "\(name): healthcheck.test")
+            #expect(
+                test == ["CMD", "curl", "-fsS", "http://localhost:\(httpPort)/readyz"]
+                    || test == ["CMD", "curl", "-fsS", "http://localhost:\(httpPort)/healthz"],
+                "\(name): healthcheck \(test)"
+            )
+            #expect(service.node["healthcheck"]?["interval"] != nil, "\(name): healthcheck interval")
+            #expect(service.node["depends_on"]?["nats"]?["condition"]?.string == "service_healthy", "\(name): waits for a healthy nats")
+            #expect(service.node["restart"]?.string != nil, "\(name): restart policy")
+            #expect(service.node["image"]?.string != nil || service.node["build"] != nil, "\(name): image or build")
+        }
+
+        let coordinator = try #require(compose["coordinator"])
+        #expect(coordinator.argument("--http-port") == "8090")
+        #expect(coordinator.argument("--database") == "/data/estuary.sqlite")
+        let volumes = coordinator.node["volumes"]?.sequence?.compactMap(\.string) ?? []
+        #expect(volumes.contains { $0.hasSuffix(":/data") }, "the coordinator's SQLite file lives on a volume")
+        #expect(coordinator.node["environment"]?["ESTUARY_ADMIN_TOKEN"]?.string?.hasPrefix("${ESTUARY_ADMIN_TOKEN") == true)
+
+        let ports = { (name: String) in compose[name]?.node["ports"]?.sequence?.compactMap(\.string) ?? [] }
+        #expect(ports("ingest").contains("1935:1935"))
+        #expect(ports("relay-1").contains("8081:8080"))
+        #expect(ports("relay-2").contains("8082:8080"))
+    }
+
+    @Test("node accepts every service's command (--check-config)", arguments: estuaryServices)
+    func nodeAcceptsCommand(service name: String) async throws {
+        let compose = try ComposeFile.load()
+        let service = try #require(compose[name])
+        let command = try #require(service.command)
+        let run = try await runProcess(
+            try Deployment.nodeBinary(), command + ["--check-config"],
+            environment: service.environment, timeout: .seconds(30)
+        )
+        #expect(run.status == 0 && !run.timedOut, "\(name): \(run.summary)")
+        let role = try #require(Self.expectedRoles[name])
+        #expect(run.output.split(separator: "\n").contains { $0.hasPrefix("ok: role \(role)") }, "\(name): \(run.output)")
+    }
+
+    @Test("node refuses a broken command, so the check above can fail")
+    func nodeRefusesBrokenCommand() async throws {
+        let run = try await runProcess(
+            try Deployment.nodeBinary(), ["--role", "relay", "--nats", "nats://nats:4222", "--no-such-flag", "--check-config"],
+            timeout: .seconds(30)
+        )
+        #expect(run.status != 0, "\(run.summary)")
+        #expect(!run.output.contains("ok: role"), "\(run.summary)")
+    }
+}
