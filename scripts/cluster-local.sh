@@ -270,7 +270,10 @@ while ((${#pending[@]} > 0)); do
         fi
     done
     pending=("${still[@]+"${still[@]}"}")
-    ((failed)) && break
+    if ((failed)); then
+        ((${#pending[@]} > 0)) && echo "cluster-local: still starting when it stopped: ${pending[*]}" >&2
+        break
+    fi
     ((${#pending[@]} == 0)) && break
     if ((SECONDS >= deadline)); then
         for service in "${pending[@]}"; do

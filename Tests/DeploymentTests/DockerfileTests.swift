@@ -93,12 +93,7 @@ struct DockerfileTests {
         let staticStdlib = stages[0].instructions.contains { $0.contains("--static-swift-stdlib") }
 
         // Direct dependencies (DT_NEEDED); their own dependencies come with their packages.
-        let readelf = try await runProcess(try Deployment.tool("readelf"), ["-d", node.path], timeout: .seconds(30))
-        try #require(readelf.status == 0, "readelf: \(readelf.summary)")
-        let needed = readelf.output.split(separator: "\n").compactMap { line -> String? in
-            guard line.contains("(NEEDED)"), let open = line.firstIndex(of: "["), let close = line.lastIndex(of: "]") else { return nil }
-            return String(line[line.index(after: open)..<close])
-        }
+        let needed = try ELFFile.neededLibraries(of: node)
         try #require(needed.contains { $0.hasPrefix("libavcodec") }, "NEEDED: \(needed)")
 
         // Where each resolves, per ldd; nothing may be missing.
