@@ -125,7 +125,7 @@ let package = Package(
         .executableTarget(
             name: "Node",
             dependencies: [
-                "Media", "RTMP", "Ingest", "Relay", "Transcode", "LibAV", "Cluster",
+                "Media", "RTMP", "Ingest", "Relay", "Transcode", "LibAV", "Cluster", "Coordinator",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

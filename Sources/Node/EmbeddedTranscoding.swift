@@ -56,20 +56,8 @@ actor EmbeddedTranscoding {
         }
         logger.info("transcoding with ladder \(ladder.rungs.map(\.name).joined(separator: ","))")
 
-        let subscriber = HubSubscriber(format: nil, maxQueueBytes: hub.configuration.subscriberQueueBytes, coalescesWakeUps: false) { subscriber in
-            let batch = subscriber.drain()
-            for packet in batch.packets { pipeline.submit(packet.frame) }
-            if batch.ended {
-                Task {
-                    let statistics = await pipeline.finish()
-                    logger.info("transcoding ended: \(statistics.framesIn) frames in, \(statistics.lagDroppedFrames) dropped for lag, \(statistics.corruptFrames) corrupt")
-                    await self.finished(id)
-                }
-            }
-        }
-        if !hub.subscribe(subscriber) {
-            Task { _ = await pipeline.finish() }
-            running.remove(id)
+        TranscodeFeed.start(hub: hub, pipeline: pipeline, logger: logger) { _ in
+            await self.finished(id)
         }
     }
 

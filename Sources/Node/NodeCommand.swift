@@ -45,6 +45,9 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "The host name other nodes and players use to reach this node (default: the host name).")
     var advertiseHost: String?
 
+    @Option(help: "The coordinator's node id (default: coordinator).")
+    var coordinatorNode: String?
+
     @Option(help: "Coordinator: the bearer token of the admin API (default: the ESTUARY_ADMIN_TOKEN environment variable).")
     var adminToken: String?
 
@@ -76,6 +79,7 @@ struct NodeCommand: AsyncParsableCommand {
         if let nodeId { settings.nodeID = nodeId }
         if let advertiseHost { settings.advertiseHost = advertiseHost }
         if let adminToken { settings.adminToken = adminToken }
+        if let coordinatorNode { settings.coordinatorNode = coordinatorNode }
         if let database { settings.database = database }
         settings.nats?.name = settings.nodeID
         try settings.validate(role: role)

@@ -39,6 +39,7 @@ struct NodeConfigurationFile: Codable, Sendable {
     var nats: NATSSettings?
     var nodeID: String?
     var advertiseHost: String?
+    var coordinatorNode: String?
     /// Coordinator: the admin API's bearer token (prefer the ESTUARY_ADMIN_TOKEN variable).
     var adminToken: String?
     /// Coordinator: the SQLite file.
@@ -105,6 +106,8 @@ struct NodeConfiguration: Sendable {
     var advertiseHost = ProcessInfo.processInfo.hostName
     /// Coordinator: the admin API's bearer token; nil refuses every admin request.
     var adminToken: String? = ProcessInfo.processInfo.environment["ESTUARY_ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+    /// The node id of the coordinator, whose actor the other roles call.
+    var coordinatorNode = "coordinator"
     /// Coordinator: the SQLite file; nil means `<dataDir>/estuary.sqlite`.
     var database: String?
     var databasePath: String { database ?? "\(dataDir)/estuary.sqlite" }
@@ -158,6 +161,7 @@ struct NodeConfiguration: Sendable {
         }
         if let value = file.nodeID { nodeID = value }
         if let value = file.advertiseHost { advertiseHost = value }
+        if let value = file.coordinatorNode { coordinatorNode = value }
         if let value = file.adminToken { adminToken = value }
         if let value = file.database { database = value }
     }

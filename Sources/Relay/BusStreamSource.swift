@@ -119,7 +119,8 @@ public final class BusStreamSource: RemoteStreamSource {
         let loop = loop
         let subscription: MediaBusSubscription
         do {
-            subscription = try MediaBusSubscription(bus: bus, subject: subject) { frame in
+            // Subscribed before the GOP is fetched, so what arrives continues it.
+            subscription = try MediaBusSubscription(bus: bus, subject: subject, joinsAtSyncPoint: false) { frame in
                 Self.deliver(frame, feed: feed, loop: loop)
             }
         } catch {
@@ -135,7 +136,14 @@ public final class BusStreamSource: RemoteStreamSource {
             subscription.cancel()
             return nil
         }
-        let (hub, publisher) = await registry.hubForPublishing(path)
+        // The publishing node's hub normalised the timeline already, and every node that
+        // mirrors a rendition must see the same timestamps (a relay switching from a dead
+        // transcoder to its replacement continues where it was): no re-basing here. The
+        // configuration records replayed with the GOP carry their original (early)
+        // timestamps, which a re-basing normaliser would take for a jump.
+        var mirrorConfiguration = registry.hubConfiguration
+        mirrorConfiguration.timestampJumpThreshold = nil
+        let (hub, publisher) = await registry.hubForPublishing(path, configuration: mirrorConfiguration)
         guard case .attached = hub.attachPublisher(id: publisher, evict: {}) else {
             subscription.cancel()
             return await registry.hub(for: path)

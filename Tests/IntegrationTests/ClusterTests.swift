@@ -134,3 +134,87 @@ extension IntegrationTests {
         }
     }
 }
+
+extension IntegrationTests {
+    /// The whole cluster: coordinator (SQLite), ingest, two transcoders, a relay.
+    @Suite("Cluster with coordinator and transcoders")
+    struct ClusterFailoverTests {
+        static let token = "test-admin-token"
+
+        static func startCluster(_ scenario: Scenario) async throws -> (nats: NATSServerProcess, coordinator: NodeProcess, ingest: NodeProcess, transcoders: [NodeProcess], relay: NodeProcess) {
+            let nats = try await NATSServerProcess.start(scenario)
+            let bus = ["--nats", nats.url]
+            let coordinator = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", token] + bus)
+            let ingest = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1), label: "ingest", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
+            var transcoders: [NodeProcess] = []
+            for index in 1...2 {
+                transcoders.append(try await scenario.startNode(NodeConfig(), label: "transcode\(index)", arguments: ["--role", "transcode", "--node-id", "transcode-\(index)"] + bus))
+            }
+            let relay = try await scenario.startNode(NodeConfig(), label: "relay", arguments: ["--role", "relay", "--node-id", "relay-1"] + bus)
+            return (nats, coordinator, ingest, transcoders, relay)
+        }
+
+        /// `GET path` on the coordinator's admin API, as JSON.
+        static func admin(_ coordinator: NodeProcess, _ path: String, token: String? = ClusterFailoverTests.token) async throws -> (Int, [String: Any]) {
+            let response = try await HTTPClient.get(port: coordinator.httpPort, path: path, headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:], timeout: .seconds(5))
+            let json = (try? JSONSerialization.jsonObject(with: Data(response.bodyText.utf8)) as? [String: Any]) ?? [:]
+            return (response.status, json)
+        }
+
+        /// The transcoder node the coordinator placed `app/name` on.
+        static func transcoder(of app: String, _ name: String, coordinator: NodeProcess) async throws -> String? {
+            let (_, json) = try await admin(coordinator, "/api/v1/streams")
+            let streams = json["streams"] as? [[String: Any]] ?? []
+            let stream = streams.first { $0["app"] as? String == app && $0["name"] as? String == name && $0["state"] as? String == "live" }
+            let renditions = stream?["renditions"] as? [[String: Any]] ?? []
+            return renditions.first { $0["state"] as? String == "running" }?["transcoderNode"] as? String
+        }
+
+        @Test("kill -9 of the transcoder: its rungs come back from the other one within 5 s, on the same timeline, for viewers already watching")
+        func transcoderFailover() async throws {
+            try await Scenario.run("cluster-failover") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let cluster = try await Self.startCluster(scenario)
+                let (status, _) = try await Self.admin(cluster.coordinator, "/api/v1/nodes", token: nil)
+                scenario.check(status == 401, "the admin API answered \(status) without a token")
+                _ = try scenario.publish(media, to: cluster.ingest.rtmpURL("abr", "show"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(cluster.relay, "abr", "show_240p", timeout: .seconds(20))
+                let viewer = try await scenario.openViewer(cluster.relay, "abr", "show_240p")
+                try scenario.require(await viewer.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(10)), "the rung viewer got nothing")
+                var owner: String?
+                _ = await eventually(timeout: .seconds(5), interval: .milliseconds(200)) {
+                    owner = try? await Self.transcoder(of: "abr", "show", coordinator: cluster.coordinator)
+                    return owner != nil
+                }
+                guard let owner, let index = ["transcode-1", "transcode-2"].firstIndex(of: owner) else {
+                    try scenario.require(false, "the coordinator shows no running transcoder for abr/show")
+                    return
+                }
+                let (_, streamsJSON) = try await Self.admin(cluster.coordinator, "/api/v1/streams")
+                let stream = (streamsJSON["streams"] as? [[String: Any]])?.first
+                let facts = stream?["facts"] as? [String: Any]
+                scenario.check(facts?["videoCodec"] as? String == "h264" && facts?["width"] as? Int == 640 && facts?["audioSampleRate"] as? Int == 44100,
+                               "the admin API does not describe the stream as ffprobe would: \(facts ?? [:])")
+
+                let killed = ContinuousClock.now
+                await cluster.transcoders[index].kill()
+                let beforeKill = viewer.receivedBytes
+                // Frames already in flight arrive for a moment; what matters is the replacement's.
+                try await Task.sleep(for: .milliseconds(500))
+                let afterFlight = viewer.receivedBytes
+                let back = await viewer.waitForProgress(beyond: afterFlight, bytes: 30_000, timeout: .seconds(5))
+                let elapsed = ContinuousClock.now - killed
+                scenario.check(back, "the rung did not come back within 5 s of kill -9 \(owner) (\(viewer.receivedBytes - beforeKill) bytes since)")
+                scenario.note("killed \(owner); the rung flowed again after \(elapsed)")
+                let survivor = ["transcode-1", "transcode-2"][1 - index]
+                let moved = await eventually(timeout: .seconds(3), interval: .milliseconds(200)) {
+                    (try? await Self.transcoder(of: "abr", "show", coordinator: cluster.coordinator)) == survivor
+                }
+                scenario.check(moved, "the coordinator does not show the job on \(survivor)")
+                let flv = try viewer.flv()
+                scenario.check(flv.timestampRegressions().isEmpty, "rung timestamps went backwards across the failover: \(flv.timestampRegressions().prefix(3))")
+                scenario.check(!viewer.isClosed, "the relay closed the rung viewer")
+            }
+        }
+    }
+}

@@ -56,8 +56,14 @@ public struct MediaBusReassembler: Sendable {
     private var hasVideo = false
     private var waitingForSyncPoint = true
 
-    public init(maxFrameBytes: Int = Self.defaultMaxFrameBytes) {
+    /// Whether the first frames are dropped until a sync point (a viewer joining mid-GOP).
+    /// False for a subscriber that fetched the GOP up to now by other means (`MediaBusGOP`)
+    /// and subscribed before fetching it: what arrives next continues that GOP.
+    private let joinsAtSyncPoint: Bool
+
+    public init(maxFrameBytes: Int = Self.defaultMaxFrameBytes, joinsAtSyncPoint: Bool = true) {
         self.maxFrameBytes = maxFrameBytes
+        self.joinsAtSyncPoint = joinsAtSyncPoint
     }
 
     /// Takes one bus message. Returns a frame when one is complete and passes the gap
@@ -83,11 +89,13 @@ public struct MediaBusReassembler: Sendable {
             if partial != nil {
                 statistics.incompleteFrames += 1
             }
+            // The first session may continue a GOP fetched separately; a later one is a
+            // new publisher, whose stream must start at a sync point.
+            waitingForSyncPoint = epoch != nil || joinsAtSyncPoint
             epoch = header.epoch
             expectedSequence = nil
             partial = nil
             hasVideo = false
-            waitingForSyncPoint = true
         }
 
         if var current = partial {

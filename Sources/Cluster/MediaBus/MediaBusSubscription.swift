@@ -30,16 +30,18 @@ public final class MediaBusSubscription: Sendable {
     ///
     /// - Parameters:
     ///   - maxFrameBytes: the reassembly bound; larger announced frames are rejected.
+    ///   - joinsAtSyncPoint: see `MediaBusReassembler`; false after fetching the GOP.
     ///   - metrics: where the dropped-messages counter goes; the global factory by default.
     public init(
         bus: any Bus,
         subject: MediaBusSubject,
         maxFrameBytes: Int = MediaBusReassembler.defaultMaxFrameBytes,
+        joinsAtSyncPoint: Bool = true,
         metrics: any MetricsFactory = MetricsSystem.factory,
         handler: @escaping @Sendable (MediaFrame) -> Void
     ) throws(BusError) {
         self.subject = subject
-        let state = NIOLockedValueBox(State(reassembler: MediaBusReassembler(maxFrameBytes: maxFrameBytes)))
+        let state = NIOLockedValueBox(State(reassembler: MediaBusReassembler(maxFrameBytes: maxFrameBytes, joinsAtSyncPoint: joinsAtSyncPoint)))
         self.state = state
         self.subscription = NIOLockedValueBox(nil)
         let busSubscription = try bus.subscribe(subject: subject.subject) { message in

@@ -293,6 +293,19 @@ public final class StreamHub: Sendable {
         publisher?.evict()
     }
 
+    /// Disconnects the current publisher (an operator's kick): its connection is closed
+    /// through its `evict` closure, and viewers wait for a publisher as after any
+    /// disconnect. Returns false when nobody publishes.
+    @discardableResult
+    public func evictPublisher() -> Bool {
+        let publisher = state.withLockedValue { state -> Publisher? in
+            defer { state.publisher = nil; state.statistics.hasPublisher = false }
+            return state.publisher
+        }
+        publisher?.evict()
+        return publisher != nil
+    }
+
     public var isEnded: Bool { state.withLockedValue { $0.ended } }
 
     public var statistics: Statistics { state.withLockedValue { $0.statistics } }

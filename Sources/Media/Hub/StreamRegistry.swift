@@ -52,11 +52,13 @@ public actor StreamRegistry {
     }
 
     /// The hub a publisher should attach to, created if needed, with a fresh publisher id.
-    public func hubForPublishing(_ path: StreamPath) -> (StreamHub, StreamHub.PublisherID) {
+    /// `configuration` replaces the registry's for a hub created now (a mirror of another
+    /// node's hub keeps that hub's timeline, so it does not re-base jumps).
+    public func hubForPublishing(_ path: StreamPath, configuration: HubConfiguration? = nil) -> (StreamHub, StreamHub.PublisherID) {
         let id = nextPublisherID
         nextPublisherID &+= 1
         if let hub = hubs[path], !hub.isEnded { return (hub, id) }
-        let hub = StreamHub(path: path, serializers: serializers, configuration: hubConfiguration)
+        let hub = StreamHub(path: path, serializers: serializers, configuration: configuration ?? hubConfiguration)
         hubs[path] = hub
         return (hub, id)
     }

@@ -92,12 +92,13 @@ struct HTTPResponse {
 
 enum HTTPClient {
     /// A complete GET with `Connection: close`, bounded by `timeout`.
-    static func get(port: Int, path: String, timeout: Duration = .seconds(5)) async throws -> HTTPResponse {
+    static func get(port: Int, path: String, headers: [String: String] = [:], timeout: Duration = .seconds(5)) async throws -> HTTPResponse {
         let connection = try await RawConnection.connect(port: port)
         var response: HTTPResponse?
         let finished: Bool
         do {
-            try await connection.send(Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8))
+            let extra = headers.map { "\($0.key): \($0.value)\r\n" }.joined()
+            try await connection.send(Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\(extra)Connection: close\r\n\r\n".utf8))
             finished = try await eventually(timeout: timeout, interval: .milliseconds(10)) {
                 let closed = connection.isClosed
                 response = try HTTPResponse.parse(connection.bytes())

@@ -76,9 +76,11 @@ final class NodeProcess: Sendable {
                 directory: directory
             )
             let node = NodeProcess(process: process, rtmpPort: ports[0], httpPort: ports[1], directory: directory)
+            // Transcoders and the coordinator have no RTMP listener.
+            let rtmp = !(extra.contains("transcode") || extra.contains("coordinator"))
             let ready = await eventually(timeout: .seconds(20), interval: .milliseconds(50)) {
                 guard process.isRunning else { return true }
-                return await node.isReady()
+                return await node.isReady(rtmp: rtmp)
             }
             if ready, process.isRunning {
                 return node
@@ -89,10 +91,11 @@ final class NodeProcess: Sendable {
         throw IntegrationFailure("node did not start:\n\(lastFailure)")
     }
 
-    private func isReady() async -> Bool {
+    private func isReady(rtmp: Bool) async -> Bool {
         guard let health = try? await HTTPClient.get(port: self.httpPort, path: "/healthz", timeout: .seconds(1)),
             health.status == 200
         else { return false }
+        guard rtmp else { return true }
         guard let probe = try? await RawConnection.connect(port: self.rtmpPort, timeout: .seconds(1)) else { return false }
         await probe.close()
         return true
@@ -123,6 +126,13 @@ final class NodeProcess: Sendable {
 
     /// True once the test asked the node to stop (an exit after that is not a crash).
     var stopRequested: Bool { self.stopping.withLock { $0 } }
+
+    /// kill -9, expected by the test (not reported as a crash).
+    func kill() async {
+        self.stopping.withLock { $0 = true }
+        self.process.send(signal: SIGKILL)
+        _ = await self.process.waitForExit(timeout: .seconds(5))
+    }
 
     /// Sends SIGTERM and returns at once (the graceful-shutdown test watches what follows).
     func terminate() {

@@ -1,0 +1,76 @@
+import Cluster
+import Distributed
+import Logging
+import ServiceLifecycle
+
+/// A node's link to the coordinator: it registers, heartbeats at the interval the
+/// coordinator asks for (1 s), reports what the node does, and hands the coordinator's
+/// instructions (transcode jobs, kicks) to the role.
+///
+/// Live media never waits on it: the coordinator is only called from this loop, each call
+/// bounded by the actor system's timeout, and a coordinator that is down only delays
+/// instructions. While it is unreachable the loop keeps trying every interval, and
+/// re-registers (with everything the node runs, so a restarted coordinator can reconcile)
+/// as soon as it answers again.
+struct CoordinatorLink: Service {
+    struct Report: Sendable {
+        var load: Double
+        var streams: [StreamReport]
+    }
+
+    let system: NodeActorSystem
+    let coordinatorNode: String
+    let nodeID: String
+    let role: Cluster.NodeRole
+    let advertiseHost: String
+    let logger: Logger
+    let report: @Sendable () async -> Report
+    let handle: @Sendable (NodeInstruction) async -> Void
+
+    func run() async throws {
+        let coordinator = try $CoordinatorAPI.resolve(id: CoordinatorAddress.id(onNode: coordinatorNode), using: system)
+        await cancelWhenGracefulShutdown {
+            await loop(coordinator)
+        }
+    }
+
+    private func loop(_ coordinator: some CoordinatorAPI) async {
+        var registered = false
+        var interval = Duration.seconds(1)
+        var failures = 0
+        do {
+            while !Task.isCancelled {
+                let current = await report()
+                do {
+                    let reply: HeartbeatReply
+                    if registered {
+                        reply = try await coordinator.heartbeat(nodeID: nodeID, load: current.load, streams: current.streams)
+                    } else {
+                        reply = try await coordinator.register(node: NodeRegistration(nodeID: nodeID, role: role, advertiseHost: advertiseHost, streams: current.streams))
+                        logger.info("registered with the coordinator", metadata: ["coordinator": "\(coordinatorNode)"])
+                    }
+                    registered = true
+                    failures = 0
+                    interval = reply.heartbeatInterval
+                    for instruction in reply.instructions {
+                        if case .register = instruction {
+                            registered = false
+                        } else {
+                            await handle(instruction)
+                        }
+                    }
+                } catch {
+                    failures += 1
+                    // Register again once it answers: it may have restarted without us.
+                    registered = false
+                    if failures == 1 || failures % 30 == 0 {
+                        logger.warning("the coordinator does not answer; media carries on", metadata: ["error": "\(error)", "attempts": "\(failures)"])
+                    }
+                }
+                try await Task.sleep(for: interval)
+            }
+        } catch {
+            // Cancelled: the node is shutting down.
+        }
+    }
+}
