@@ -81,6 +81,7 @@ let package = Package(
             name: "Ingest",
             dependencies: [
                 "Media", "RTMP", "Cluster",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

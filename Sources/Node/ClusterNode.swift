@@ -54,7 +54,22 @@ struct ClusterNode {
         case .ingest:
             let kickLogger = logger
             let publications = BusPublications(bus: bus, logger: logger)
-            rtmpDelegate = IngestRTMPDelegate(admission: PublishAdmission(registry: registry, logger: logger), playback: Playback(registry: registry), publications: publications)
+            var keys: StreamKeyVerifier?
+            if configuration.requireStreamKeys {
+                let coordinator = try $CoordinatorAPI.resolve(id: CoordinatorAddress.id(onNode: configuration.coordinatorNode), using: system)
+                keys = StreamKeyVerifier(logger: logger) { path, key in
+                    try await NodeActorSystem.$callTimeout.withValue(.seconds(1)) {
+                        try await coordinator.verifyStreamKey(app: path.app, name: path.name, key: key)
+                    }
+                }
+            }
+            rtmpDelegate = IngestRTMPDelegate(
+                admission: PublishAdmission(registry: registry, logger: logger),
+                playback: Playback(registry: registry),
+                publications: publications,
+                keys: keys,
+                logger: logger
+            )
             HTTPFLVRoutes(registry: registry, flvFormat: EmbeddedNode.Format.flv, logger: logger).register(on: router)
             let reporter = IngestReporter(registry: registry)
             services.append(.init(service: link(system: system, logger: logger, report: { await reporter.report() }) { instruction in
@@ -176,8 +191,18 @@ struct IngestRTMPDelegate: RTMPServerDelegate {
     let admission: PublishAdmission
     let playback: Playback
     let publications: BusPublications
+    /// Set when publishing needs a stream key (`requireStreamKeys`).
+    let keys: StreamKeyVerifier?
+    let logger: Logger
 
     func publish(_ request: RTMPPublishRequest) async -> RTMPPublishDecision {
+        if let keys {
+            let decision = await keys.check(request.path, key: StreamKeyVerifier.key(fromQuery: request.query))
+            if case .refused(let why) = decision {
+                logger.notice("publish refused", metadata: ["stream": "\(request.path)", "from": "\(request.remoteAddress)", "reason": "\(why)"])
+                return .reject(code: "NetStream.Publish.Denied", description: why)
+            }
+        }
         let decision = await admission.publish(request)
         if case .accept(let hub, _) = decision {
             await publications.attach(hub)

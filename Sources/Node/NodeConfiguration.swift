@@ -40,6 +40,8 @@ struct NodeConfigurationFile: Codable, Sendable {
     var nodeID: String?
     var advertiseHost: String?
     var coordinatorNode: String?
+    /// Ingest in a cluster: publishing needs a key the coordinator issued (`?key=…`).
+    var requireStreamKeys: Bool?
     /// Coordinator: the admin API's bearer token (prefer the ESTUARY_ADMIN_TOKEN variable).
     var adminToken: String?
     /// Coordinator: the SQLite file.
@@ -106,6 +108,9 @@ struct NodeConfiguration: Sendable {
     var advertiseHost = ProcessInfo.processInfo.hostName
     /// Coordinator: the admin API's bearer token; nil refuses every admin request.
     var adminToken: String? = ProcessInfo.processInfo.environment["ESTUARY_ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+    /// Ingest: refuse publishers without a valid stream key (cluster only: keys live in
+    /// the coordinator).
+    var requireStreamKeys = false
     /// The node id of the coordinator, whose actor the other roles call.
     var coordinatorNode = "coordinator"
     /// Coordinator: the SQLite file; nil means `<dataDir>/estuary.sqlite`.
@@ -162,6 +167,7 @@ struct NodeConfiguration: Sendable {
         if let value = file.nodeID { nodeID = value }
         if let value = file.advertiseHost { advertiseHost = value }
         if let value = file.coordinatorNode { coordinatorNode = value }
+        if let value = file.requireStreamKeys { requireStreamKeys = value }
         if let value = file.adminToken { adminToken = value }
         if let value = file.database { database = value }
     }

@@ -93,7 +93,7 @@ public final class TranscodePipeline: Sendable {
         public var encoderThreads = 0
         /// Jobs (pictures, audio, flushes) queued for one rung's thread before the
         /// pipeline thread waits for it.
-        public var rungQueueCapacity = 16
+        public var rungQueueCapacity = 4
         /// Frame rate assumed for rate control when the source SPS has no timing info.
         public var defaultFrameRate = 30.0
         /// How far (ms) copied audio may run ahead of a rendition's video before it is

@@ -218,3 +218,107 @@ extension IntegrationTests {
         }
     }
 }
+
+extension IntegrationTests.ClusterFailoverTests {
+    @Test("kill -9 of the coordinator while 3 streams play: no viewer stalls; after a restart on the same SQLite file the API shows the same streams and keys")
+    func coordinatorCrash() async throws {
+        try await Scenario.run("cluster-coordinator-crash") { scenario in
+            let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+            let nats = try await NATSServerProcess.start(scenario)
+            let bus = ["--nats", nats.url]
+            let database = scenario.file("coordinator.sqlite").path
+            let coordinatorArguments = ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", Self.token, "--database", database] + bus
+            var coordinator = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: coordinatorArguments)
+            let ingest = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1), label: "ingest", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
+            let relay = try await scenario.startNode(NodeConfig(), label: "relay", arguments: ["--role", "relay", "--node-id", "relay-1"] + bus)
+
+            let created = try await HTTPClient.request("POST", port: coordinator.httpPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(Self.token)"], body: #"{"app":"live","name":"one"}"#)
+            scenario.check(created.status == 201, "creating a key answered \(created.status): \(created.bodyText)")
+            var viewers: [HTTPFLVViewer] = []
+            for name in ["one", "two", "three"] {
+                _ = try scenario.publish(media, to: ingest.rtmpURL("live", name), name: "publisher-\(name)", loop: true)
+                try await scenario.waitUntilLive(ingest, "live", name)
+                viewers.append(try await scenario.openViewer(relay, "live", name))
+            }
+            let listed = await eventually(timeout: .seconds(5), interval: .milliseconds(250)) {
+                let (_, json) = (try? await Self.admin(coordinator, "/api/v1/streams")) ?? (0, [:])
+                return (json["streams"] as? [[String: Any]])?.filter { $0["state"] as? String == "live" }.count == 3
+            }
+            scenario.check(listed, "the coordinator does not list 3 live streams")
+
+            await coordinator.kill()
+            // With the coordinator gone, every viewer keeps receiving media.
+            for second in 1...3 {
+                let before = viewers.map(\.receivedBytes)
+                try await Task.sleep(for: .seconds(1))
+                for (index, viewer) in viewers.enumerated() {
+                    scenario.check(viewer.receivedBytes > before[index] + 5_000, "viewer \(index) stalled in second \(second) without the coordinator")
+                }
+            }
+            coordinator = try await scenario.startNode(NodeConfig(), label: "coordinator-again", arguments: coordinatorArguments)
+            var streams: [[String: Any]] = []
+            let back = await eventually(timeout: .seconds(8), interval: .milliseconds(250)) {
+                let (_, json) = (try? await Self.admin(coordinator, "/api/v1/streams")) ?? (0, [:])
+                streams = (json["streams"] as? [[String: Any]] ?? []).filter { $0["state"] as? String == "live" }
+                return streams.count == 3
+            }
+            let names = Set(streams.compactMap { $0["name"] as? String })
+            scenario.check(back && names == ["one", "two", "three"], "after the restart the API lists \(names), expected one, two, three")
+            let (_, keys) = try await Self.admin(coordinator, "/api/v1/keys")
+            let keyList = keys["keys"] as? [[String: Any]] ?? []
+            scenario.check(keyList.contains { $0["app"] as? String == "live" && $0["name"] as? String == "one" }, "the stream key is gone after the restart: \(keys)")
+            // The nodes register again with their next heartbeat (within a second or two).
+            var alive: [String] = []
+            let reconciled = await eventually(timeout: .seconds(5), interval: .milliseconds(250)) {
+                let (_, nodes) = (try? await Self.admin(coordinator, "/api/v1/nodes")) ?? (0, [:])
+                alive = (nodes["nodes"] as? [[String: Any]] ?? []).filter { $0["state"] as? String == "alive" }.compactMap { $0["id"] as? String }
+                return Set(alive).isSuperset(of: ["ingest-1", "relay-1"])
+            }
+            scenario.check(reconciled, "after the restart the live nodes are \(alive)")
+            for (index, viewer) in viewers.enumerated() {
+                scenario.check(!viewer.isClosed, "viewer \(index) was closed")
+            }
+        }
+    }
+}
+
+extension IntegrationTests.ClusterFailoverTests {
+    @Test("Publishing needs a stream key from the coordinator; a verified key keeps working while the coordinator is down, an unverified one does not")
+    func streamKeys() async throws {
+        try await Scenario.run("cluster-stream-keys") { scenario in
+            let media = try await MediaLibrary.shared.file(.small)
+            let nats = try await NATSServerProcess.start(scenario)
+            let bus = ["--nats", nats.url]
+            let coordinator = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", Self.token] + bus)
+            let ingest = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1, requireStreamKeys: true), label: "ingest", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
+            let created = try await HTTPClient.request("POST", port: coordinator.httpPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(Self.token)"], body: #"{"app":"live","name":"secure"}"#)
+            let json = (try? JSONSerialization.jsonObject(with: Data(created.bodyText.utf8)) as? [String: Any]) ?? [:]
+            guard created.status == 201, let key = json["key"] as? String, !key.isEmpty else {
+                try scenario.require(false, "creating a key answered \(created.status): \(created.bodyText)")
+                return
+            }
+            let listed = try await HTTPClient.get(port: coordinator.httpPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(Self.token)"])
+            scenario.check(listed.status == 200 && !listed.bodyText.contains(key), "the key list shows the secret, or fails: \(listed.status)")
+
+            func tryPublish(_ url: String, name: String) async throws -> ToolRun {
+                try await scenario.run("ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "error", "-re", "-i", media.url.path, "-t", "1", "-c", "copy", "-f", "flv", url], name: name, timeout: .seconds(20))
+            }
+            let base = ingest.rtmpURL("live", "secure")
+            let withoutKey = try await tryPublish(base, name: "publish-no-key")
+            scenario.check(!withoutKey.succeeded, "publishing without a key succeeded")
+            let wrongKey = try await tryPublish(base + "?key=not-the-key", name: "publish-wrong-key")
+            scenario.check(!wrongKey.succeeded, "publishing with a wrong key succeeded")
+            let rightKey = try await tryPublish(base + "?key=\(key)", name: "publish-right-key")
+            scenario.check(rightKey.succeeded, "publishing with the right key failed: \(rightKey)")
+            let refusals = ingest.log.components(separatedBy: "publish refused").count - 1
+            scenario.check(refusals == 2, "the ingest logged \(refusals) refusals, expected 2")
+
+            // The coordinator goes away: the verified key still works, an unverified one does not.
+            await coordinator.kill()
+            let cached = try await tryPublish(base + "?key=\(key)", name: "publish-cached-key")
+            scenario.check(cached.succeeded, "a verified key was refused while the coordinator was down: \(cached)")
+            let unverified = try await tryPublish(ingest.rtmpURL("live", "other") + "?key=\(key)", name: "publish-unverified")
+            scenario.check(!unverified.succeeded, "a key never verified for live/other was accepted while the coordinator was down")
+        }
+    }
+}

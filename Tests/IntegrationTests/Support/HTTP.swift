@@ -93,12 +93,18 @@ struct HTTPResponse {
 enum HTTPClient {
     /// A complete GET with `Connection: close`, bounded by `timeout`.
     static func get(port: Int, path: String, headers: [String: String] = [:], timeout: Duration = .seconds(5)) async throws -> HTTPResponse {
+        try await request("GET", port: port, path: path, headers: headers, timeout: timeout)
+    }
+
+    /// Any method, with an optional body (sent with its Content-Length).
+    static func request(_ method: String, port: Int, path: String, headers: [String: String] = [:], body: String? = nil, timeout: Duration = .seconds(5)) async throws -> HTTPResponse {
         let connection = try await RawConnection.connect(port: port)
         var response: HTTPResponse?
         let finished: Bool
         do {
-            let extra = headers.map { "\($0.key): \($0.value)\r\n" }.joined()
-            try await connection.send(Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\(extra)Connection: close\r\n\r\n".utf8))
+            var extra = headers.map { "\($0.key): \($0.value)\r\n" }.joined()
+            if let body { extra += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n" }
+            try await connection.send(Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\(extra)Connection: close\r\n\r\n\(body ?? "")".utf8))
             finished = try await eventually(timeout: timeout, interval: .milliseconds(10)) {
                 let closed = connection.isClosed
                 response = try HTTPResponse.parse(connection.bytes())
