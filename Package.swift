@@ -292,6 +292,7 @@ if Context.environment["ESTUARY_FUZZ"] != nil {
     let fuzzTargets: [(name: String, module: String)] = [
         ("FuzzChunkDecoder", "RTMP"), ("FuzzAMF0", "RTMP"), ("FuzzCommand", "RTMP"),
         ("FuzzHandshake", "RTMP"), ("FuzzCodecConfig", "Media"), ("FuzzFLV", "Media"),
+        ("FuzzMediaBus", "Cluster"),
     ]
     package.targets.append(.target(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"))
     for target in fuzzTargets {
