@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps build release run test fuzz bench-fanout bench-hls bench-transcode clean
+.PHONY: deps build release run test fuzz bench-fanout bench-hls bench-transcode bench-cluster clean
 
 deps:
 	@scripts/install-deps.sh
@@ -40,6 +40,10 @@ bench-hls: deps
 ## ABR ladder transcoding against the ffmpeg CLI on the same settings; figures for docs/benchmarks.md.
 bench-transcode: deps
 	scripts/bench-transcode.sh
+
+## The cluster hop (ingest → NATS → relay) against one process: added latency, relay CPU per Gbit.
+bench-cluster: deps
+	scripts/bench-cluster.sh
 
 clean:
 	rm -rf .build .build-fuzz

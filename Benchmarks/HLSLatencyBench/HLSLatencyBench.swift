@@ -38,6 +38,10 @@ struct RunReport: Codable, Sendable {
     var llhlsEmptyResponses: Int
     var loadViewers: ViewerFigures?
     var cpu: CPUFigures?
+    /// HTTP-FLV (`--flv-url`): the measuring viewer's latency, and the load viewers' bytes.
+    var flv: LatencyFigures?
+    var flvViewers: Int?
+    var flvViewerBytes: Int?
     var errors: [String]
 }
 
@@ -73,6 +77,15 @@ struct Run: AsyncParsableCommand {
     @Option(name: .customLong("poll-ms"), help: "Classic player's playlist polling interval, milliseconds.")
     var pollMilliseconds = 100.0
 
+    @Option(name: .customLong("flv-url"), help: "http://host:port of a node to play /app/name.flv from (the relay in a cluster); adds an HTTP-FLV latency player.")
+    var flvURL: String?
+
+    @Option(name: .customLong("flv-viewers"), help: "HTTP-FLV load viewers on --flv-url (bytes counted, not parsed).")
+    var flvViewers = 0
+
+    @Flag(inversion: .prefixedNo, help: "Run the HLS and LL-HLS players.")
+    var hls = true
+
     @Option(name: .customLong("server-pid"), help: "The node's process id, for CPU and RSS from /proc.")
     var serverPID: Int32?
 
@@ -101,6 +114,8 @@ struct Run: AsyncParsableCommand {
         case classic(PlayerResult)
         case viewer(LightViewer.Result)
         case cpu(CPUFigures?)
+        case flv(FLVPlayerHandler.Result)
+        case flvViewer(FLVPlayerHandler.Result)
     }
 
     func run() async throws {
@@ -127,7 +142,14 @@ struct Run: AsyncParsableCommand {
         var lowLatency = PlayerResult()
         var classic = PlayerResult()
         var viewerResults: [LightViewer.Result] = []
+        var flvResult: FLVPlayerHandler.Result?
+        var flvViewerBytes = 0
+        var flvViewerErrors = 0
         var cpu: CPUFigures?
+        let flvTarget = try flvURL.map { try HTTPTarget($0) }
+        let flvPath = "/\(rtmp.app)/\(rtmp.streamName).flv"
+        let flvViewers = flvViewers
+        let hls = hls
         let skip = skip, tail = tail, duration = duration, viewers = viewers, serverPID = serverPID
         let ramp = Duration.milliseconds(Int64(rampMilliseconds * 1000)) / 1000
         let poll = Duration.milliseconds(Int64(pollMilliseconds))
@@ -140,22 +162,35 @@ struct Run: AsyncParsableCommand {
                     return .publishFailed("\(error)")
                 }
             }
-            tasks.addTask {
+            if let flvTarget {
+                tasks.addTask {
+                    // Joins once the stream exists (the first tags are cached GOP, outside the window).
+                    try? await Task.sleep(for: .milliseconds(1000))
+                    return .flv(await FLVPlayer.run(host: flvTarget.host, port: flvTarget.port, path: flvPath, records: true, group: group, registry: registry, stopAt: stopAt))
+                }
+                for index in 0..<flvViewers {
+                    tasks.addTask {
+                        try? await Task.sleep(for: .milliseconds(1000) + ramp * index)
+                        return .flvViewer(await FLVPlayer.run(host: flvTarget.host, port: flvTarget.port, path: flvPath, records: false, group: group, registry: registry, stopAt: stopAt))
+                    }
+                }
+            }
+            if hls { tasks.addTask {
                 let player = LowLatencyPlayer(base: base, stopAt: stopAt, registry: registry)
                 do {
                     return .lowLatency(try await HTTPSession.with(host: http.host, port: http.port, group: group, registry: registry) { await player.run(&$0) })
                 } catch {
                     return .lowLatency(PlayerResult(errors: ["connect: \(error)"]))
                 }
-            }
-            tasks.addTask {
+            } }
+            if hls { tasks.addTask {
                 let player = ClassicPlayer(base: base, stopAt: stopAt, registry: registry, interval: poll)
                 do {
                     return .classic(try await HTTPSession.with(host: http.host, port: http.port, group: group, registry: registry) { await player.run(&$0) })
                 } catch {
                     return .classic(PlayerResult(errors: ["connect: \(error)"]))
                 }
-            }
+            } }
             for index in 0..<viewers {
                 tasks.addTask {
                     // Viewers join once the first parts exist (they poll for the playlist), spread out.
@@ -199,6 +234,10 @@ struct Run: AsyncParsableCommand {
                 case .classic(let result): classic = result
                 case .viewer(let result): viewerResults.append(result)
                 case .cpu(let figures): if let figures { cpu = figures }
+                case .flv(let result): flvResult = result
+                case .flvViewer(let result):
+                    flvViewerBytes += result.bodyBytes
+                    if !result.errors.isEmpty || result.status != 200 { flvViewerErrors += 1 }
                 }
             }
         }
@@ -227,6 +266,13 @@ struct Run: AsyncParsableCommand {
             cpu: cpu,
             errors: errors
         )
+        if let flvResult {
+            report.flv = analysis.latency(of: PlayerResult(frames: flvResult.frames))
+            report.flvViewers = flvViewers
+            report.flvViewerBytes = flvViewerBytes
+            report.errors += flvResult.errors.map { "HTTP-FLV player: \($0)" }
+            if flvViewerErrors > 0 { report.errors.append("\(flvViewerErrors) HTTP-FLV load viewers failed") }
+        }
         if viewers > 0 {
             let start = published.startedAt
             report.loadViewers = analysis.viewers(viewerResults, reference: lowLatency, from: start + .seconds(skip), to: start + .seconds(duration - tail))
@@ -249,6 +295,9 @@ struct Run: AsyncParsableCommand {
             return "\(name): matched \(latency.framesMatched)/\(latency.framesInWindow), p50 \(Int(latency.p50Milliseconds)) ms, p95 \(Int(latency.p95Milliseconds)) ms, max \(Int(latency.maxMilliseconds)) ms"
         }
         var lines = ["\(report.label): " + figures("LL-HLS", report.llhls), figures("classic", report.classic)]
+        if report.flv != nil || report.flvViewers != nil {
+            lines.append(figures("HTTP-FLV", report.flv) + ", p99 \(Int(report.flv?.p99Milliseconds ?? 0)) ms")
+        }
         if let cpu = report.cpu {
             lines.append("node CPU \(String(format: "%.3f", cpu.serverCores)) cores, RSS \(cpu.rssMaxKiB / 1024) MiB")
         }

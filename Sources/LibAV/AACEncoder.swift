@@ -45,7 +45,8 @@ public final class AACEncoder {
     public let audioSpecificConfig: ByteBuffer
     public private(set) var statistics = Statistics()
 
-    private let context: UnsafeMutablePointer<AVCodecContext>
+    private let codecContext: CodecContext
+    private var context: UnsafeMutablePointer<AVCodecContext> { codecContext.pointer }
     private let fifo: OpaquePointer
     private let packet: Packet
     private let frameSize: Int
@@ -61,26 +62,18 @@ public final class AACEncoder {
         guard let codec = avcodec_find_encoder(AV_CODEC_ID_AAC) else {
             throw .call(operation: "avcodec_find_encoder(aac)", code: cffmpeg_averror_encoder_not_found())
         }
-        guard let context = avcodec_alloc_context3(codec) else {
-            throw .call(operation: "avcodec_alloc_context3", code: cffmpeg_averror_enomem())
+        let codecContext = try CodecContext(codec: codec, name: "aac") { context throws(AVError) in
+            context.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
+            context.pointee.sample_rate = Int32(settings.sampleRate)
+            av_channel_layout_uninit(&context.pointee.ch_layout)
+            av_channel_layout_default(&context.pointee.ch_layout, Int32(settings.channelCount))
+            context.pointee.bit_rate = Int64(settings.bitRate)
+            context.pointee.time_base = AVRational(num: 1, den: Int32(settings.sampleRate))
+            context.pointee.profile = FF_PROFILE_AAC_LOW
+            // The AudioSpecificConfig in extradata, not ADTS headers on every frame.
+            context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
         }
-        var opened = false
-        defer {
-            if !opened {
-                var pointer: UnsafeMutablePointer<AVCodecContext>? = context
-                avcodec_free_context(&pointer)
-            }
-        }
-        context.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
-        context.pointee.sample_rate = Int32(settings.sampleRate)
-        av_channel_layout_uninit(&context.pointee.ch_layout)
-        av_channel_layout_default(&context.pointee.ch_layout, Int32(settings.channelCount))
-        context.pointee.bit_rate = Int64(settings.bitRate)
-        context.pointee.time_base = AVRational(num: 1, den: Int32(settings.sampleRate))
-        context.pointee.profile = FF_PROFILE_AAC_LOW
-        // The AudioSpecificConfig in extradata, not ADTS headers on every frame.
-        context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
-        try AVError.check(avcodec_open2(context, codec, nil), "avcodec_open2(aac)")
+        let context = codecContext.pointer
         guard let extradata = context.pointee.extradata, context.pointee.extradata_size >= 2 else {
             throw .call(operation: "aac global header", code: cffmpeg_averror_einval())
         }
@@ -96,16 +89,13 @@ public final class AACEncoder {
             av_audio_fifo_free(fifo)
             throw error
         }
-        self.context = context
+        self.codecContext = codecContext
         self.settings = settings
         self.allocator = allocator
-        opened = true
     }
 
     deinit {
         av_audio_fifo_free(fifo)
-        var pointer: UnsafeMutablePointer<AVCodecContext>? = context
-        avcodec_free_context(&pointer)
     }
 
     /// The FLV AAC sequence header at `timestamp`.
@@ -189,26 +179,24 @@ public final class AACEncoder {
     }
 
     private func receivePackets() throws(AVError) -> [MediaFrame] {
-        var frames: [MediaFrame] = []
-        let pointer = packet.pointer
-        while true {
-            let code = avcodec_receive_packet(context, pointer)
-            if code == cffmpeg_averror_eagain() || code == cffmpeg_averror_eof() {
-                return frames
-            }
-            try AVError.check(code, "avcodec_receive_packet(aac)")
-            defer { av_packet_unref(pointer) }
-            let pts = pointer.pointee.pts
-            guard pts >= 0, let data = pointer.pointee.data, pointer.pointee.size > 0 else { continue }
-            if let lastOutputTime, pts <= lastOutputTime { continue }
-            lastOutputTime = pts
-            let timestamp = pts * 1000 / Int64(settings.sampleRate)
-            var payload = allocator.buffer(capacity: 2 + Int(pointer.pointee.size))
-            payload.writeBytes([0xAF, 0x01])
-            payload.writeBytes(UnsafeRawBufferPointer(start: data, count: Int(pointer.pointee.size)))
-            statistics.bytesOut += payload.readableBytes
-            frames.append(MediaFrame(kind: .audio, timestamp: timestamp, payload: payload))
+        try codecContext.receivePackets(into: packet, operation: "avcodec_receive_packet(aac)") { packet in
+            mediaFrame(from: packet)
         }
+    }
+
+    /// `0xAF 0x01` + the raw AAC frame, at its presentation time; nil for the priming
+    /// frame before the stream's start and anything not after the last frame.
+    private func mediaFrame(from packet: UnsafeMutablePointer<AVPacket>) -> MediaFrame? {
+        let pts = packet.pointee.pts
+        guard pts >= 0, let data = packet.pointee.data, packet.pointee.size > 0 else { return nil }
+        if let lastOutputTime, pts <= lastOutputTime { return nil }
+        lastOutputTime = pts
+        let timestamp = pts * 1000 / Int64(settings.sampleRate)
+        var payload = allocator.buffer(capacity: 2 + Int(packet.pointee.size))
+        payload.writeBytes([0xAF, 0x01])
+        payload.writeBytes(UnsafeRawBufferPointer(start: data, count: Int(packet.pointee.size)))
+        statistics.bytesOut += payload.readableBytes
+        return MediaFrame(kind: .audio, timestamp: timestamp, payload: payload)
     }
 }
 

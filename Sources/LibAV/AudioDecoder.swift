@@ -100,7 +100,8 @@ public final class AudioDecoder {
 
     public let format: Format
     public private(set) var statistics = Statistics()
-    private let context: UnsafeMutablePointer<AVCodecContext>
+    private let codecContext: CodecContext
+    private var context: UnsafeMutablePointer<AVCodecContext> { codecContext.pointer }
     private let packet: Packet
     private static let millisecondTimeBase = AVRational(num: 1, den: 1000)
 
@@ -110,37 +111,24 @@ public final class AudioDecoder {
         guard let codec = avcodec_find_decoder(AVCodecID(rawValue: format.codecID)) else {
             throw .call(operation: "avcodec_find_decoder(\(format.name))", code: cffmpeg_averror_decoder_not_found())
         }
-        guard let context = avcodec_alloc_context3(codec) else {
-            throw .call(operation: "avcodec_alloc_context3", code: cffmpeg_averror_enomem())
-        }
-        var opened = false
-        defer {
-            if !opened {
-                var pointer: UnsafeMutablePointer<AVCodecContext>? = context
-                avcodec_free_context(&pointer)
+        let codecContext = try CodecContext(codec: codec, name: "\(format.name) decoder") { context throws(AVError) in
+            context.pointee.pkt_timebase = Self.millisecondTimeBase
+            context.pointee.time_base = Self.millisecondTimeBase
+            context.pointee.sample_rate = Int32(format.sampleRate)
+            av_channel_layout_uninit(&context.pointee.ch_layout)
+            av_channel_layout_default(&context.pointee.ch_layout, Int32(format.channelCount))
+            if let configuration, configuration.readableBytes > 0 {
+                let (pointer, size) = try Extradata.copy(configuration)
+                context.pointee.extradata = pointer
+                context.pointee.extradata_size = size
             }
         }
-        context.pointee.pkt_timebase = Self.millisecondTimeBase
-        context.pointee.time_base = Self.millisecondTimeBase
-        context.pointee.sample_rate = Int32(format.sampleRate)
-        av_channel_layout_uninit(&context.pointee.ch_layout)
-        av_channel_layout_default(&context.pointee.ch_layout, Int32(format.channelCount))
-        if let configuration, configuration.readableBytes > 0 {
-            let (pointer, size) = try Extradata.copy(configuration)
-            context.pointee.extradata = pointer
-            context.pointee.extradata_size = size
-        }
-        try AVError.check(avcodec_open2(context, codec, nil), "avcodec_open2(\(format.name) decoder)")
+        let context = codecContext.pointer
         self.packet = try Packet()
-        self.context = context
+        self.codecContext = codecContext
         self.format = format
-        opened = true
     }
 
-    deinit {
-        var pointer: UnsafeMutablePointer<AVCodecContext>? = context
-        avcodec_free_context(&pointer)
-    }
 
     /// Decodes one coded audio frame (the tag body after `headerLength` bytes) and returns
     /// the sample frames that became ready. Throws, after counting the frame as corrupt,

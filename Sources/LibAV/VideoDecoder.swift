@@ -38,7 +38,8 @@ public final class VideoDecoder {
     public let track: VideoTrack
     public private(set) var statistics = Statistics()
 
-    private let context: UnsafeMutablePointer<AVCodecContext>
+    private let codecContext: CodecContext
+    private var context: UnsafeMutablePointer<AVCodecContext> { codecContext.pointer }
     private let packet: Packet
     private let nalUnitLengthSize: Int
     /// PTS (ms) of source keyframes sent but not yet output: pictures leave the decoder in
@@ -75,32 +76,19 @@ public final class VideoDecoder {
         guard let codec = avcodec_find_decoder(codecID) else {
             throw .call(operation: "avcodec_find_decoder(\(track.codec))", code: cffmpeg_averror_decoder_not_found())
         }
-        guard let context = avcodec_alloc_context3(codec) else {
-            throw .call(operation: "avcodec_alloc_context3", code: cffmpeg_averror_enomem())
+        let codecContext = try CodecContext(codec: codec, name: "\(track.codec) decoder") { context throws(AVError) in
+            context.pointee.pkt_timebase = Self.millisecondTimeBase
+            context.pointee.time_base = Self.millisecondTimeBase
+            context.pointee.thread_count = Int32(clamping: max(0, threadCount))
+            try Self.setExtradata(track.decoderConfiguration, on: context)
         }
-        var opened = false
-        defer {
-            if !opened {
-                var pointer: UnsafeMutablePointer<AVCodecContext>? = context
-                avcodec_free_context(&pointer)
-            }
-        }
-        context.pointee.pkt_timebase = Self.millisecondTimeBase
-        context.pointee.time_base = Self.millisecondTimeBase
-        context.pointee.thread_count = Int32(clamping: max(0, threadCount))
-        try Self.setExtradata(track.decoderConfiguration, on: context)
-        try AVError.check(avcodec_open2(context, codec, nil), "avcodec_open2(\(track.codec) decoder)")
+        let context = codecContext.pointer
         self.packet = try Packet()
-        self.context = context
+        self.codecContext = codecContext
         self.track = track
         self.nalUnitLengthSize = lengthSize
-        opened = true
     }
 
-    deinit {
-        var pointer: UnsafeMutablePointer<AVCodecContext>? = context
-        avcodec_free_context(&pointer)
-    }
 
     /// Decodes one coded video frame and returns the pictures that became ready (zero or
     /// more: the decoder reorders B-frames, so output lags input by the reorder depth).

@@ -81,7 +81,8 @@ public final class VideoEncoder {
     public let configurationRecord: AVCDecoderConfigurationRecord
     public private(set) var statistics = Statistics()
 
-    private let context: UnsafeMutablePointer<AVCodecContext>
+    private let codecContext: CodecContext
+    private var context: UnsafeMutablePointer<AVCodecContext> { codecContext.pointer }
     private let packet: Packet
     private let allocator: ByteBufferAllocator
     private var lastPresentationTime: Int64?
@@ -103,42 +104,34 @@ public final class VideoEncoder {
         guard let codec = avcodec_find_encoder_by_name("libx264") else {
             throw .call(operation: "avcodec_find_encoder_by_name(libx264)", code: cffmpeg_averror_encoder_not_found())
         }
-        guard let context = avcodec_alloc_context3(codec) else {
-            throw .call(operation: "avcodec_alloc_context3", code: cffmpeg_averror_enomem())
-        }
-        var opened = false
-        defer {
-            if !opened {
-                var pointer: UnsafeMutablePointer<AVCodecContext>? = context
-                avcodec_free_context(&pointer)
+        let codecContext = try CodecContext(codec: codec, name: "libx264") { context throws(AVError) in
+            let frameRate = min(settings.frameRate, settings.maximumFrameRate ?? .infinity)
+            context.pointee.width = Int32(settings.width)
+            context.pointee.height = Int32(settings.height)
+            context.pointee.pix_fmt = AV_PIX_FMT_YUV420P
+            context.pointee.time_base = Self.millisecondTimeBase
+            context.pointee.framerate = av_d2q(frameRate, 1_000_000)
+            context.pointee.bit_rate = Int64(settings.bitRate)
+            context.pointee.rc_max_rate = Int64(settings.bitRate)
+            context.pointee.rc_buffer_size = Int32(clamping: settings.bufferSize ?? settings.bitRate)
+            context.pointee.max_b_frames = 0
+            context.pointee.gop_size = settings.maximumKeyframeInterval.map { Int32(clamping: max(1, $0)) } ?? Self.infiniteKeyframeInterval
+            context.pointee.thread_count = Int32(clamping: max(0, settings.threadCount))
+            // SPS/PPS once, in extradata, not repeated before every IDR: FLV carries them in
+            // the sequence header.
+            context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
+            let options: [(String, String)] = [
+                ("preset", settings.preset),
+                ("tune", settings.tune),
+                ("forced-idr", "1"),
+                // No scene-cut keyframes: keyframes come from the source only.
+                ("x264-params", "scenecut=0"),
+            ]
+            for (name, value) in options {
+                try AVError.check(av_opt_set(context.pointee.priv_data, name, value, 0), "av_opt_set(\(name)=\(value))")
             }
         }
-        let frameRate = min(settings.frameRate, settings.maximumFrameRate ?? .infinity)
-        context.pointee.width = Int32(settings.width)
-        context.pointee.height = Int32(settings.height)
-        context.pointee.pix_fmt = AV_PIX_FMT_YUV420P
-        context.pointee.time_base = Self.millisecondTimeBase
-        context.pointee.framerate = av_d2q(frameRate, 1_000_000)
-        context.pointee.bit_rate = Int64(settings.bitRate)
-        context.pointee.rc_max_rate = Int64(settings.bitRate)
-        context.pointee.rc_buffer_size = Int32(clamping: settings.bufferSize ?? settings.bitRate)
-        context.pointee.max_b_frames = 0
-        context.pointee.gop_size = settings.maximumKeyframeInterval.map { Int32(clamping: max(1, $0)) } ?? Self.infiniteKeyframeInterval
-        context.pointee.thread_count = Int32(clamping: max(0, settings.threadCount))
-        // SPS/PPS once, in extradata, not repeated before every IDR: FLV carries them in
-        // the sequence header.
-        context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
-        let options: [(String, String)] = [
-            ("preset", settings.preset),
-            ("tune", settings.tune),
-            ("forced-idr", "1"),
-            // No scene-cut keyframes: keyframes come from the source only.
-            ("x264-params", "scenecut=0"),
-        ]
-        for (name, value) in options {
-            try AVError.check(av_opt_set(context.pointee.priv_data, name, value, 0), "av_opt_set(\(name)=\(value))")
-        }
-        try AVError.check(avcodec_open2(context, codec, nil), "avcodec_open2(libx264)")
+        let context = codecContext.pointer
 
         guard let extradata = context.pointee.extradata, context.pointee.extradata_size > 0 else {
             throw .missingParameterSets
@@ -157,16 +150,11 @@ public final class VideoEncoder {
             (self.decoderConfiguration, self.configurationRecord) = try NALUnits.avcDecoderConfigurationRecord(fromAnnexB: header, allocator: allocator)
         }
         self.packet = try Packet()
-        self.context = context
+        self.codecContext = codecContext
         self.settings = settings
         self.allocator = allocator
-        opened = true
     }
 
-    deinit {
-        var pointer: UnsafeMutablePointer<AVCodecContext>? = context
-        avcodec_free_context(&pointer)
-    }
 
     /// The FLV AVC sequence header frame (`0x17 0x00 0 0 0` + record) at `timestamp`.
     public func sequenceHeader(timestamp: Int64) -> MediaFrame {
@@ -244,16 +232,8 @@ public final class VideoEncoder {
     }
 
     private func receivePackets() throws(AVError) -> [MediaFrame] {
-        var frames: [MediaFrame] = []
-        let pointer = packet.pointer
-        while true {
-            let code = avcodec_receive_packet(context, pointer)
-            if code == cffmpeg_averror_eagain() || code == cffmpeg_averror_eof() {
-                return frames
-            }
-            try AVError.check(code, "avcodec_receive_packet")
-            defer { av_packet_unref(pointer) }
-            frames.append(try mediaFrame(from: pointer))
+        try codecContext.receivePackets(into: packet, operation: "avcodec_receive_packet") { packet throws(AVError) in
+            try mediaFrame(from: packet)
         }
     }
 

@@ -63,13 +63,9 @@ struct ClusterNode {
                     }
                 }
             }
-            rtmpDelegate = IngestRTMPDelegate(
-                admission: PublishAdmission(registry: registry, logger: logger),
-                playback: Playback(registry: registry),
-                publications: publications,
-                keys: keys,
-                logger: logger
-            )
+            rtmpDelegate = NodeRTMPDelegate(admission: PublishAdmission(registry: registry, logger: logger), playback: Playback(registry: registry), keys: keys, logger: logger) { hub in
+                await publications.attach(hub)
+            }
             HTTPFLVRoutes(registry: registry, flvFormat: EmbeddedNode.Format.flv, logger: logger).register(on: router)
             let reporter = IngestReporter(registry: registry)
             services.append(.init(service: link(system: system, logger: logger, report: { await reporter.report() }) { instruction in
@@ -104,7 +100,7 @@ struct ClusterNode {
                     }
                 }
             }.register(on: router)
-            rtmpDelegate = RelayRTMPDelegate(playback: Playback(registry: registry))
+            rtmpDelegate = NodeRTMPDelegate(admission: nil, playback: Playback(registry: registry), logger: logger)
             services.append(.init(service: link(system: system, logger: logger, report: {
                 let streams = await registry.streams
                 let reports = streams.map { path, hub in StreamReport.playing(app: path.app, name: path.name, viewers: hub.statistics.subscribers) }
@@ -183,54 +179,6 @@ struct CoordinatorSweep: Service {
         await cancelWhenGracefulShutdown {
             await state.run()
         }
-    }
-}
-
-/// Ingest: publish through admission, then onto the bus; play what is published here.
-struct IngestRTMPDelegate: RTMPServerDelegate {
-    let admission: PublishAdmission
-    let playback: Playback
-    let publications: BusPublications
-    /// Set when publishing needs a stream key (`requireStreamKeys`).
-    let keys: StreamKeyVerifier?
-    let logger: Logger
-
-    func publish(_ request: RTMPPublishRequest) async -> RTMPPublishDecision {
-        if let keys {
-            let decision = await keys.check(request.path, key: StreamKeyVerifier.key(fromQuery: request.query))
-            if case .refused(let why) = decision {
-                logger.notice("publish refused", metadata: ["stream": "\(request.path)", "from": "\(request.remoteAddress)", "reason": "\(why)"])
-                return .reject(code: "NetStream.Publish.Denied", description: why)
-            }
-        }
-        let decision = await admission.publish(request)
-        if case .accept(let hub, _) = decision {
-            await publications.attach(hub)
-        }
-        return decision
-    }
-
-    func unpublished(_ path: StreamPath, id: StreamHub.PublisherID) async {
-        await admission.unpublished(path, id: id)
-    }
-
-    func play(_ request: RTMPPlayRequest) async -> RTMPPlayDecision {
-        await playback.play(request)
-    }
-}
-
-/// Relay: plays streams from the bus; publishing goes to an ingest node.
-struct RelayRTMPDelegate: RTMPServerDelegate {
-    let playback: Playback
-
-    func publish(_ request: RTMPPublishRequest) async -> RTMPPublishDecision {
-        .reject(code: "NetStream.Publish.BadName", description: "this node is a relay: publish to an ingest node")
-    }
-
-    func unpublished(_ path: StreamPath, id: StreamHub.PublisherID) async {}
-
-    func play(_ request: RTMPPlayRequest) async -> RTMPPlayDecision {
-        await playback.play(request)
     }
 }
 

@@ -33,7 +33,12 @@ struct EmbeddedNode {
 
         let rtmp = RTMPServer(
             configuration: configuration.rtmp,
-            delegate: EmbeddedRTMPDelegate(admission: admission, playback: playback, hls: hls, transcoding: transcoding),
+            delegate: NodeRTMPDelegate(admission: admission, playback: playback, logger: logger) { hub in
+                // Every accepted stream is segmented for HLS and, if its application has a
+                // ladder, transcoded.
+                await hls.attach(hub)
+                await transcoding.attach(hub)
+            },
             rtmpFormat: Format.rtmp,
             group: group,
             logger: logger
@@ -59,32 +64,6 @@ struct EmbeddedNode {
         )
         logger.info("Estuary node (role all): RTMP :\(configuration.rtmp.port), HTTP :\(configuration.httpPort)")
         try await services.run()
-    }
-}
-
-/// Publish goes to ingest admission (and every accepted stream to the HLS segmenter and,
-/// for applications with a ladder, to the transcoder), play to the relay's playback.
-struct EmbeddedRTMPDelegate: RTMPServerDelegate {
-    let admission: PublishAdmission
-    let playback: Playback
-    let hls: HLSService
-    let transcoding: EmbeddedTranscoding
-
-    func publish(_ request: RTMPPublishRequest) async -> RTMPPublishDecision {
-        let decision = await admission.publish(request)
-        if case .accept(let hub, _) = decision {
-            await hls.attach(hub)
-            await transcoding.attach(hub)
-        }
-        return decision
-    }
-
-    func unpublished(_ path: StreamPath, id: StreamHub.PublisherID) async {
-        await admission.unpublished(path, id: id)
-    }
-
-    func play(_ request: RTMPPlayRequest) async -> RTMPPlayDecision {
-        await playback.play(request)
     }
 }
 
