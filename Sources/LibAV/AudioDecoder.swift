@@ -123,7 +123,6 @@ public final class AudioDecoder {
                 context.pointee.extradata_size = size
             }
         }
-        let context = codecContext.pointer
         self.packet = try Packet()
         self.codecContext = codecContext
         self.format = format

@@ -82,7 +82,6 @@ public final class VideoDecoder {
             context.pointee.thread_count = Int32(clamping: max(0, threadCount))
             try Self.setExtradata(track.decoderConfiguration, on: context)
         }
-        let context = codecContext.pointer
         self.packet = try Packet()
         self.codecContext = codecContext
         self.track = track
