@@ -154,6 +154,37 @@ extension IntegrationTests {
             return (nats, coordinator, ingest, transcoders, relay)
         }
 
+        @Test("Every rendition plays from both relays over HTTP-FLV and HLS, with the rungs listed in the relays' master playlists")
+        func everyRenditionFromBothRelays() async throws {
+            try await Scenario.run("cluster-renditions") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let cluster = try await Self.startCluster(scenario)
+                let second = try await scenario.startNode(NodeConfig(), label: "relay2", arguments: ["--role", "relay", "--node-id", "relay-2", "--nats", cluster.nats.url])
+                _ = try scenario.publish(media, to: cluster.ingest.rtmpURL("abr", "all"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(cluster.relay, "abr", "all_240p", timeout: .seconds(20))
+                for (relay, label) in [(cluster.relay, "relay-1"), (second, "relay-2")] {
+                    for (name, width, height) in [("all", 640, 360), ("all_360p", 640, 360), ("all_240p", 426, 240)] {
+                        let probe = try await scenario.run("ffprobe", ["-v", "error", "-read_intervals", "%+2", "-show_entries", "stream=index,codec_type,codec_name,width,height", "-of", "json", relay.flvURL("abr", name)], name: "\(label)-\(name)", timeout: .seconds(20))
+                        let report = try? ProbeReport.decode(probe.stdout)
+                        scenario.check(probe.succeeded && report?.video?.width == width && report?.video?.height == height && report?.audio?.codecName == "aac",
+                                       "\(label) \(name).flv: \(report?.video?.width ?? 0)x\(report?.video?.height ?? 0) \(report?.audio?.codecName ?? "no audio"): \(probe)")
+                    }
+                    var master = ""
+                    let listed = await eventually(timeout: .seconds(15), interval: .milliseconds(500)) {
+                        guard let response = try? await scenario.hlsGet(relay, "/abr/all/index.m3u8"), response.status == 200 else { return false }
+                        master = response.bodyText
+                        return master.contains("src/index.m3u8") && master.contains("360p/index.m3u8") && master.contains("240p/index.m3u8")
+                    }
+                    scenario.check(listed, "\(label)'s master playlist does not list src, 360p and 240p:\n\(master)")
+                    scenario.check(master.contains("RESOLUTION=426x240"), "\(label)'s master playlist has no 426x240 entry:\n\(master)")
+                    let playlist = try await scenario.waitForSegments(relay, "/abr/all", count: 1, timeout: .seconds(15))
+                    scenario.check(!playlist.segments.isEmpty, "\(label) has no src segments")
+                    let rung = try await scenario.hlsGet(relay, "/abr/all/240p/index.m3u8")
+                    scenario.check(rung.status == 200 && rung.bodyText.contains(".ts"), "\(label)'s 240p media playlist: \(rung.status)\n\(rung.bodyText)")
+                }
+            }
+        }
+
         /// `GET path` on the coordinator's admin API, as JSON.
         static func admin(_ coordinator: NodeProcess, _ path: String, token: String? = ClusterFailoverTests.token) async throws -> (Int, [String: Any]) {
             let response = try await HTTPClient.get(port: coordinator.httpPort, path: path, headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:], timeout: .seconds(5))
