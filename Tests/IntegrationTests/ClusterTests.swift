@@ -353,3 +353,32 @@ extension IntegrationTests.ClusterFailoverTests {
         }
     }
 }
+
+extension IntegrationTests.ClusterFailoverTests {
+    @Test("An operator's kick through the admin API disconnects the publisher")
+    func kick() async throws {
+        try await Scenario.run("cluster-kick") { scenario in
+            let media = try await MediaLibrary.shared.file(.small)
+            let nats = try await NATSServerProcess.start(scenario)
+            let bus = ["--nats", nats.url]
+            let coordinator = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", Self.token] + bus)
+            let ingest = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1), label: "ingest", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
+            let publisher = try scenario.publish(media, to: ingest.rtmpURL("live", "kicked"), name: "publisher", loop: true)
+            try await scenario.waitUntilLive(ingest, "live", "kicked")
+            let live = await eventually(timeout: .seconds(5), interval: .milliseconds(250)) {
+                let (_, json) = (try? await Self.admin(coordinator, "/api/v1/streams")) ?? (0, [:])
+                return (json["streams"] as? [[String: Any]])?.contains { $0["name"] as? String == "kicked" && $0["state"] as? String == "live" } == true
+            }
+            try scenario.require(live, "the coordinator never listed live/kicked")
+            let unauthorized = try await HTTPClient.request("POST", port: coordinator.httpPort, path: "/api/v1/streams/live/kicked/kick")
+            scenario.check(unauthorized.status == 401, "a kick without a token answered \(unauthorized.status)")
+            scenario.check(publisher.isRunning, "the publisher stopped before the kick")
+            let kicked = try await HTTPClient.request("POST", port: coordinator.httpPort, path: "/api/v1/streams/live/kicked/kick", headers: ["Authorization": "Bearer \(Self.token)"])
+            scenario.check(kicked.status == 202, "the kick answered \(kicked.status): \(kicked.bodyText)")
+            // Delivered with the ingest's next heartbeat (1 s): the publisher's connection closes.
+            let exited = await publisher.waitForExit(timeout: .seconds(5))
+            scenario.check(exited != nil, "the publisher was still connected 5 s after the kick")
+            scenario.check(ingest.log.contains("publisher kicked by the coordinator"), "the ingest did not log the kick")
+        }
+    }
+}
