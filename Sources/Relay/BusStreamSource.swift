@@ -179,7 +179,7 @@ public final class BusStreamSource: RemoteStreamSource {
 
     /// On the bus's delivery thread: hold, drop or publish one live frame.
     private static func deliver(_ frame: MediaFrame, feed: NIOLockedValueBox<Feed>, loop: any EventLoop) {
-        let target: StreamHub? = feed.withLockedValue { feed in
+        let deferred: (hub: StreamHub, after: TimeAmount)? = feed.withLockedValue { feed in
             feed.lastFrameAt = .now()
             guard let hub = feed.hub else {
                 feed.held.append(frame)
@@ -187,19 +187,16 @@ public final class BusStreamSource: RemoteStreamSource {
             }
             guard isNew(frame, in: &feed) else { return nil }
             hub.publish(frame, publisher: feed.publisher)
-            // Merged wake-ups: a deferred flush is scheduled once, so that the last frames
-            // of a burst never wait for the next one.
-            if hub.flush() != nil, !feed.flushScheduled {
-                feed.flushScheduled = true
-                return hub
-            } else {
-                return nil
-            }
+            // Merged wake-ups: when the hub defers this burst, one forced flush is scheduled
+            // for when it is due, so the last frames of a burst never wait for the next one.
+            guard let deferral = hub.flush(), !feed.flushScheduled else { return nil }
+            feed.flushScheduled = true
+            return (hub, deferral)
         }
-        guard let target else { return }
-        loop.scheduleTask(in: .milliseconds(100)) {
+        guard let deferred else { return }
+        loop.scheduleTask(in: deferred.after) {
             feed.withLockedValue { $0.flushScheduled = false }
-            target.flush(force: true)
+            deferred.hub.flush(force: true)
         }
     }
 
