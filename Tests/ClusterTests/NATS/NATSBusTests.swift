@@ -140,6 +140,34 @@ struct NATSBusTests {
         await server.stop()
     }
 
+    @Test func userAndPasswordAreAcceptedAndAWrongPasswordRefused() async throws {
+        let server = try await NATSServer(extraArguments: ["--user", "estuary", "--pass", "p4ss-word"])
+        var good = Self.configuration(server)
+        good.user = "estuary"
+        good.password = "p4ss-word"
+        let bus = try await NATSBus.connect(configuration: good)
+        let received = Collector<String>()
+        let subscription = try bus.subscribe(subject: "auth.user") { received.append(String(buffer: $0.payload)) }
+        try await bus.flush()
+        try bus.publish(subject: "auth.user", payload: ByteBuffer(string: "hello"))
+        #expect(await received.wait(for: 1) == ["hello"])
+        subscription.cancel()
+        await bus.close()
+
+        for (user, password) in [("estuary", "wrong"), ("someone", "p4ss-word")] {
+            var refused = Self.configuration(server)
+            refused.user = user
+            refused.password = password
+            await #expect {
+                _ = try await NATSBus.connect(configuration: refused)
+            } throws: { error in
+                guard case .nats(let natsError) = error as? BusError else { return false }
+                return natsError.isAuthorizationFailure
+            }
+        }
+        await server.stop()
+    }
+
     @Test func busReconnectsByItselfAndDeliversWhatWasPublishedDuringTheOutage() async throws {
         let server = try await NATSServer()
         let events = Collector<NATSBusEvent>()
