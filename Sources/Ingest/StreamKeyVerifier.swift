@@ -39,7 +39,7 @@ public final class StreamKeyVerifier: Sendable {
 
     private let configuration: Configuration
     private let verify: @Sendable (StreamPath, String) async throws -> Bool
-    private let cache = NIOLockedValueBox<[String: Entry]>([:])
+    private let cache = NIOLockedValueBox<[[UInt8]: Entry]>([:])
     private let logger: Logger
 
     /// `verify` asks the coordinator; it throws when it cannot get an answer.
@@ -89,8 +89,7 @@ public final class StreamKeyVerifier: Sendable {
         return nil
     }
 
-    private static func digest(_ path: StreamPath, _ key: String) -> String {
-        let bytes = SHA256.hash(data: Array("\(path.app)/\(path.name)\u{0}\(key)".utf8))
-        return bytes.map { String($0, radix: 16) }.joined()
+    private static func digest(_ path: StreamPath, _ key: String) -> [UInt8] {
+        Array(SHA256.hash(data: Array("\(path.app)/\(path.name)\u{0}\(key)".utf8)))
     }
 }

@@ -173,7 +173,7 @@ public final class BusStreamSource: RemoteStreamSource {
         mirrors.withLockedValue { $0[path] = mirror }
         logger.info("relaying from the bus", metadata: ["stream": "\(path)", "subject": "\(subject)", "gop_frames": "\(gop.count)"])
         await onOpen(hub, stream, rendition)
-        watchIdle(path, mirror: mirror, registry: registry)
+        watchIdle(path, mirror: mirror)
         return hub
     }
 
@@ -213,7 +213,7 @@ public final class BusStreamSource: RemoteStreamSource {
 
     /// Checks every second whether the mirror is still watched and still fed; ends it when
     /// it is not.
-    private func watchIdle(_ path: StreamPath, mirror: Mirror, registry: StreamRegistry) {
+    private func watchIdle(_ path: StreamPath, mirror: Mirror) {
         let grace = Self.timeAmount(configuration.idleGrace)
         let stale = Self.timeAmount(configuration.staleAfter)
         let mirrors = mirrors

@@ -116,8 +116,29 @@ struct NATSBusTests {
 
     @Test func tokenAuthenticationAcceptsTheTokenAndRefusesAnother() async throws {
         let server = try await NATSServer(extraArguments: ["--auth", "s3cret-token"])
-        var good = Self.configuration(server)
-        good.token = "s3cret-token"
+        try await Self.checkAuthentication(server, accepted: { $0.token = "s3cret-token" }, refused: [
+            { $0.token = "wrong-token" },
+            { $0.token = nil },
+        ])
+    }
+
+    @Test func userAndPasswordAreAcceptedAndAWrongPasswordRefused() async throws {
+        let server = try await NATSServer(extraArguments: ["--user", "estuary", "--pass", "p4ss-word"])
+        try await Self.checkAuthentication(server, accepted: { $0.user = "estuary"; $0.password = "p4ss-word" }, refused: [
+            { $0.user = "estuary"; $0.password = "wrong" },
+            { $0.user = "someone"; $0.password = "p4ss-word" },
+        ])
+    }
+
+    /// Messages flow with the `accepted` credentials; each of the `refused` ones fails to
+    /// connect with an authorization error. Stops the server.
+    static func checkAuthentication(
+        _ server: NATSServer,
+        accepted: (inout NATSBusConfiguration) -> Void,
+        refused: [(inout NATSBusConfiguration) -> Void]
+    ) async throws {
+        var good = configuration(server)
+        accepted(&good)
         let bus = try await NATSBus.connect(configuration: good)
         let received = Collector<String>()
         let subscription = try bus.subscribe(subject: "auth.ok") { received.append(String(buffer: $0.payload)) }
@@ -127,39 +148,11 @@ struct NATSBusTests {
         subscription.cancel()
         await bus.close()
 
-        for token in ["wrong-token", nil] {
-            var refused = Self.configuration(server)
-            refused.token = token
+        for credentials in refused {
+            var bad = configuration(server)
+            credentials(&bad)
             await #expect {
-                _ = try await NATSBus.connect(configuration: refused)
-            } throws: { error in
-                guard case .nats(let natsError) = error as? BusError else { return false }
-                return natsError.isAuthorizationFailure
-            }
-        }
-        await server.stop()
-    }
-
-    @Test func userAndPasswordAreAcceptedAndAWrongPasswordRefused() async throws {
-        let server = try await NATSServer(extraArguments: ["--user", "estuary", "--pass", "p4ss-word"])
-        var good = Self.configuration(server)
-        good.user = "estuary"
-        good.password = "p4ss-word"
-        let bus = try await NATSBus.connect(configuration: good)
-        let received = Collector<String>()
-        let subscription = try bus.subscribe(subject: "auth.user") { received.append(String(buffer: $0.payload)) }
-        try await bus.flush()
-        try bus.publish(subject: "auth.user", payload: ByteBuffer(string: "hello"))
-        #expect(await received.wait(for: 1) == ["hello"])
-        subscription.cancel()
-        await bus.close()
-
-        for (user, password) in [("estuary", "wrong"), ("someone", "p4ss-word")] {
-            var refused = Self.configuration(server)
-            refused.user = user
-            refused.password = password
-            await #expect {
-                _ = try await NATSBus.connect(configuration: refused)
+                _ = try await NATSBus.connect(configuration: bad)
             } throws: { error in
                 guard case .nats(let natsError) = error as? BusError else { return false }
                 return natsError.isAuthorizationFailure
