@@ -11,4 +11,6 @@ public enum CoordinatorError: Error, Codable, Equatable, Sendable {
     case streamNotLive(app: String, name: String)
     /// `streamEnded` from a node that does not hold the stream's publisher.
     case notTheIngest(app: String, name: String, nodeID: String)
+    /// The coordinator has no way to call the node (no dispatch configured).
+    case nodeUnreachable(String)
 }

@@ -2,14 +2,25 @@ import Cluster
 import Ingest
 import Logging
 import Media
+import Relay
 import Synchronization
 import Transcode
 
 /// The transcode role's jobs: for each assignment from the coordinator, the source is
-/// mirrored from the bus (`BusStreamSource`: GOP first, then live), decoded once, and
-/// every rung is published back on the bus (`media.<app>.<name>.<rung>`), where relays
-/// find it. Assignments are idempotent: one already running is left alone.
+/// found in the registry (on a transcode node, a mirror of the bus, `BusStreamSource`:
+/// GOP first, then live; on a node that also ingests, the publisher's own hub), decoded
+/// once, and every rung is published back on the bus (`media.<app>.<name>.<rung>`),
+/// where relays find it. Assignments are idempotent: one already running is left alone.
+///
+/// On a node that also plays streams (`--role all`), each rung is also a hub of the
+/// node's registry (`abr/demo_480p` over RTMP and HTTP-FLV) and an HLS rendition of its
+/// source, exactly as a relay would mirror it, without the trip through the bus.
 actor BusTranscoding {
+    /// Where a node that plays its own streams puts the rungs.
+    struct LocalPlayback: Sendable {
+        let hls: HLSService?
+    }
+
     private final class Publications: Sendable {
         let list = Mutex<[BusPublication]>([])
     }
@@ -24,13 +35,20 @@ actor BusTranscoding {
 
     private let bus: any Bus
     private let registry: StreamRegistry
+    private let ladders: [String: Ladder]
+    private let localPlayback: LocalPlayback?
     private let logger: Logger
     private var jobs: [StreamPath: Job] = [:]
     private var starting: Set<StreamPath> = []
 
-    init(bus: any Bus, registry: StreamRegistry, logger: Logger) {
+    /// - Parameter ladders: the node's configured ladders. A rung of an assignment that one
+    ///   of them names is encoded with its full settings (a frame-rate cap, say); the
+    ///   assignment carries only the name, height and bit rate.
+    init(bus: any Bus, registry: StreamRegistry, ladders: [String: Ladder], localPlayback: LocalPlayback?, logger: Logger) {
         self.bus = bus
         self.registry = registry
+        self.ladders = ladders
+        self.localPlayback = localPlayback
         self.logger = logger
     }
 
@@ -66,9 +84,15 @@ actor BusTranscoding {
             logger.warning("the source of a transcode job is not on the bus yet", metadata: ["stream": "\(path)"])
             return
         }
-        let ladder = Ladder(rungs: assignment.rungs.map { LadderRung(name: $0.name, height: $0.height, videoBitRate: $0.bitRate) })
+        let configured = ladders[path.app]?.rungs ?? []
+        let ladder = Ladder(rungs: assignment.rungs.map { spec in
+            configured.first { $0.name == spec.name && $0.height == spec.height && $0.videoBitRate == spec.bitRate }
+                ?? LadderRung(name: spec.name, height: spec.height, videoBitRate: spec.bitRate)
+        })
         let publications = Publications()
         let bus = bus
+        let registry = registry
+        let localPlayback = localPlayback
         var jobLogger = logger
         jobLogger[metadataKey: "stream"] = "\(path)"
         let logger = jobLogger
@@ -78,7 +102,14 @@ actor BusTranscoding {
             // some encoders' keyframe intervals): room for it, so it is not shed as lag.
             var configuration = TranscodePipeline.Configuration(ladder: ladder)
             configuration.queueCapacity = 240
-            pipeline = try TranscodePipeline(source: path, configuration: configuration, serializers: [], logger: logger) { rendition in
+            let serializers = localPlayback == nil ? [] : registry.serializers
+            pipeline = try TranscodePipeline(source: path, configuration: configuration, serializers: serializers, logger: logger) { rendition in
+                if let localPlayback {
+                    Task {
+                        await registry.register(rendition.hub)
+                        await localPlayback.hls?.attach(rendition.hub, stream: path, rendition: rendition.plan.rung.name)
+                    }
+                }
                 do {
                     let publication = try BusPublication(hub: rendition.hub, bus: bus, stream: path, rendition: rendition.plan.rung.name, logger: logger)
                     publications.list.withLock { $0.append(publication) }

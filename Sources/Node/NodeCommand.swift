@@ -103,11 +103,6 @@ struct NodeCommand: AsyncParsableCommand {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: metrics))
 
         try FileManager.default.createDirectory(atPath: settings.dataDir, withIntermediateDirectories: true)
-        switch role {
-        case .all:
-            try await EmbeddedNode(configuration: settings, metrics: metrics).run()
-        case .ingest, .relay, .transcode, .coordinator:
-            try await ClusterNode(role: role, configuration: settings, metrics: metrics).run()
-        }
+        try await NodeRuntime(role: role, configuration: settings, metrics: metrics).run()
     }
 }

@@ -75,14 +75,12 @@ struct NodeConfigurationFile: Codable, Sendable {
 enum ConfigurationError: Error, CustomStringConvertible {
     case invalidFile(String, String)
     case invalidValue(String)
-    case unsupportedRole(String)
     case needsBus(String)
 
     var description: String {
         switch self {
         case .invalidFile(let path, let why): "cannot read configuration \(path): \(why)"
         case .invalidValue(let why): "invalid configuration: \(why)"
-        case .unsupportedRole(let role): "role '\(role)' is not available in this build yet; run ingest and relay nodes, or --role all"
         case .needsBus(let role): "role '\(role)' needs the cluster bus: pass --nats nats://host:4222 (or \"nats\" in the configuration file)"
         }
     }
@@ -119,7 +117,7 @@ struct NodeConfiguration: Sendable {
 
     static var defaultNodeID: String {
         let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "node"
-        let cleaned = String(host.map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "-" })
+        let cleaned = String(host.prefix(64).map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") ? $0 : "-" })
         return cleaned.isEmpty ? "node" : cleaned
     }
 
@@ -183,8 +181,9 @@ struct NodeConfiguration: Sendable {
         for server in nats?.servers ?? [] where !(server.hasPrefix("nats://") || server.hasPrefix("tls://")) {
             throw ConfigurationError.invalidValue("NATS server '\(server)' must start with nats:// or tls://")
         }
-        guard StreamPath.isValidComponent(nodeID) else {
-            throw ConfigurationError.invalidValue("node id '\(nodeID)' may contain only letters, digits, '-', '_' and '.'")
+        // The id is a NATS subject token of every actor of the node (`actor.<nodeID>.…`).
+        guard (try? NodeActorID(nodeID: nodeID, name: CoordinatorAddress.actorName)) != nil else {
+            throw ConfigurationError.invalidValue("node id '\(nodeID)' must be 1–64 ASCII letters, digits, '-' or '_'")
         }
     }
 

@@ -90,14 +90,14 @@ extension NodeActorSystem {
 
     /// The local actor with this id, or nil: then the runtime makes a remote proxy, whose
     /// calls go over the bus (and fail with `unreachable` if nobody answers).
+    ///
+    /// A local actor resolved through its protocol's `@Resolvable` stub (`$CoordinatorAPI`
+    /// for the `Coordinator` of the same process, in `--role all`) cannot be returned as
+    /// the stub type: it gets a proxy too, and its calls take the same bus path as any
+    /// node's, to the actor's own subscription. A wrong concrete type is refused when
+    /// called (`unknownTarget`), exactly as for a remote actor.
     public func resolve<Act>(id: NodeActorID, as actorType: Act.Type) throws -> Act? where Act: DistributedActor, Act.ID == NodeActorID {
-        guard let actor = state.withLockedValue({ $0.entries[id]?.actor?.actor }) else {
-            return nil
-        }
-        guard let typed = actor as? Act else {
-            throw NodeActorSystemError.actorTypeMismatch(id, expected: String(reflecting: Act.self))
-        }
-        return typed
+        state.withLockedValue({ $0.entries[id]?.actor?.actor }) as? Act
     }
 
     /// Local actors currently registered (ready and not resigned).

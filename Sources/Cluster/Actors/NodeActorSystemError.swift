@@ -4,8 +4,6 @@ public enum NodeActorSystemError: Error, Equatable, CustomStringConvertible {
     case invalidActorID(nodeID: String, name: String)
     /// `makeActor(named:)` for a name already used on this node.
     case duplicateActorName(NodeActorID)
-    /// `resolve` found a local actor of another type under this id.
-    case actorTypeMismatch(NodeActorID, expected: String)
     /// The two ends speak different envelope versions. Nothing was executed.
     case versionMismatch(local: UInt16, remote: UInt16)
     /// The callee threw; `type` is the error's type name (`String(reflecting:)`), `message`
@@ -32,7 +30,6 @@ public enum NodeActorSystemError: Error, Equatable, CustomStringConvertible {
         case .invalidActorID(let nodeID, let name):
             "invalid actor id: node '\(nodeID)', name '\(name)' (tokens of A-Z a-z 0-9 - _)"
         case .duplicateActorName(let id): "an actor named \(id) already exists"
-        case .actorTypeMismatch(let id, let expected): "the actor \(id) is not a \(expected)"
         case .versionMismatch(let local, let remote): "actor protocol version mismatch: local \(local), remote \(remote)"
         case .remote(let type, let message): "remote \(type): \(message)"
         case .timeout(let id): "no reply from \(id) before the timeout"

@@ -35,9 +35,17 @@ public protocol Bus: Sendable {
 
     /// Counters since the bus was created.
     var statistics: BusStatistics { get }
+
+    /// Whether a publish on `subject` could reach anyone. A publisher may skip the work of
+    /// encoding a message nobody receives: `LocalBus` knows its subscribers exactly (in
+    /// `--role all` nothing in the process reads `media.…`, every role shares the hubs);
+    /// a networked bus cannot know other nodes' interest and says true.
+    func hasSubscribers(to subject: String) -> Bool
 }
 
 extension Bus {
+    public func hasSubscribers(to subject: String) -> Bool { true }
+
     /// Answers a request: publishes `payload` to the message's reply subject.
     /// Throws `BusError.noReplySubject` for a message that was published, not requested.
     public func respond(to message: BusMessage, payload: ByteBuffer) throws(BusError) {

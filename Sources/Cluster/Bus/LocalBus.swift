@@ -87,6 +87,11 @@ public final class LocalBus: Bus {
         inboxSubscription.withLockedValue { $0 = nil }
     }
 
+    public func hasSubscribers(to subject: String) -> Bool {
+        guard let tokens = Subject.publishTokens(subject) else { return false }
+        return state.withLockedValue { !$0.subscriptions.matches(tokens).isEmpty }
+    }
+
     /// Publishes `message` and returns how many handlers received it.
     private func deliver(_ message: BusMessage) throws(BusError) -> Int {
         guard let tokens = Subject.publishTokens(message.subject) else {

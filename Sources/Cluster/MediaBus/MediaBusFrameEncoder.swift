@@ -86,6 +86,12 @@ public struct MediaBusFrameEncoder: Sendable {
         return messages
     }
 
+    /// Uses up a sequence number without a message: the frame was not sent (nobody
+    /// listened), and a receiver that appears later must see the gap.
+    public mutating func skip() {
+        nextSequence &+= 1
+    }
+
     /// PTS − DTS of a video frame, from its FLV video tag header; 0 otherwise.
     static func compositionTime(of frame: MediaFrame) -> Int32 {
         guard frame.kind == .video, let header = try? VideoTagHeader(from: frame.payload) else { return 0 }

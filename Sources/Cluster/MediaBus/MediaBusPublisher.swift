@@ -25,7 +25,15 @@ public final class MediaBusPublisher: Sendable {
 
     /// Encodes and publishes `frame` (one message per fragment). A failed publish leaves a
     /// sequence gap, which receivers handle by resuming at the next keyframe.
+    ///
+    /// A frame nobody can receive (`Bus.hasSubscribers`) is not encoded; the sequence
+    /// still advances, so a subscriber that arrives later sees a gap and starts at a
+    /// keyframe, as it would anyway.
     public func publish(_ frame: MediaFrame) throws(MediaBusPublishError) {
+        guard bus.hasSubscribers(to: subject.subject) else {
+            encoder.withLockedValue { $0.skip() }
+            return
+        }
         // `withLockedValue` rethrows untyped errors, hence the Result.
         try encoder.withLockedValue { encoder -> Result<Void, MediaBusPublishError> in
             let messages: [ByteBuffer]

@@ -40,3 +40,27 @@ public struct StreamReport: Codable, Sendable, Hashable {
         StreamReport(app: app, name: name, rungs: rungs)
     }
 }
+
+extension StreamReport {
+    /// One report per stream: what several roles of one node said of the same `app/name`
+    /// (the ingest's facts, the relay's viewers, the transcoder's rungs), combined, in the
+    /// order the streams first appear. A field two reports both set keeps the first value.
+    public static func merged(_ reports: [StreamReport]) -> [StreamReport] {
+        var order: [String] = []
+        var byPath: [String: StreamReport] = [:]
+        for report in reports {
+            let key = "\(report.app)/\(report.name)"
+            guard var existing = byPath[key] else {
+                order.append(key)
+                byPath[key] = report
+                continue
+            }
+            existing.publishing = existing.publishing ?? report.publishing
+            existing.bytes = existing.bytes ?? report.bytes
+            existing.viewers = existing.viewers ?? report.viewers
+            existing.rungs = existing.rungs ?? report.rungs
+            byPath[key] = existing
+        }
+        return order.compactMap { byPath[$0] }
+    }
+}

@@ -1,9 +1,17 @@
+import Cluster
+
 /// The admin API's request and response envelopes (the summaries they carry have files of
 /// their own).
 
 /// `GET /api/v1/nodes`.
 public struct NodeList: Codable, Sendable {
     public var nodes: [NodeSummary]
+}
+
+/// `GET /api/v1/nodes/{id}/streams`.
+public struct NodeStreamList: Codable, Sendable {
+    public var node: String
+    public var streams: [StreamReport]
 }
 
 /// `GET /api/v1/streams`.

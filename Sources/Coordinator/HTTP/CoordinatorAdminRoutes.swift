@@ -7,10 +7,11 @@ import Media
 /// (`docs/openapi.yaml`):
 ///
 /// - `GET /api/v1/nodes`
+/// - `GET /api/v1/nodes/{id}/streams`: what the node carries now, asked of its role actors
 /// - `GET /api/v1/streams`: live streams with their ffprobe-like facts, renditions,
 ///   viewers per relay and uptime
-/// - `POST /api/v1/streams/{app}/{name}/kick`: 202; the ingest drops the publisher on its
-///   next heartbeat
+/// - `POST /api/v1/streams/{app}/{name}/kick`: 202; the ingest drops the publisher at once
+///   (or on its next heartbeat when it cannot be called)
 /// - `GET /api/v1/keys`, `POST /api/v1/keys` (`{"app", "name"}` → the key, once),
 ///   `DELETE /api/v1/keys/{id}`
 ///
@@ -30,6 +31,19 @@ public struct CoordinatorAdminRoutes: Sendable {
         let state = state
         api.get("/nodes") { _, _ in
             try AdminJSON.response(NodeList(nodes: try await state.nodes()))
+        }
+        api.get("/nodes/:id/streams") { _, context in
+            let id = context.parameters.get("id") ?? ""
+            do {
+                guard let streams = try await state.liveStreams(onNode: id) else {
+                    return AdminJSON.error(status: .notFound, message: "no node \(id)")
+                }
+                return try AdminJSON.response(NodeStreamList(node: id, streams: streams))
+            } catch let error as NodeActorSystemError {
+                return AdminJSON.error(status: .gatewayTimeout, message: "node \(id) does not answer: \(error)")
+            } catch let error as CoordinatorError {
+                return AdminJSON.error(status: .gatewayTimeout, message: "node \(id) cannot be reached: \(error)")
+            }
         }
         api.get("/streams") { _, _ in
             try AdminJSON.response(StreamList(streams: try await state.liveStreams()))

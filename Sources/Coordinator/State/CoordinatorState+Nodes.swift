@@ -35,6 +35,8 @@ extension CoordinatorState {
         for (stream, node) in placed.sorted(by: { $0.key < $1.key }) {
             logger.info("Transcode job placed: \(stream) on \(node)")
         }
+        // The registering node gets its own jobs in this reply.
+        pushJobs(of: placed.filter { $0.value != registration.nodeID }.keys.sorted().compactMap(StreamKey.init(path:)))
         return reply(instructions + takeKicks(for: registration.nodeID))
     }
 
@@ -78,7 +80,7 @@ extension CoordinatorState {
         let time = now()
         let cutoff = time.addingTimeInterval(-configuration.deadAfter.timeInterval)
         let unreconciled = time >= reconcileDeadline ? awaitingReconciliation : []
-        let (died, moves) = try await store.write { db in
+        let (died, moves, placed) = try await store.write { db in
             var died: [String] = []
             for var node in try NodeRecord.all().alive().filter(NodeRecord.Columns.lastHeartbeatAt < cutoff).fetchAll(db) {
                 node.state = .dead
@@ -97,9 +99,12 @@ extension CoordinatorState {
                 }
                 moves += moved
             }
-            _ = try Placement.placeUnplacedJobs(db)
-            return (died + stillDead, moves)
+            let placed = try Placement.placeUnplacedJobs(db)
+            return (died + stillDead, moves, placed)
         }
+        // The new transcoders start the moved jobs now rather than at their next heartbeat.
+        pushJobs(of: (moves.filter { $0.to != nil }.map { StreamKey(app: $0.app, name: $0.name) }
+            + placed.keys.sorted().compactMap(StreamKey.init(path:))))
         if !unreconciled.isEmpty {
             awaitingReconciliation.removeAll()
         }

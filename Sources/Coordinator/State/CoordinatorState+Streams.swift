@@ -1,6 +1,7 @@
 import Cluster
 import Foundation
 import GRDB
+import Logging
 import Media
 
 extension CoordinatorState {
@@ -16,6 +17,9 @@ extension CoordinatorState {
                 throw CoordinatorError.unknownNode(start.ingestNode)
             }
             if let current = try StreamRecord.all().live().path(app: start.app, name: start.name).fetchOne(db) {
+                // The same ingest again: its publisher reconnected within the grace period,
+                // and viewers never saw the stream end. The session (and its job) go on.
+                if current.ingestNode == start.ingestNode { return }
                 try Reconciliation.end(db, stream: current, time: time, reason: "republished on \(start.ingestNode)")
             }
             try Reconciliation.start(
@@ -23,6 +27,7 @@ extension CoordinatorState {
                 rungs: rungs, detail: "published"
             )
         }
+        pushJobs(of: [StreamKey(app: start.app, name: start.name)])
     }
 
     /// The publisher of `app/name` on `ingestNode` left for good. Ending a stream that is
@@ -56,8 +61,9 @@ extension CoordinatorState {
         }
     }
 
-    /// Records an operator's kick of the publisher of `app/name`; the ingest receives it
-    /// with its next heartbeat. Returns false when the stream is not live.
+    /// An operator's kick of the publisher of `app/name`: the ingest is called at once,
+    /// and if it cannot be reached the kick waits for its next heartbeat. Returns false
+    /// when the stream is not live.
     public func kick(app: String, name: String) async throws -> Bool {
         try Self.validate(app: app, name: name)
         let time = now()
@@ -67,8 +73,58 @@ extension CoordinatorState {
             return stream.ingestNode
         }
         guard let ingest else { return false }
+        if let dispatch {
+            do {
+                _ = try await dispatch.kick(app: app, name: name, on: ingest)
+                return true
+            } catch {
+                logger.notice("Kick of \(app)/\(name) goes with the next heartbeat of \(ingest): \(error)")
+            }
+        }
         pendingKicks[ingest, default: []].insert(StreamKey(app: app, name: name))
         return true
+    }
+
+    /// What `nodeID` carries right now, asked of the node itself (not its last heartbeat).
+    /// nil when the node is unknown; throws when it does not answer.
+    public func liveStreams(onNode nodeID: String) async throws -> [StreamReport]? {
+        guard let node = try await store.read({ db in try NodeRecord.fetchOne(db, key: nodeID) }) else { return nil }
+        guard let dispatch else { throw CoordinatorError.nodeUnreachable(nodeID) }
+        return try await dispatch.streams(of: nodeID, role: node.role)
+    }
+
+    /// Pushes the current jobs of `streams` to their transcoders, without waiting for the
+    /// answers. A push that fails changes nothing: the job goes out with the transcoder's
+    /// next heartbeat reply, as it always does.
+    func pushJobs(of streams: [StreamKey]) {
+        guard let dispatch, !streams.isEmpty else { return }
+        let store = store
+        let logger = logger
+        Task {
+            let jobs: [(node: String, assignment: TranscodeAssignment)]
+            do {
+                jobs = try await store.read { db in
+                    try streams.compactMap { key -> (node: String, assignment: TranscodeAssignment)? in
+                        guard let stream = try StreamRecord.all().live().path(app: key.app, name: key.name).fetchOne(db),
+                              let streamID = stream.id,
+                              let node = try RenditionRecord.all().ofStream(streamID).active().fetchOne(db)?.transcoderNode,
+                              let assignment = try Placement.assignment(db, stream: stream)
+                        else { return nil }
+                        return (node, assignment)
+                    }
+                }
+            } catch {
+                logger.warning("Cannot read the jobs to push: \(error)")
+                return
+            }
+            for job in jobs {
+                do {
+                    try await dispatch.assign(job.assignment, to: job.node)
+                } catch {
+                    logger.notice("Job \(job.assignment.app)/\(job.assignment.name) goes with the next heartbeat of \(job.node): \(error)")
+                }
+            }
+        }
     }
 
     /// Live streams with their facts, renditions, viewers per relay and uptime.

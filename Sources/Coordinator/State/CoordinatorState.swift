@@ -29,11 +29,26 @@ public actor CoordinatorState {
     /// kept running while the coordinator was down).
     var awaitingReconciliation: Set<String> = []
     let reconcileDeadline: Date
+    /// Reaches nodes between heartbeats (job pushes, kicks); nil leaves everything to
+    /// heartbeat replies.
+    var dispatch: NodeDispatch?
 
     /// `app/name` as a dictionary key.
     struct StreamKey: Hashable, Sendable {
         var app: String
         var name: String
+
+        init(app: String, name: String) {
+            self.app = app
+            self.name = name
+        }
+
+        /// From `app/name` (the keys of `Placement.placeUnplacedJobs`).
+        init?(path: String) {
+            let parts = path.split(separator: "/", maxSplits: 1)
+            guard parts.count == 2 else { return nil }
+            self.init(app: String(parts[0]), name: String(parts[1]))
+        }
     }
 
     /// Loads the state from `store`. Nodes whose last heartbeat is older than `deadAfter`
@@ -74,6 +89,12 @@ public actor CoordinatorState {
 
     private func awaitReconciliation(of nodes: [String]) {
         awaitingReconciliation = Set(nodes)
+    }
+
+    /// Lets the state push jobs and kicks to nodes as they happen (`NodeDispatch`), rather
+    /// than only in heartbeat replies. Set by the node that hosts the coordinator.
+    public func setDispatch(_ dispatch: NodeDispatch?) {
+        self.dispatch = dispatch
     }
 
     /// Sweeps for dead nodes every `sweepInterval` until cancelled, logging moved jobs.

@@ -1,0 +1,66 @@
+import Cluster
+import Distributed
+import Logging
+import Media
+import Synchronization
+
+/// The ingest role as a distributed actor (`IngestNodeAPI`, named `RoleAddress.ingest`):
+/// the coordinator calls it to kick a publisher now, and the node's heartbeat asks it what
+/// it publishes. The publishers themselves live in the RTMP server and the shared stream
+/// registry; this actor only answers for them.
+distributed actor IngestNode: IngestNodeAPI {
+    typealias ActorSystem = NodeActorSystem
+
+    private let registry: StreamRegistry
+    private let reporter: IngestReporter
+    private let published: PublishedHubs
+    private let logger: Logger
+
+    init(registry: StreamRegistry, reporter: IngestReporter, published: PublishedHubs, logger: Logger, actorSystem: NodeActorSystem) {
+        self.registry = registry
+        self.reporter = reporter
+        self.published = published
+        self.logger = logger
+        self.actorSystem = actorSystem
+    }
+
+    distributed func kick(app: String, name: String) async -> Bool {
+        guard let path = try? StreamPath(app: app, name: name),
+              let hub = await registry.hub(for: path), published.contains(hub), hub.evictPublisher()
+        else { return false }
+        logger.notice("publisher kicked by the coordinator", metadata: ["stream": "\(path)"])
+        return true
+    }
+
+    /// Only streams of this node's RTMP publishers: the registry also holds the rungs a
+    /// transcoder of the same process publishes, and mirrors of other nodes' streams, and
+    /// reporting those as published here would have the coordinator transcode its own rungs.
+    distributed func streams() async -> [StreamReport] {
+        let paths = published.livePaths()
+        return await reporter.report().streams.filter { report in
+            (try? StreamPath(app: report.app, name: report.name)).map(paths.contains) ?? false
+        }
+    }
+}
+
+/// The hubs this node's RTMP publishers feed (admitted by `PublishAdmission`), as opposed
+/// to every hub with a publisher in the registry.
+final class PublishedHubs: Sendable {
+    private let hubs = Mutex<[ObjectIdentifier: StreamHub]>([:])
+
+    func insert(_ hub: StreamHub) {
+        hubs.withLock { $0[ObjectIdentifier(hub)] = hub }
+    }
+
+    func contains(_ hub: StreamHub) -> Bool {
+        hubs.withLock { $0[ObjectIdentifier(hub)] != nil }
+    }
+
+    /// The paths of the live ones; ended hubs are forgotten.
+    func livePaths() -> Set<StreamPath> {
+        hubs.withLock { hubs in
+            hubs = hubs.filter { !$0.value.isEnded }
+            return Set(hubs.values.map(\.path))
+        }
+    }
+}

@@ -1,0 +1,284 @@
+import Cluster
+import Coordinator
+import Hummingbird
+import Ingest
+import Logging
+import Media
+import NIOPosix
+import Prometheus
+import RTMP
+import Relay
+import Transcode
+import ServiceLifecycle
+import Synchronization
+import UnixSignals
+
+/// One Estuary process: the roles it hosts, wired to one bus and one stream registry.
+///
+/// `--role all` hosts every role and is the embedded default: without `--nats` its bus is
+/// the in-process `LocalBus`, its coordinator keeps state in `<data-dir>/estuary.sqlite`,
+/// and the roles talk to each other exactly as they do across machines, through the
+/// coordinator actor and the role actors (`IngestNode`, `TranscodeWorker`, `RelayNode`).
+/// Only media takes a shortcut, by design: roles in one process share the registry's
+/// hubs, so a frame is never re-encoded for a bus nobody in the process reads
+/// (`Bus.hasSubscribers`); with `--nats`, the same node also publishes to other nodes.
+///
+/// - `ingest`: accepts RTMP publishers (and plays its own streams to RTMP and HTTP-FLV
+///   viewers that come to it directly), and puts every stream on the bus.
+/// - `relay`: serves players over HTTP-FLV, HLS and RTMP from streams it fetches from the
+///   bus only while they are watched (`BusStreamSource`); alone, it refuses publishers.
+/// - `transcode`: runs the jobs the coordinator places on it (`BusTranscoding`).
+/// - `coordinator`: the `Coordinator` actor, its SQLite store and the admin API.
+///
+/// Every node answers `/healthz`, `/readyz` (ready while the bus is connected) and
+/// `/metrics`.
+struct NodeRuntime {
+    let role: NodeRole
+    let configuration: NodeConfiguration
+    let metrics: PrometheusCollectorRegistry
+
+    /// The roles a process of `role` hosts.
+    static func hostedRoles(_ role: NodeRole) -> Set<NodeRole> {
+        role == .all ? [.coordinator, .ingest, .transcode, .relay] : [role]
+    }
+
+    func run() async throws {
+        let roles = Self.hostedRoles(role)
+        var logger = Logger(label: "estuary")
+        logger[metadataKey: "node"] = "\(configuration.nodeID)"
+        logger[metadataKey: "role"] = "\(role.rawValue)"
+
+        let nats: NATSBus?
+        let bus: any Bus
+        if let natsConfiguration = configuration.nats {
+            var busConfiguration = natsConfiguration
+            // A node may start before NATS (compose brings services up in any order).
+            busConfiguration.retryOnFailedConnect = true
+            let busLogger = logger
+            let connected = try await NATSBus.connect(configuration: busConfiguration, logger: logger) { event in
+                busLogger.notice("bus \(event)")
+            }
+            nats = connected
+            bus = connected
+        } else {
+            guard role == .all else { throw ConfigurationError.needsBus(role.rawValue) }
+            nats = nil
+            bus = LocalBus()
+        }
+        let coordinatorNode = roles.contains(.coordinator) ? configuration.nodeID : configuration.coordinatorNode
+        let system = try NodeActorSystem(nodeID: configuration.nodeID, bus: bus, logger: logger)
+        let registry = StreamRegistry(serializers: OutputFormat.serializers, hubConfiguration: configuration.hub, publisherGrace: configuration.publisherGrace)
+        // Streams of other nodes, mirrored on demand; a node alone has none to find.
+        let remote = nats != nil && (roles.contains(.relay) || roles.contains(.transcode)) ? BusStreamSource(bus: bus, logger: logger) : nil
+        await registry.setRemoteSource(remote)
+        let group = MultiThreadedEventLoopGroup.singleton
+        let router = NodeHTTP.router(metrics: metrics) { nats?.isConnected ?? true }
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+
+        // The coordinator first: the other roles of this process call it from their start.
+        var coordinatorStore: CoordinatorStore?
+        var coordinatorActor: Coordinator?
+        if roles.contains(.coordinator) {
+            let store = try await CoordinatorStore.open(at: configuration.databasePath)
+            coordinatorStore = store
+            let ladders = configuration.ladders.mapValues { ladder in
+                ladder.rungs.map { RungSpec(name: $0.name, width: 0, height: $0.height, bitRate: $0.videoBitRate) }
+            }
+            let state = try await CoordinatorState.load(store: store, configuration: CoordinatorConfiguration(ladders: ladders), logger: logger)
+            await state.setDispatch(NodeDispatch(system: system))
+            // Kept alive for the node's lifetime: the actor system holds actors weakly.
+            coordinatorActor = try system.makeActor(named: CoordinatorAddress.actorName) { Coordinator(state: state, actorSystem: system) }
+            // Other nodes reach the actor once its subscription is on the server.
+            try? await nats?.flush()
+            let token: String
+            if let configured = configuration.adminToken {
+                token = configured
+            } else {
+                token = (0..<4).map { _ in String(UInt64.random(in: .min ... .max), radix: 16) }.joined()
+                logger.warning("no admin token configured (--admin-token or ESTUARY_ADMIN_TOKEN): the admin API refuses every request")
+            }
+            CoordinatorAdminRoutes(state: state, bearerToken: token).register(on: router)
+            services.append(.init(service: CoordinatorSweep(state: state)))
+            logger.info("coordinator state in \(configuration.databasePath)")
+        }
+        let coordinator = try $CoordinatorAPI.resolve(id: CoordinatorAddress.id(onNode: coordinatorNode), using: system)
+
+        // What happens to a hub once its publisher is accepted, in order.
+        var accepted: [@Sendable (StreamHub) async -> Void] = []
+        let hls = roles.contains(.relay) ? HLSService(configuration: configuration.hls, group: group, logger: logger) : nil
+
+        var relayNode: RelayNode?
+        if roles.contains(.relay), let hls {
+            relayNode = try system.makeActor(named: RoleAddress.relay) { RelayNode(registry: registry, actorSystem: system) }
+            if roles.contains(.ingest) {
+                // Local streams are segmented from their first frame.
+                accepted.append { hub in await hls.attach(hub) }
+            }
+            let openRemote = remote.map { Self.openRemoteRenditions(registry: registry, source: $0, hls: hls, ladders: configuration.ladders) }
+            HLSRoutes(service: hls, onRequest: openRemote).register(on: router)
+        }
+
+        var admission: PublishAdmission?
+        var keys: StreamKeyVerifier?
+        var ingestNode: IngestNode?
+        if roles.contains(.ingest) {
+            admission = PublishAdmission(registry: registry, logger: logger)
+            if configuration.requireStreamKeys {
+                keys = StreamKeyVerifier(logger: logger) { path, key in
+                    try await NodeActorSystem.$callTimeout.withValue(.seconds(1)) {
+                        try await coordinator.verifyStreamKey(app: path.app, name: path.name, key: key)
+                    }
+                }
+            }
+            let reporter = IngestReporter(registry: registry)
+            let published = PublishedHubs()
+            ingestNode = try system.makeActor(named: RoleAddress.ingest) {
+                IngestNode(registry: registry, reporter: reporter, published: published, logger: logger, actorSystem: system)
+            }
+            let publications = BusPublications(bus: bus, logger: logger)
+            let nodeID = configuration.nodeID
+            let announceLogger = logger
+            accepted.append { hub in
+                published.insert(hub)
+                await publications.attach(hub)
+                // The coordinator places the stream's job now rather than at the next
+                // heartbeat (which reports the stream anyway, should this call fail).
+                // The publisher never waits for it.
+                let start = StreamStart(app: hub.path.app, name: hub.path.name, ingestNode: nodeID, facts: IngestReporter.facts(of: hub))
+                Task {
+                    do {
+                        try await NodeActorSystem.$callTimeout.withValue(.seconds(1)) {
+                            try await coordinator.streamStarted(start)
+                        }
+                    } catch {
+                        announceLogger.debug("the coordinator learns of \(hub.path) with the next heartbeat", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
+        }
+
+        var transcoding: BusTranscoding?
+        var transcodeWorker: TranscodeWorker?
+        if roles.contains(.transcode) {
+            let playsLocally = roles.contains(.relay) || roles.contains(.ingest)
+            let jobs = BusTranscoding(
+                bus: bus, registry: registry, ladders: configuration.ladders,
+                localPlayback: playsLocally ? .init(hls: hls) : nil, logger: logger
+            )
+            transcoding = jobs
+            transcodeWorker = try system.makeActor(named: RoleAddress.transcodeWorker) { TranscodeWorker(transcoding: jobs, actorSystem: system) }
+        }
+
+        if roles.contains(.ingest) || roles.contains(.relay) {
+            HTTPFLVRoutes(registry: registry, flvFormat: OutputFormat.flv, logger: logger).register(on: router)
+            let hooks = accepted
+            let delegate = NodeRTMPDelegate(admission: admission, playback: Playback(registry: registry), keys: keys, logger: logger) { hub in
+                for hook in hooks { await hook(hub) }
+            }
+            services.append(.init(service: RTMPServer(configuration: configuration.rtmp, delegate: delegate, rtmpFormat: OutputFormat.rtmp, group: group, logger: logger)))
+        }
+
+        if !roles.subtracting([.coordinator]).isEmpty {
+            let kickLogger = logger
+            let link = CoordinatorLink(
+                system: system, coordinatorNode: coordinatorNode, nodeID: configuration.nodeID, role: role,
+                advertiseHost: configuration.advertiseHost, logger: logger,
+                report: { [ingestNode, transcodeWorker, relayNode] in
+                    // Load steers transcode placement: running jobs and publishers cost
+                    // CPU; viewers are cheap, a thousand count as one.
+                    let published = (try? await ingestNode?.streams()) ?? []
+                    let jobs = (try? await transcodeWorker?.jobs()) ?? []
+                    let played = (try? await relayNode?.streams()) ?? []
+                    let viewers = played.reduce(0) { $0 + ($1.viewers ?? 0) }
+                    let load = Double(jobs.count + published.count) + Double(viewers) / 1000
+                    return .init(load: load, streams: StreamReport.merged(published + jobs + played))
+                },
+                handle: { [ingestNode, transcoding] instruction in
+                    switch instruction {
+                    case .transcode, .stopTranscode:
+                        await transcoding?.handle(instruction)
+                    case .kick(let app, let name):
+                        if (try? await ingestNode?.kick(app: app, name: name)) != true {
+                            kickLogger.notice("a kick for a stream this node does not publish", metadata: ["stream": "\(app)/\(name)"])
+                        }
+                    case .register:
+                        break
+                    }
+                }
+            )
+            services.append(.init(service: link))
+        }
+
+        services.insert(.init(service: NodeHTTP.application(router: router, configuration: configuration, logger: logger)), at: 0)
+        services.append(.init(service: StreamShutdown(registry: registry)))
+        let serviceGroup = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let listens = roles.contains(.ingest) || roles.contains(.relay) ? "RTMP :\(configuration.rtmp.port), " : ""
+        let busName = configuration.nats.map { $0.servers.joined(separator: ",") } ?? "in-process"
+        logger.info("Estuary node (role \(role.rawValue), id \(configuration.nodeID)): \(listens)HTTP :\(configuration.httpPort), bus \(busName)")
+        try await serviceGroup.run()
+        withExtendedLifetime((coordinatorActor, ingestNode, transcodeWorker, relayNode)) {}
+        try? await coordinatorStore?.close()
+        if let nats {
+            await nats.close()
+        } else {
+            (bus as? LocalBus)?.close()
+        }
+    }
+
+    /// For a relay: HLS asks for a stream by its source path. Opens the source and the
+    /// rungs its application's ladder names from the bus, and segments each as a rendition.
+    private static func openRemoteRenditions(
+        registry: StreamRegistry, source: BusStreamSource, hls: HLSService, ladders: [String: Ladder]
+    ) -> @Sendable (StreamPath) async -> Void {
+        let absent = NegativeCache()
+        return { path in
+            var candidates = [(path, "src")]
+            for rung in ladders[path.app]?.rungs ?? [] {
+                if let rungPath = try? StreamPath(app: path.app, name: "\(path.name)_\(rung.name)") {
+                    candidates.append((rungPath, rung.name))
+                }
+            }
+            for (candidate, rendition) in candidates where !absent.contains(candidate) {
+                guard let hub = await registry.resolve(candidate) else {
+                    absent.insert(candidate)
+                    continue
+                }
+                if await hls.attach(hub, stream: path, rendition: rendition) {
+                    source.addInternalSubscriber(candidate)
+                }
+            }
+        }
+    }
+}
+
+/// The coordinator's sweep for dead nodes, as a service of the node.
+struct CoordinatorSweep: Service {
+    let state: CoordinatorState
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await state.run()
+        }
+    }
+}
+
+/// Paths recently found on no node, so that HLS requests do not ask the bus for absent
+/// rungs on every playlist reload; entries expire after two seconds.
+final class NegativeCache: Sendable {
+    private let entries = Mutex<[StreamPath: ContinuousClock.Instant]>([:])
+
+    func contains(_ path: StreamPath) -> Bool {
+        entries.withLock { entries in
+            guard let expiry = entries[path] else { return false }
+            if expiry < .now {
+                entries[path] = nil
+                return false
+            }
+            return true
+        }
+    }
+
+    func insert(_ path: StreamPath) {
+        entries.withLock { $0[path] = .now + .seconds(2) }
+    }
+}
