@@ -12,22 +12,25 @@ extension CoordinatorState {
         try Self.validate(app: start.app, name: start.name)
         let time = now()
         let rungs = configuration.ladders[start.app] ?? []
-        try await store.write { db in
+        let started = try await store.write { db in
             guard try NodeRecord.fetchOne(db, key: start.ingestNode) != nil else {
                 throw CoordinatorError.unknownNode(start.ingestNode)
             }
             if let current = try StreamRecord.all().live().path(app: start.app, name: start.name).fetchOne(db) {
                 // The same ingest again: its publisher reconnected within the grace period,
                 // and viewers never saw the stream end. The session (and its job) go on.
-                if current.ingestNode == start.ingestNode { return }
+                if current.ingestNode == start.ingestNode { return false }
                 try Reconciliation.end(db, stream: current, time: time, reason: "republished on \(start.ingestNode)")
             }
             try Reconciliation.start(
                 db, app: start.app, name: start.name, ingestNode: start.ingestNode, facts: start.facts, bytes: 0, time: time,
                 rungs: rungs, detail: "published"
             )
+            return true
         }
-        pushJobs(of: [StreamKey(app: start.app, name: start.name)])
+        if started {
+            pushJobs(of: [StreamKey(app: start.app, name: start.name)])
+        }
     }
 
     /// The publisher of `app/name` on `ingestNode` left for good. Ending a stream that is
