@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+
+extension IntegrationTests {
+    /// `node` without `--role` or `--nats`: every role in one process over the in-process
+    /// bus, with the coordinator's state in a SQLite file, as `make run` starts it.
+    @Suite("Every role in one process")
+    struct EmbeddedRolesTests {
+        static let token = "embedded-admin-token"
+
+        static func admin(_ node: NodeProcess, _ path: String) async throws -> (Int, [String: Any]) {
+            let response = try await HTTPClient.get(port: node.httpPort, path: path, headers: ["Authorization": "Bearer \(Self.token)"], timeout: .seconds(5))
+            let json = (try? JSONSerialization.jsonObject(with: Data(response.bodyText.utf8)) as? [String: Any]) ?? [:]
+            return (response.status, json)
+        }
+
+        @Test("The default node runs the coordinator on <data-dir>/estuary.sqlite: its admin API lists an abr stream with every rung placed on the node itself, the node's live view shows the publisher's facts and the job, and a kick disconnects the publisher")
+        func coordinatorInTheEmbeddedNode() async throws {
+            try await Scenario.run("embedded-roles") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let node = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1), arguments: ["--node-id", "solo", "--admin-token", Self.token])
+                let database = try FileManager.default.contentsOfDirectory(at: scenario.directory, includingPropertiesForKeys: nil)
+                    .filter { $0.lastPathComponent.hasPrefix("node-data-") }
+                    .map { $0.appendingPathComponent("estuary.sqlite") }
+                    .filter { FileManager.default.fileExists(atPath: $0.path) }
+                scenario.check(database.count == 1, "expected the coordinator's SQLite file in the node's data directory, found \(database.map(\.path))")
+
+                let publisher = try scenario.publish(media, to: node.rtmpURL("abr", "solo"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(node, "abr", "solo")
+                try await scenario.waitUntilLive(node, "abr", "solo_240p", timeout: .seconds(15))
+
+                // The coordinator placed the job on this node's transcoder; the rungs run.
+                var stream: [String: Any] = [:]
+                let placed = await eventually(timeout: .seconds(10), interval: .milliseconds(250)) {
+                    let (_, json) = (try? await Self.admin(node, "/api/v1/streams")) ?? (0, [:])
+                    let streams = json["streams"] as? [[String: Any]] ?? []
+                    guard let found = streams.first(where: { $0["app"] as? String == "abr" && $0["name"] as? String == "solo" }) else { return false }
+                    stream = found
+                    let renditions = found["renditions"] as? [[String: Any]] ?? []
+                    return !renditions.isEmpty && renditions.allSatisfy { $0["transcoderNode"] as? String == "solo" && $0["state"] as? String == "running" }
+                }
+                scenario.check(placed, "the admin API does not show every rung of abr/solo running on node solo: \(stream)")
+                scenario.check(stream["ingestNode"] as? String == "solo", "the stream's ingest is \(stream["ingestNode"] ?? "absent")")
+                let listed = (try? await Self.admin(node, "/api/v1/streams"))?.1["streams"] as? [[String: Any]] ?? []
+                scenario.check(listed.count == 1, "the rungs must not be listed as streams of their own (nor transcoded again): \(listed.map { $0["name"] ?? "?" })")
+
+                // The node's live view: what its ingest, transcoder and relay actors say now.
+                let (status, view) = try await Self.admin(node, "/api/v1/nodes/solo/streams")
+                scenario.check(status == 200, "GET /api/v1/nodes/solo/streams answered \(status)")
+                let entries = view["streams"] as? [[String: Any]] ?? []
+                let source = entries.first { $0["app"] as? String == "abr" && $0["name"] as? String == "solo" }
+                let facts = source?["publishing"] as? [String: Any]
+                scenario.check(facts?["videoCodec"] as? String == "h264" && facts?["width"] as? Int == 640, "the live view does not describe the publisher: \(source ?? [:])")
+                scenario.check((source?["rungs"] as? [String])?.contains("240p") == true, "the live view does not show the transcode job: \(source ?? [:])")
+                scenario.check(entries.contains { $0["name"] as? String == "solo_240p" && $0["viewers"] != nil }, "the live view does not show the relay's rung hub: \(entries)")
+                let (unknown, _) = try await Self.admin(node, "/api/v1/nodes/nobody/streams")
+                scenario.check(unknown == 404, "an unknown node answered \(unknown)")
+
+                let kicked = try await HTTPClient.request("POST", port: node.httpPort, path: "/api/v1/streams/abr/solo/kick", headers: ["Authorization": "Bearer \(Self.token)"])
+                scenario.check(kicked.status == 202, "the kick answered \(kicked.status): \(kicked.bodyText)")
+                let exited = await publisher.waitForExit(timeout: .seconds(5))
+                scenario.check(exited != nil, "the publisher was still connected 5 s after the kick")
+                scenario.check(node.log.contains("publisher kicked by the coordinator"), "the node did not log the kick")
+            }
+        }
+    }
+}
