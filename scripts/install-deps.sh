@@ -15,6 +15,10 @@ fi
 if ! python3 -c "import playwright" 2>/dev/null; then
   python3 -m pip install --quiet playwright
 fi
+# scripts/nats-credentials.py (and the NATS credentials-file test) signs with Ed25519.
+if ! python3 -c "import cryptography" 2>/dev/null; then
+  python3 -m pip install --quiet cryptography
+fi
 
 missing=()
 for package in "${packages[@]}"; do

@@ -236,8 +236,8 @@ public final class NATSBus: Bus {
         }
     }
 
-    private static func error(_ status: natsStatus, _ operation: String) -> BusError {
-        status == NATS_CONNECTION_CLOSED ? .closed : .nats(NATSError(operation, status))
+    private static func error(_ status: natsStatus, _ operation: String, detail: String? = nil) -> BusError {
+        status == NATS_CONNECTION_CLOSED ? .closed : .nats(NATSError(operation, status, detail: detail))
     }
 
     static func milliseconds(_ duration: Duration) -> Int64 {
@@ -268,12 +268,19 @@ public final class NATSBus: Bus {
             // cnats freed the never-connected connection without posting callbacks.
             Unmanaged<NATSEventContext>.fromOpaque(closure).release()
             // The detail (e.g. the server's -ERR text) is thread-local to this thread.
-            if let lastError = nats_GetLastError(nil) {
-                events.logger.error("NATS connect failed", metadata: ["error": "\(String(cString: lastError))"])
+            let detail = nats_GetLastError(nil).map { String(cString: $0) }
+            if let detail {
+                events.logger.error("NATS connect failed", metadata: ["error": "\(detail)"])
             }
-            throw error(status == NATS_OK ? NATS_ERR : status, "natsConnection_Connect")
+            throw error(status == NATS_OK ? NATS_ERR : status, "natsConnection_Connect", detail: detail.map(withoutSourceLocation))
         }
         return NATSConnectionHandle(connection)
+    }
+
+    /// cnats's last-error text without its `(file.c:123): ` prefix.
+    private static func withoutSourceLocation(_ text: String) -> String {
+        guard text.hasPrefix("("), let end = text.range(of: "): ") else { return text }
+        return String(text[end.upperBound...])
     }
 
     private static func configure(_ options: OpaquePointer, _ configuration: NATSBusConfiguration, closure: UnsafeMutableRawPointer) throws(BusError) {

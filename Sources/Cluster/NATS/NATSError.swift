@@ -7,15 +7,19 @@ public struct NATSError: Error, Equatable, CustomStringConvertible {
     public var operation: String
     /// The `natsStatus` value.
     public var status: UInt32
+    /// cnats's own text for the failure, when it has one (a failed connect: the server's
+    /// `-ERR`, or which credentials file could not be read and why).
+    public var detail: String?
 
-    init(_ operation: String, _ status: natsStatus) {
+    init(_ operation: String, _ status: natsStatus, detail: String? = nil) {
         self.operation = operation
         self.status = status.rawValue
+        self.detail = detail
     }
 
     public var description: String {
         let text = natsStatus_GetText(natsStatus(rawValue: status)).map { String(cString: $0) } ?? "status \(status)"
-        return "\(operation): \(text)"
+        return "\(operation): \(text)" + (detail.map { " (\($0))" } ?? "")
     }
 
     /// The reconnect buffer is full: NATS has been unreachable for longer than it covers.
