@@ -28,6 +28,7 @@ import sys
 import time
 
 from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 # NKey prefix bytes (nkeys strkey.go): the first base32 character names the key type.
@@ -83,7 +84,8 @@ class NKey:
 
     @property
     def public_key(self) -> str:
-        public = self.private_key.public_key().public_bytes_raw()
+        # public_bytes(Raw, Raw) rather than public_bytes_raw(): Debian 12's cryptography is 38.
+        public = self.private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
         return with_checksum(bytes([self.prefix]) + public)
 
     @property
