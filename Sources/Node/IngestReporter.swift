@@ -4,11 +4,11 @@ import Media
 import NIOCore
 
 /// What an ingest tells the coordinator about each stream it holds: the codec facts from
-/// its configuration records, and bit rates measured between heartbeats from the bytes
-/// the hub took in.
+/// its configuration records, and the frame rate and per-track bit rates measured over the
+/// last seconds of heartbeats from the frames and bytes the hub took in (`IngestRateMeter`).
 actor IngestReporter {
     private let registry: StreamRegistry
-    private var previous: [StreamPath: (bytes: Int, at: ContinuousClock.Instant)] = [:]
+    private var meters: [StreamPath: IngestRateMeter] = [:]
 
     init(registry: StreamRegistry) {
         self.registry = registry
@@ -22,20 +22,18 @@ actor IngestReporter {
             seen.insert(path)
             let statistics = hub.statistics
             var facts = Self.facts(of: hub)
-            if let last = previous[path] {
-                let seconds = Double((now - last.at).components.seconds) + Double((now - last.at).components.attoseconds) / 1e18
-                if seconds > 0.2 {
-                    facts.videoBitRate = Int(Double(statistics.bytesIn - last.bytes) * 8 / seconds)
-                }
-            }
-            previous[path] = (statistics.bytesIn, now)
+            let rates = meters[path, default: IngestRateMeter()].record(statistics, at: now)
+            facts.frameRate = rates.frameRate
+            facts.videoBitRate = rates.videoBitRate
+            facts.audioBitRate = rates.audioBitRate
             reports.append(.publishing(app: path.app, name: path.name, facts: facts, bytes: Int64(statistics.bytesIn)))
         }
-        previous = previous.filter { seen.contains($0.key) }
+        meters = meters.filter { seen.contains($0.key) }
         return .init(load: Double(reports.count), streams: reports)
     }
 
-    /// Codec, profile, size, rate and channels, as ffprobe would name them.
+    /// Codec, profile, size, sample rate and channels, as ffprobe would name them. The frame
+    /// rate is measured (`report()`), never taken from the SPS's timing information.
     static func facts(of hub: StreamHub) -> StreamFacts {
         var facts = StreamFacts(container: "flv")
         let records = hub.configurationRecords
@@ -43,7 +41,6 @@ actor IngestReporter {
             facts.videoCodec = track.codec == .hevc ? "hevc" : "h264"
             facts.width = track.width
             facts.height = track.height
-            facts.frameRate = track.frameRate
             if track.codec == .avc, let record = try? AVCDecoderConfigurationRecord(from: track.decoderConfiguration) {
                 facts.videoProfile = Self.profileName(record.profileIndication)
             }

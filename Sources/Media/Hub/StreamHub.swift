@@ -33,8 +33,15 @@ public final class StreamHub: Sendable {
     }
 
     public struct Statistics: Sendable, Equatable {
+        /// Every frame and payload byte taken in, configuration records and metadata included.
         public var framesIn = 0
         public var bytesIn = 0
+        /// Coded video frames and their FLV tag body bytes (sequence headers excluded).
+        public var videoFramesIn = 0
+        public var videoBytesIn = 0
+        /// Coded audio frames and their FLV tag body bytes (sequence headers excluded).
+        public var audioFramesIn = 0
+        public var audioBytesIn = 0
         public var subscribers = 0
         public var hasPublisher = false
         public var timestampRebases = 0
@@ -141,8 +148,21 @@ public final class StreamHub: Sendable {
             state.publisher?.lastActivity = now
             var frame = frame
             frame.timestamp = state.normalizer.normalize(UInt32(truncatingIfNeeded: frame.timestamp), kind: frame.kind)
+            let bytes = frame.payload.readableBytes
             state.statistics.framesIn &+= 1
-            state.statistics.bytesIn &+= frame.payload.readableBytes
+            state.statistics.bytesIn &+= bytes
+            if !frame.isSequenceHeader {
+                switch frame.kind {
+                case .video:
+                    state.statistics.videoFramesIn &+= 1
+                    state.statistics.videoBytesIn &+= bytes
+                case .audio:
+                    state.statistics.audioFramesIn &+= 1
+                    state.statistics.audioBytesIn &+= bytes
+                case .script:
+                    break
+                }
+            }
             state.statistics.timestampRebases = state.normalizer.rebaseCount
             Self.ingest(frame, into: &state, serializers: serializers, allocator: allocator, configuration: configuration)
             return true
