@@ -61,6 +61,8 @@ actor IngestReporter {
         case 100: "High"
         case 110: "High 10"
         case 122: "High 4:2:2"
+        case 244: "High 4:4:4 Predictive"
+        case 44: "CAVLC 4:4:4"
         default: "profile \(indication)"
         }
     }

@@ -109,7 +109,7 @@ struct NodeRuntime {
 
         var relayNode: RelayNode?
         if roles.contains(.relay), let hls {
-            relayNode = try system.makeActor(named: RoleAddress.relay) { RelayNode(registry: registry, actorSystem: system) }
+            relayNode = try system.makeActor(named: RoleAddress.relay) { RelayNode(registry: registry, ladders: configuration.ladders, actorSystem: system) }
             if roles.contains(.ingest) {
                 // Local streams are segmented from their first frame.
                 accepted.append { hub in await hls.attach(hub) }

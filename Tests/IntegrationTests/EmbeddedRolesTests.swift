@@ -52,7 +52,33 @@ extension IntegrationTests {
                 let facts = source?["publishing"] as? [String: Any]
                 scenario.check(facts?["videoCodec"] as? String == "h264" && facts?["width"] as? Int == 640, "the live view does not describe the publisher: \(source ?? [:])")
                 scenario.check((source?["rungs"] as? [String])?.contains("240p") == true, "the live view does not show the transcode job: \(source ?? [:])")
-                scenario.check(entries.contains { $0["name"] as? String == "solo_240p" && $0["viewers"] != nil }, "the live view does not show the relay's rung hub: \(entries)")
+                scenario.check(entries.count == 1, "the rungs' hubs count for their source, not as streams of their own: \(entries.map { $0["name"] ?? "?" })")
+                // Viewers are players only: the live view counts what the node's HTTP-FLV
+                // gauge counts (no RTMP players here), not the HLS segmenters, the
+                // transcoder's feed or the bus forwarding, which also subscribe to the hubs.
+                var baseline = -1
+                var gauge = -1.0
+                let consistent = await eventually(timeout: .seconds(5), interval: .milliseconds(200)) {
+                    let (_, json) = (try? await Self.admin(node, "/api/v1/nodes/solo/streams")) ?? (0, [:])
+                    baseline = ((json["streams"] as? [[String: Any]])?.first { $0["name"] as? String == "solo" }?["viewers"] as? Int) ?? -1
+                    gauge = (try? await node.metrics().sum("estuary_httpflv_viewers", labels: [:])) ?? -1
+                    return baseline >= 0 && Double(baseline) == gauge
+                }
+                scenario.check(consistent, "the live view counts \(baseline) viewers, the HTTP-FLV gauge \(gauge)")
+                // Two more players, one of the source and one of a rung: both count for the stream.
+                let (sourceViewer, _) = try await HTTPClient.openStream(port: node.httpPort, path: "/abr/solo.flv")
+                let (rungViewer, _) = try await HTTPClient.openStream(port: node.httpPort, path: "/abr/solo_240p.flv")
+                scenario.track(sourceViewer)
+                scenario.track(rungViewer)
+                var totalViewers: Int?
+                let counted = await eventually(timeout: .seconds(5), interval: .milliseconds(250)) {
+                    let (_, json) = (try? await Self.admin(node, "/api/v1/streams")) ?? (0, [:])
+                    let streams = json["streams"] as? [[String: Any]] ?? []
+                    totalViewers = streams.first { $0["name"] as? String == "solo" }?["totalViewers"] as? Int
+                    return totalViewers == baseline + 2
+                }
+                scenario.check(counted, "expected \(baseline + 2) viewers of abr/solo (2 more players, of the source and of a rung), the API says \(totalViewers.map(String.init) ?? "nothing")")
+
                 let (unknown, _) = try await Self.admin(node, "/api/v1/nodes/nobody/streams")
                 scenario.check(unknown == 404, "an unknown node answered \(unknown)")
 

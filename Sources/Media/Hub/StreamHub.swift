@@ -42,7 +42,12 @@ public final class StreamHub: Sendable {
         /// Coded audio frames and their FLV tag body bytes (sequence headers excluded).
         public var audioFramesIn = 0
         public var audioBytesIn = 0
+        /// Every subscriber, internal consumers (HLS segmenter, transcoder, bus forwarding)
+        /// included.
         public var subscribers = 0
+        /// Players: subscribers that receive a serialised format (RTMP, HTTP-FLV). Internal
+        /// consumers take raw frames (`format == nil`) and are not counted.
+        public var viewers = 0
         public var hasPublisher = false
         public var timestampRebases = 0
         public var gopFrames = 0
@@ -254,6 +259,7 @@ public final class StreamHub: Sendable {
             state.subscribers[ObjectIdentifier(subscriber)] = subscriber
             state.rebuildSubscriberLists()
             state.statistics.subscribers = state.subscribers.count
+            state.statistics.viewers = state.subscribers.values.reduce(0) { $0 + ($1.format == nil ? 0 : 1) }
             if let format = subscriber.format, format < state.demand.count {
                 state.demand[format] += 1
                 // Cached packets may predate this format's first subscriber: fill them in place.
@@ -285,6 +291,7 @@ public final class StreamHub: Sendable {
             guard state.subscribers.removeValue(forKey: ObjectIdentifier(subscriber)) != nil else { return }
             state.rebuildSubscriberLists()
             state.statistics.subscribers = state.subscribers.count
+            state.statistics.viewers = state.subscribers.values.reduce(0) { $0 + ($1.format == nil ? 0 : 1) }
             if let format = subscriber.format, format < state.demand.count { state.demand[format] -= 1 }
         }
     }
@@ -306,6 +313,7 @@ public final class StreamHub: Sendable {
             state.audioSequenceHeader = nil
             state.videoSequenceHeader = nil
             state.statistics.subscribers = 0
+            state.statistics.viewers = 0
             state.statistics.hasPublisher = false
             return (subscribers, publisher)
         }

@@ -59,7 +59,7 @@ public enum RTMPConnectionError: Error, Equatable, CustomStringConvertible {
         case .tooManyPendingMessages(let count): "\(count) messages sent while a decision was pending"
         case .handshakeTimeout: "no handshake within the timeout"
         case .mediaWithoutPublish: "media sent without publish"
-        case .evicted: "replaced by a newer publisher"
+        case .evicted: "evicted: a newer publisher took over, or an operator kicked it"
         case .invalidStreamName(let name): "invalid stream name '\(name.prefix(64))'"
         }
     }
