@@ -114,7 +114,8 @@ struct NodeRuntime {
                 // Local streams are segmented from their first frame.
                 accepted.append { hub in await hls.attach(hub) }
             }
-            let openRemote = remote.map { Self.openRemoteRenditions(registry: registry, source: $0, hls: hls, ladders: configuration.ladders) }
+            let rungs = RungDirectory(coordinator: coordinator, ladders: configuration.ladders)
+            let openRemote = remote.map { Self.openRemoteRenditions(registry: registry, source: $0, hls: hls, rungs: rungs) }
             HLSRoutes(service: hls, onRequest: openRemote).register(on: router)
         }
 
@@ -225,17 +226,18 @@ struct NodeRuntime {
         }
     }
 
-    /// For a relay: HLS asks for a stream by its source path. Opens the source and the
-    /// rungs its application's ladder names from the bus, and segments each as a rendition.
+    /// For a relay: HLS asks for a stream by its source path. Opens the source and its rungs
+    /// (as the coordinator's lookup names them) from the bus, and segments each as a
+    /// rendition.
     private static func openRemoteRenditions(
-        registry: StreamRegistry, source: BusStreamSource, hls: HLSService, ladders: [String: Ladder]
+        registry: StreamRegistry, source: BusStreamSource, hls: HLSService, rungs: RungDirectory
     ) -> @Sendable (StreamPath) async -> Void {
         let absent = NegativeCache()
         return { path in
             var candidates = [(path, "src")]
-            for rung in ladders[path.app]?.rungs ?? [] {
-                if let rungPath = try? StreamPath(app: path.app, name: "\(path.name)_\(rung.name)") {
-                    candidates.append((rungPath, rung.name))
+            for rung in await rungs.names(of: path) {
+                if let rungPath = try? StreamPath(app: path.app, name: "\(path.name)_\(rung)") {
+                    candidates.append((rungPath, rung))
                 }
             }
             for (candidate, rendition) in candidates where !absent.contains(candidate) {
@@ -248,6 +250,44 @@ struct NodeRuntime {
                 }
             }
         }
+    }
+}
+
+/// Which rungs a stream has, for a relay's HLS: the coordinator knows (`lookup`: the
+/// renditions of the live session, whatever ladder the coordinator was configured with);
+/// while it cannot be asked, the relay's own ladder for the application stands in.
+/// Answers are kept for 5 s, so players polling playlists do not each call the
+/// coordinator.
+final class RungDirectory: Sendable {
+    private let coordinator: $CoordinatorAPI
+    private let ladders: [String: Ladder]
+    private let cache = Mutex<[StreamPath: (names: [String], expiry: ContinuousClock.Instant)]>([:])
+
+    init(coordinator: $CoordinatorAPI, ladders: [String: Ladder]) {
+        self.coordinator = coordinator
+        self.ladders = ladders
+    }
+
+    func names(of path: StreamPath) async -> [String] {
+        let now = ContinuousClock.now
+        if let cached = cache.withLock({ $0[path] }), cached.expiry > now {
+            return cached.names
+        }
+        let names: [String]
+        do {
+            let location = try await NodeActorSystem.$callTimeout.withValue(.seconds(1)) {
+                try await coordinator.lookup(app: path.app, name: path.name)
+            }
+            // Not live according to the coordinator: only the source can be asked for.
+            names = location?.renditions.map(\.rung.name) ?? []
+        } catch {
+            names = ladders[path.app]?.rungs.map(\.name) ?? []
+        }
+        cache.withLock { cache in
+            cache = cache.filter { $0.value.expiry > now }
+            cache[path] = (names, now + .seconds(5))
+        }
+        return names
     }
 }
 

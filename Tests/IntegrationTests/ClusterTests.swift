@@ -159,7 +159,9 @@ extension IntegrationTests {
             try await Scenario.run("cluster-renditions") { scenario in
                 let media = try await MediaLibrary.shared.file(.gopAudioVideo)
                 let cluster = try await Self.startCluster(scenario)
-                let second = try await scenario.startNode(NodeConfig(), label: "relay2", arguments: ["--role", "relay", "--node-id", "relay-2", "--nats", cluster.nats.url])
+                // The second relay has no ladder of its own: the rungs its HLS master lists can
+                // only come from the coordinator's lookup of the stream.
+                let second = try await scenario.startNode(NodeConfig(ladders: [:]), label: "relay2", arguments: ["--role", "relay", "--node-id", "relay-2", "--nats", cluster.nats.url])
                 _ = try scenario.publish(media, to: cluster.ingest.rtmpURL("abr", "all"), name: "publisher", loop: true)
                 try await scenario.waitUntilLive(cluster.relay, "abr", "all_240p", timeout: .seconds(20))
                 for (relay, label) in [(cluster.relay, "relay-1"), (second, "relay-2")] {
