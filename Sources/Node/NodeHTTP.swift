@@ -6,10 +6,19 @@ import Prometheus
 
 /// The HTTP endpoints every node has, whatever its role.
 enum NodeHTTP {
-    /// A router with `/healthz` (the process answers), `/readyz` (it can do its job: for a
+    /// A router with CORS for every route, `/healthz` (the process answers), `/readyz` (it can do its job: for a
     /// cluster node, its bus is connected) and `/metrics` (Prometheus text).
     static func router(metrics: PrometheusCollectorRegistry, ready: @escaping @Sendable () -> Bool = { true }) -> Router<BasicRequestContext> {
         let router = Router()
+        // Browser players (hls.js, flv.js, mpegts.js) and dashboards live on other origins:
+        // every answer carries CORS headers, errors and the router's own 404s included,
+        // and preflights are answered. The playback routes also set the header themselves,
+        // for clients that send no Origin.
+        router.add(middleware: CORSMiddleware(
+            allowOrigin: .all,
+            allowHeaders: [.accept, .authorization, .contentType, .origin, .range],
+            allowMethods: [.get, .head, .post, .delete, .options]
+        ))
         router.get("/healthz") { _, _ in "ok\n" }
         router.get("/readyz") { _, _ -> Response in
             ready()

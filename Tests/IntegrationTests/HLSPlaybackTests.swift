@@ -329,11 +329,28 @@ extension IntegrationTests {
                 scenario.check(elapsed < .milliseconds(500), "GET \(path) took \(elapsed)")
                 scenario.check(!response.bodyText.contains("root:"), "GET \(path) returned a file from disk:\n\(response.bodyText.prefix(200))")
                 // Paths of HLS shape (app/name/file or app/name/rendition/file) reach the HLS routes,
-                // which answer with CORS; deeper ones get Hummingbird's own 404 (no CORS: see the report).
+                // which answer with CORS to any client; every answer, the router's own 404s for
+                // deeper paths included, carries it for a browser (which sends Origin).
                 let routed = path.split(separator: "/").count <= 4 && !path.contains(" ")
                 if routed {
                     scenario.check(response.header("Access-Control-Allow-Origin") == "*", "GET \(path) (\(response.status)) lacks Access-Control-Allow-Origin: *")
                 }
+                // (A space breaks the request line itself: the HTTP parser answers 400 before any route.)
+                if !path.contains(" ") {
+                    let fromBrowser = try await HTTPClient.get(port: node.httpPort, path: path, headers: ["Origin": "https://player.example"], timeout: .seconds(3))
+                    scenario.check((400..<500).contains(fromBrowser.status) && fromBrowser.header("Access-Control-Allow-Origin") == "*",
+                                   "GET \(path) with an Origin answered \(fromBrowser.status) without Access-Control-Allow-Origin: * (headers: \(fromBrowser.headers))")
+                }
+            }
+            // A browser's preflight (hls.js asking to send Range) is answered.
+            do {
+                let preflight = try await HTTPClient.request(
+                    "OPTIONS", port: node.httpPort, path: "\(base)/src/index.m3u8",
+                    headers: ["Origin": "https://player.example", "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "range"]
+                )
+                scenario.check((200..<300).contains(preflight.status) && preflight.header("Access-Control-Allow-Origin") == "*"
+                               && (preflight.header("Access-Control-Allow-Headers") ?? "").lowercased().contains("range"),
+                               "the preflight answered \(preflight.status) \(preflight.headers)")
             }
 
             // What a player gets for each kind of resource.
