@@ -98,10 +98,11 @@ actor BusTranscoding {
         let logger = jobLogger
         let pipeline: TranscodePipeline
         do {
-            // A job starts with the source's whole cached GOP in one burst (up to 8 s with
-            // some encoders' keyframe intervals): room for it, so it is not shed as lag.
+            // A job starts with the source's whole cached GOP in one burst: room for it plus
+            // 8 s of live frames at 30 fps, so a long GOP is not shed as lag. The GOP cache
+            // itself is bounded in frames and bytes (`HubConfiguration`), and so is this.
             var configuration = TranscodePipeline.Configuration(ladder: ladder)
-            configuration.queueCapacity = 240
+            configuration.queueCapacity = source.statistics.gopFrames + 240
             let serializers = localPlayback == nil ? [] : registry.serializers
             pipeline = try TranscodePipeline(source: path, configuration: configuration, serializers: serializers, logger: logger) { rendition in
                 if let localPlayback {
