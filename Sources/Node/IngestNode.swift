@@ -36,10 +36,7 @@ distributed actor IngestNode: IngestNodeAPI {
     /// transcoder of the same process publishes, and mirrors of other nodes' streams, and
     /// reporting those as published here would have the coordinator transcode its own rungs.
     distributed func streams() async -> [StreamReport] {
-        let paths = published.livePaths()
-        return await reporter.report().streams.filter { report in
-            (try? StreamPath(app: report.app, name: report.name)).map(paths.contains) ?? false
-        }
+        await reporter.report(published.live())
     }
 }
 
@@ -56,11 +53,12 @@ final class PublishedHubs: Sendable {
         hubs.withLock { $0[ObjectIdentifier(hub)] != nil }
     }
 
-    /// The paths of the live ones; ended hubs are forgotten.
-    func livePaths() -> Set<StreamPath> {
+    /// The ones that have not ended (a publisher may be reconnecting to them); ended hubs
+    /// are forgotten.
+    func live() -> [StreamHub] {
         hubs.withLock { hubs in
             hubs = hubs.filter { !$0.value.isEnded }
-            return Set(hubs.values.map(\.path))
+            return Array(hubs.values)
         }
     }
 }

@@ -7,18 +7,19 @@ import NIOCore
 /// its configuration records, and the frame rate and per-track bit rates measured over the
 /// last seconds of heartbeats from the frames and bytes the hub took in (`IngestRateMeter`).
 actor IngestReporter {
-    private let registry: StreamRegistry
     private var meters: [StreamPath: IngestRateMeter] = [:]
 
-    init(registry: StreamRegistry) {
-        self.registry = registry
-    }
-
-    func report() async -> CoordinatorLink.Report {
+    /// Reports `hubs`, the ingest's own published hubs that have not ended. A hub whose
+    /// publisher dropped is still reported through the grace period (its rates fall to
+    /// zero): the stream goes on for its viewers, and for the coordinator, until the hub
+    /// ends. Otherwise the coordinator would end the session at the next heartbeat and
+    /// stop its transcode job under the rung viewers of a publisher about to reconnect.
+    func report(_ hubs: [StreamHub]) -> [StreamReport] {
         let now = ContinuousClock.now
         var reports: [StreamReport] = []
         var seen = Set<StreamPath>()
-        for (path, hub) in await registry.streams where hub.hasPublisher {
+        for hub in hubs.sorted(by: { "\($0.path)" < "\($1.path)" }) where !hub.isEnded {
+            let path = hub.path
             seen.insert(path)
             let statistics = hub.statistics
             var facts = Self.facts(of: hub)
@@ -29,7 +30,7 @@ actor IngestReporter {
             reports.append(.publishing(app: path.app, name: path.name, facts: facts, bytes: Int64(statistics.bytesIn)))
         }
         meters = meters.filter { seen.contains($0.key) }
-        return .init(load: Double(reports.count), streams: reports)
+        return reports
     }
 
     /// Codec, profile, size, sample rate and channels, as ffprobe would name them. The frame

@@ -131,7 +131,7 @@ struct NodeRuntime {
                     }
                 }
             }
-            let reporter = IngestReporter(registry: registry)
+            let reporter = IngestReporter()
             let published = PublishedHubs()
             ingestNode = try system.makeActor(named: RoleAddress.ingest) {
                 IngestNode(registry: registry, reporter: reporter, published: published, logger: logger, actorSystem: system)

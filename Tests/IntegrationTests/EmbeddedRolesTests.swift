@@ -89,5 +89,40 @@ extension IntegrationTests {
                 scenario.check(node.log.contains("publisher kicked by the coordinator"), "the node did not log the kick")
             }
         }
+
+        @Test("An abr publisher killed and reconnected within the grace period keeps its session and its rungs: a rung viewer stays connected and gets the new publisher's frames")
+        func rungsSurviveAPublisherReconnect() async throws {
+            try await Scenario.run("embedded-reconnect") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let node = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 8), arguments: ["--node-id", "solo", "--admin-token", Self.token])
+                let first = try scenario.publish(media, to: node.rtmpURL("abr", "re"), name: "publisher-1", loop: true)
+                try await scenario.waitUntilLive(node, "abr", "re_240p", timeout: .seconds(15))
+                let viewer = try await scenario.openViewer(node, "abr", "re_240p")
+                try scenario.require(await viewer.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(10)), "the rung viewer got no media")
+                let session = try await Self.sessionID(of: "re", node)
+
+                first.send(signal: SIGKILL)
+                _ = await first.waitForExit(timeout: .seconds(3))
+                // Longer than two heartbeats: the coordinator hears about the stream while no
+                // publisher is attached, and must not end its session (or stop its rungs).
+                try await Task.sleep(for: .seconds(3))
+                scenario.check(!viewer.isClosed, "the rung viewer was disconnected while the publisher was away (grace is 8 s)")
+                let atReconnect = viewer.receivedBytes
+                _ = try scenario.publish(media, to: node.rtmpURL("abr", "re"), name: "publisher-2", loop: true)
+                let resumed = await viewer.waitForProgress(beyond: atReconnect, bytes: 20_000, timeout: .seconds(10))
+                scenario.check(resumed && !viewer.isClosed, "the rung viewer got no media from the reconnected publisher (closed: \(viewer.isClosed))")
+                let after = try await Self.sessionID(of: "re", node)
+                scenario.check(after == session, "the reconnect started a new session: \(session.map(String.init) ?? "none") → \(after.map(String.init) ?? "none")")
+                let flv = try viewer.flv()
+                scenario.check(flv.error == nil && flv.timestampRegressions().isEmpty, "the rung viewer's FLV: \(flv.error ?? "") regressions \(flv.timestampRegressions().prefix(3).map { "\($0.previous)->\($0.next)" })")
+            }
+        }
+
+        /// The id of the live session of `abr/name` in the admin API.
+        static func sessionID(of name: String, _ node: NodeProcess) async throws -> Int? {
+            let (_, json) = try await Self.admin(node, "/api/v1/streams")
+            let streams = json["streams"] as? [[String: Any]] ?? []
+            return streams.first { $0["name"] as? String == name && $0["state"] as? String == "live" }?["id"] as? Int
+        }
     }
 }
