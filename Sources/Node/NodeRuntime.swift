@@ -37,13 +37,19 @@ struct NodeRuntime {
     let configuration: NodeConfiguration
     let metrics: PrometheusCollectorRegistry
 
-    /// The roles a process of `role` hosts.
-    static func hostedRoles(_ role: NodeRole) -> Set<NodeRole> {
-        role == .all ? [.coordinator, .ingest, .transcode, .relay] : [role]
+    /// The roles a process of `role` hosts. `all` alone is its own coordinator; `all`
+    /// joining a cluster (`--nats`) uses the cluster's (`--coordinator-node`) and hosts it
+    /// only when that is its own id: two coordinators on two files would each believe the
+    /// other's nodes dead.
+    static func hostedRoles(_ role: NodeRole, configuration: NodeConfiguration) -> Set<NodeRole> {
+        guard role == .all else { return [role] }
+        let workers: Set<NodeRole> = [.ingest, .transcode, .relay]
+        let ownCoordinator = configuration.nats == nil || configuration.coordinatorNode == configuration.nodeID
+        return ownCoordinator ? workers.union([.coordinator]) : workers
     }
 
     func run() async throws {
-        let roles = Self.hostedRoles(role)
+        let roles = Self.hostedRoles(role, configuration: configuration)
         var logger = Logger(label: "estuary")
         logger[metadataKey: "node"] = "\(configuration.nodeID)"
         logger[metadataKey: "role"] = "\(role.rawValue)"

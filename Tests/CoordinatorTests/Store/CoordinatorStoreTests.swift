@@ -31,6 +31,32 @@ struct CoordinatorStoreTests {
         try await fixture.close()
     }
 
+    @Test func aSecondCoordinatorOnTheSameFileIsRefusedUntilTheFirstCloses() async throws {
+        let fixture = try await CoordinatorFixture()
+        await #expect(throws: CoordinatorStoreError.inUse(path: fixture.path)) {
+            _ = try await CoordinatorStore.open(at: fixture.path)
+        }
+        try await fixture.close()
+        let second = try await CoordinatorStore.open(at: fixture.path)
+        #expect(try await second.appliedMigrations() == ["v1-nodes-streams-renditions-keys-events"])
+        try await second.close()
+    }
+
+    @Test func aFileThatCannotBeCreatedIsRefusedWithItsPath() async throws {
+        let path = "/nonexistent-estuary-directory/estuary.sqlite"
+        do {
+            _ = try await CoordinatorStore.open(at: path)
+            Issue.record("opened \(path)")
+        } catch let error as CoordinatorStoreError {
+            guard case .cannotOpen(let reported, _) = error else {
+                Issue.record("unexpected \(error)")
+                return
+            }
+            #expect(reported == path)
+            #expect(error.description.contains("--database"))
+        }
+    }
+
     @Test func sqliteEnforcesOneLiveSessionPerStream() async throws {
         let fixture = try await CoordinatorFixture()
         try await fixture.register("ingest-1", .ingest)
