@@ -50,13 +50,10 @@ final class TranscodeJob {
             worker.submit { self.publish(self.interleaver.video(frame)) }
         }
 
-        /// Wakes the hub's subscribers once for what was published since the last flush.
+        /// Wakes the hub's subscribers for what was published since the last wake-up
+        /// (copied audio that no picture has released yet, at the end of a batch).
         func submitFlush() {
-            worker.submit {
-                guard self.dirty else { return }
-                self.dirty = false
-                self.hub.flush()
-            }
+            worker.submit { self.wakeSubscribers() }
         }
 
         /// Publishes held audio, flushes and ends the hub; the worker then stops.
@@ -71,8 +68,19 @@ final class TranscodeJob {
 
         // On the worker.
 
+        /// Publishes a coded picture, with the audio it releases, and wakes the hub's
+        /// subscribers at once. Not at the end of the pipeline's batch: a transcoder that
+        /// is catching up takes its whole inbox as one batch (seconds of input), and its
+        /// output must not wait in the subscribers' queues until the batch is done.
         func publishVideo(_ frame: MediaFrame) {
             publish(interleaver.video(frame))
+            wakeSubscribers()
+        }
+
+        private func wakeSubscribers() {
+            guard dirty else { return }
+            dirty = false
+            hub.flush()
         }
 
         private func publish(_ frames: [MediaFrame]) {
@@ -202,7 +210,9 @@ final class TranscodeJob {
 
     // MARK: - Input
 
-    /// Processes a batch of source frames, then wakes the renditions' subscribers once.
+    /// Processes a batch of source frames. Each rung wakes its hub's subscribers as it
+    /// publishes every picture; at the end of the batch they are woken for audio published
+    /// since.
     func process(_ frames: [MediaFrame]) {
         for frame in frames {
             statistics.framesIn += 1

@@ -213,4 +213,33 @@ final class RenditionCollector: Sendable {
         #expect(probe.packets.count == 120)
         #expect(collector.frames("360p").filter { $0.kind == .video && !$0.isSequenceHeader }.count == 60)
     }
+
+    /// A transcoder catching up takes its whole inbox as one batch. Each rung still hands
+    /// every picture to its hub's subscribers as it is encoded, instead of waking them once
+    /// the batch is done: a batch's output does not pile up in their queues (a 60 s
+    /// benchmark run whose batches had grown to 15 s of input held that much output, +50 MiB).
+    @Test(.timeLimit(.minutes(3)))
+    func subscribersGetEveryPictureAsItIsEncodedWithinABatch() async throws {
+        let directory = try TemporaryDirectory()
+        let source = try await SourceClip.make(seconds: 2, size: "640x360", in: directory)
+        // Coded pictures in each drain of the rung's subscriber, which drains when woken.
+        let picturesPerDrain = Mutex<[Int]>([])
+        let job = TranscodeJob(
+            source: try StreamPath(app: "abr", name: "batch"),
+            configuration: TranscodePipeline.Configuration(ladder: Ladder(rungs: [LadderRung(name: "240p", height: 240, videoBitRate: 400_000)])),
+            serializers: [FLVTagSerializer()],
+            logger: Self.logger
+        ) { rendition in
+            let subscriber = HubSubscriber(format: nil, maxQueueBytes: 1 << 30, coalescesWakeUps: false) { subscriber in
+                let pictures = subscriber.drain().packets.filter { $0.frame.kind == .video && !$0.frame.isSequenceHeader }.count
+                picturesPerDrain.withLock { $0.append(pictures) }
+            }
+            rendition.hub.subscribe(subscriber)
+        }
+        job.process(source.frames)
+        job.finish()
+        let drains = picturesPerDrain.withLock { $0 }
+        #expect(drains.reduce(0, +) == 60)
+        #expect(drains.max() == 1, "pictures per wake-up: \(drains)")
+    }
 }
