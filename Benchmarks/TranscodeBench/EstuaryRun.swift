@@ -36,16 +36,19 @@ enum EstuaryRun {
         }
         var reader = FLVTagReader()
         var buffer = ByteBuffer()
-        var submittedVideo = 0
+        var submitted = 0
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(3600)
         while let chunk = try file.read(upToCount: 1 << 20), !chunk.isEmpty {
             buffer.writeBytes(chunk)
             while let tag = try reader.nextTag(from: &buffer) {
                 let frame = try tag.mediaFrame()
-                if frame.kind == .video { submittedVideo += 1 }
-                // Keep at most about 2 s of input queued ahead of the worker.
-                while pipeline.statistics.framesIn + 120 < submittedVideo, clock.now < deadline {
+                submitted += 1
+                // Keep at most about 2 s of input (60 pictures and 94 AAC frames) queued
+                // ahead of the worker. Frames of every kind on both sides: `framesIn` counts
+                // audio too, and against video frames alone the lead grew with the run (to
+                // 15 s of input taken as one batch, its output held until the batch ended).
+                while pipeline.statistics.framesIn + 150 < submitted, clock.now < deadline {
                     try await Task.sleep(for: .milliseconds(2))
                 }
                 pipeline.submit(frame)
