@@ -115,7 +115,7 @@ struct NodeRuntime {
 
         var relayNode: RelayNode?
         if roles.contains(.relay), let hls {
-            relayNode = try system.makeActor(named: RoleAddress.relay) { RelayNode(registry: registry, ladders: configuration.ladders, actorSystem: system) }
+            relayNode = try system.makeActor(named: RoleAddress.relay) { RelayNode(registry: registry, actorSystem: system) }
             if roles.contains(.ingest) {
                 // Local streams are segmented from their first frame.
                 accepted.append { hub in await hls.attach(hub) }
@@ -191,13 +191,13 @@ struct NodeRuntime {
                 system: system, coordinatorNode: coordinatorNode, nodeID: configuration.nodeID, role: role,
                 advertiseHost: configuration.advertiseHost, logger: logger,
                 report: { [ingestNode, transcodeWorker, relayNode] in
-                    // Load steers transcode placement: running jobs and publishers cost
-                    // CPU; viewers are cheap, a thousand count as one.
+                    // Load steers transcode placement: running jobs and publishers, whole
+                    // numbers, so that nodes equally busy tie and placement falls back to
+                    // the jobs it assigned since their last heartbeat. Viewers are cheap.
                     let published = (try? await ingestNode?.streams()) ?? []
                     let jobs = (try? await transcodeWorker?.jobs()) ?? []
                     let played = (try? await relayNode?.streams()) ?? []
-                    let viewers = played.reduce(0) { $0 + ($1.viewers ?? 0) }
-                    let load = Double(jobs.count + published.count) + Double(viewers) / 1000
+                    let load = Double(jobs.count + published.count)
                     return .init(load: load, streams: StreamReport.merged(published + jobs + played))
                 },
                 handle: { [ingestNode, transcoding] instruction in
@@ -262,12 +262,20 @@ struct NodeRuntime {
 /// Which rungs a stream has, for a relay's HLS: the coordinator knows (`lookup`: the
 /// renditions of the live session, whatever ladder the coordinator was configured with);
 /// while it cannot be asked, the relay's own ladder for the application stands in.
-/// Answers are kept for 5 s, so players polling playlists do not each call the
-/// coordinator.
+///
+/// A list of rungs is kept 5 s, so players polling playlists do not each call the
+/// coordinator; an empty answer (not live yet) or a stand-in only 1 s, so a player that
+/// asks at go-live gets the rungs in its next master playlist. Concurrent requests for
+/// one stream share one call.
 final class RungDirectory: Sendable {
+    private enum Entry {
+        case known([String], until: ContinuousClock.Instant)
+        case asking(Task<[String], Never>)
+    }
+
     private let coordinator: $CoordinatorAPI
     private let ladders: [String: Ladder]
-    private let cache = Mutex<[StreamPath: (names: [String], expiry: ContinuousClock.Instant)]>([:])
+    private let entries = Mutex<[StreamPath: Entry]>([:])
 
     init(coordinator: $CoordinatorAPI, ladders: [String: Ladder]) {
         self.coordinator = coordinator
@@ -276,23 +284,46 @@ final class RungDirectory: Sendable {
 
     func names(of path: StreamPath) async -> [String] {
         let now = ContinuousClock.now
-        if let cached = cache.withLock({ $0[path] }), cached.expiry > now {
-            return cached.names
+        let cached = entries.withLock { entries -> [String]? in
+            if case .known(let names, let until) = entries[path], until > now { return names }
+            return nil
         }
-        let names: [String]
+        if let cached { return cached }
+        let task = entries.withLock { entries -> Task<[String], Never> in
+            switch entries[path] {
+            case .known(let names, let until) where until > now:
+                return Task { names }
+            case .asking(let task):
+                return task
+            default:
+                entries = entries.filter {
+                    if case .known(_, let until) = $0.value { return until > now }
+                    return true
+                }
+                let task = Task { await self.ask(path) }
+                entries[path] = .asking(task)
+                return task
+            }
+        }
+        return await task.value
+    }
+
+    private func ask(_ path: StreamPath) async -> [String] {
+        let coordinator = coordinator
+        var names: [String]
+        var keep = Duration.seconds(1)
         do {
             let location = try await NodeActorSystem.$callTimeout.withValue(.seconds(1)) {
                 try await coordinator.lookup(app: path.app, name: path.name)
             }
             // Not live according to the coordinator: only the source can be asked for.
             names = location?.renditions.map(\.rung.name) ?? []
+            if !names.isEmpty { keep = .seconds(5) }
         } catch {
             names = ladders[path.app]?.rungs.map(\.name) ?? []
         }
-        cache.withLock { cache in
-            cache = cache.filter { $0.value.expiry > now }
-            cache[path] = (names, now + .seconds(5))
-        }
+        let until = ContinuousClock.now + keep
+        entries.withLock { $0[path] = .known(names, until: until) }
         return names
     }
 }

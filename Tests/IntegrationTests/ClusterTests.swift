@@ -184,6 +184,18 @@ extension IntegrationTests {
                     let rung = try await scenario.hlsGet(relay, "/abr/all/240p/index.m3u8")
                     scenario.check(rung.status == 200 && rung.bodyText.contains(".ts"), "\(label)'s 240p media playlist: \(rung.status)\n\(rung.bodyText)")
                 }
+
+                // A player of a rung on the relay without a ladder counts for the stream in
+                // the coordinator's listing, under that relay.
+                _ = try await scenario.openViewer(second, "abr", "all_240p")
+                var perRelay: [String: Any] = [:]
+                let counted = await eventually(timeout: .seconds(5), interval: .milliseconds(250)) {
+                    let (_, json) = (try? await Self.admin(cluster.coordinator, "/api/v1/streams")) ?? (0, [:])
+                    let stream = (json["streams"] as? [[String: Any]])?.first { $0["name"] as? String == "all" && $0["state"] as? String == "live" }
+                    perRelay = stream?["viewers"] as? [String: Any] ?? [:]
+                    return (perRelay["relay-2"] as? Int ?? 0) >= 1
+                }
+                scenario.check(counted, "the rung's player on relay-2 is not counted for abr/all: viewers \(perRelay)")
             }
         }
 

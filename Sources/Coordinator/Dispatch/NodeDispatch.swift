@@ -7,8 +7,8 @@ import Logging
 ///
 /// Every call is bounded by `timeout` and may fail (the node died, or is reconnecting to
 /// NATS); callers treat a failure as "deliver it with the next heartbeat instead", so the
-/// push only ever makes things faster. A node on the coordinator's own process is called
-/// directly: the actor system resolves local ids to the local actor.
+/// push only ever makes things faster. A role actor in the coordinator's own process
+/// (`--role all`) is called the same way, through the bus.
 public struct NodeDispatch: Sendable {
     let system: NodeActorSystem
     let timeout: Duration
@@ -22,12 +22,6 @@ public struct NodeDispatch: Sendable {
     func assign(_ assignment: TranscodeAssignment, to node: String) async throws {
         let worker = try $TranscodeWorkerAPI.resolve(id: RoleAddress.id(RoleAddress.transcodeWorker, onNode: node), using: system)
         try await bounded { try await worker.assign(assignment) }
-    }
-
-    /// Tells a transcoder to stop a job it no longer owns.
-    func stop(app: String, name: String, on node: String) async throws {
-        let worker = try $TranscodeWorkerAPI.resolve(id: RoleAddress.id(RoleAddress.transcodeWorker, onNode: node), using: system)
-        try await bounded { try await worker.stop(app: app, name: name) }
     }
 
     /// Disconnects a publisher now; false when the ingest holds none for the stream.

@@ -70,21 +70,31 @@ extension CoordinatorState {
     public func kick(app: String, name: String) async throws -> Bool {
         try Self.validate(app: app, name: name)
         let time = now()
-        let ingest: String? = try await store.write { db in
+        let session: (ingest: String, id: Int64?)? = try await store.write { db in
             guard let stream = try StreamRecord.all().live().path(app: app, name: name).fetchOne(db) else { return nil }
             try EventRecord.record(db, time: time, kind: "stream.kicked", subject: "\(app)/\(name)", detail: "publisher on \(stream.ingestNode)")
-            return stream.ingestNode
+            return (stream.ingestNode, stream.id)
         }
-        guard let ingest else { return false }
+        guard let session else { return false }
         if let dispatch {
             do {
-                _ = try await dispatch.kick(app: app, name: name, on: ingest)
+                if try await !dispatch.kick(app: app, name: name, on: session.ingest) {
+                    logger.notice("Kick of \(app)/\(name): no publisher attached on \(session.ingest) right now")
+                }
                 return true
             } catch {
-                logger.notice("Kick of \(app)/\(name) goes with the next heartbeat of \(ingest): \(error)")
+                logger.notice("Kick of \(app)/\(name) goes with the next heartbeat of \(session.ingest): \(error)")
             }
+            // The call waited: queue the kick only for the same session on a node still
+            // alive, never for a session (or a node id) that came after it.
+            let current = try await store.read { db in
+                let stream = try StreamRecord.all().live().path(app: app, name: name).fetchOne(db)
+                let node = try NodeRecord.fetchOne(db, key: session.ingest)
+                return stream?.id == session.id && node?.state == .alive
+            }
+            guard current else { return true }
         }
-        pendingKicks[ingest, default: []].insert(StreamKey(app: app, name: name))
+        pendingKicks[session.ingest, default: []].insert(StreamKey(app: app, name: name))
         return true
     }
 
@@ -93,39 +103,40 @@ extension CoordinatorState {
     public func liveStreams(onNode nodeID: String) async throws -> [StreamReport]? {
         guard let node = try await store.read({ db in try NodeRecord.fetchOne(db, key: nodeID) }) else { return nil }
         guard let dispatch else { throw CoordinatorError.nodeUnreachable(nodeID) }
-        return try await dispatch.streams(of: nodeID, role: node.role)
+        return foldingRungViewers(try await dispatch.streams(of: nodeID, role: node.role))
     }
 
     /// Pushes the current jobs of `streams` to their transcoders, without waiting for the
     /// answers. A push that fails changes nothing: the job goes out with the transcoder's
     /// next heartbeat reply, as it always does.
     func pushJobs(of streams: [StreamKey]) {
-        guard let dispatch, !streams.isEmpty else { return }
-        let store = store
-        let logger = logger
-        Task {
-            let jobs: [(node: String, assignment: TranscodeAssignment)]
-            do {
-                jobs = try await store.read { db in
-                    try streams.compactMap { key -> (node: String, assignment: TranscodeAssignment)? in
-                        guard let stream = try StreamRecord.all().live().path(app: key.app, name: key.name).fetchOne(db),
-                              let streamID = stream.id,
-                              let node = try RenditionRecord.all().ofStream(streamID).active().fetchOne(db)?.transcoderNode,
-                              let assignment = try Placement.assignment(db, stream: stream)
-                        else { return nil }
-                        return (node, assignment)
-                    }
+        guard !streams.isEmpty else { return }
+        pushes?.yield(streams)
+    }
+
+    /// Reads each stream's job and its transcoder, and calls it.
+    static func push(_ streams: [StreamKey], store: CoordinatorStore, dispatch: NodeDispatch, logger: Logger) async {
+        let jobs: [(node: String, assignment: TranscodeAssignment)]
+        do {
+            jobs = try await store.read { db in
+                try streams.compactMap { key -> (node: String, assignment: TranscodeAssignment)? in
+                    guard let stream = try StreamRecord.all().live().path(app: key.app, name: key.name).fetchOne(db),
+                          let streamID = stream.id,
+                          let node = try RenditionRecord.all().ofStream(streamID).active().fetchOne(db)?.transcoderNode,
+                          let assignment = try Placement.assignment(db, stream: stream)
+                    else { return nil }
+                    return (node, assignment)
                 }
-            } catch {
-                logger.warning("Cannot read the jobs to push: \(error)")
-                return
             }
-            for job in jobs {
-                do {
-                    try await dispatch.assign(job.assignment, to: job.node)
-                } catch {
-                    logger.notice("Job \(job.assignment.app)/\(job.assignment.name) goes with the next heartbeat of \(job.node): \(error)")
-                }
+        } catch {
+            logger.warning("Cannot read the jobs to push: \(error)")
+            return
+        }
+        for job in jobs {
+            do {
+                try await dispatch.assign(job.assignment, to: job.node)
+            } catch {
+                logger.notice("Job \(job.assignment.app)/\(job.assignment.name) goes with the next heartbeat of \(job.node): \(error)")
             }
         }
     }

@@ -32,6 +32,8 @@ public actor CoordinatorState {
     /// Reaches nodes between heartbeats (job pushes, kicks); nil leaves everything to
     /// heartbeat replies.
     var dispatch: NodeDispatch?
+    /// Streams whose jobs are to be pushed, in order, to one consumer (`setDispatch`).
+    var pushes: AsyncStream<[StreamKey]>.Continuation?
 
     /// `app/name` as a dictionary key.
     struct StreamKey: Hashable, Sendable {
@@ -95,6 +97,25 @@ public actor CoordinatorState {
     /// than only in heartbeat replies. Set by the node that hosts the coordinator.
     public func setDispatch(_ dispatch: NodeDispatch?) {
         self.dispatch = dispatch
+        pushes?.finish()
+        pushes = nil
+        guard let dispatch else { return }
+        let (stream, continuation) = AsyncStream.makeStream(of: [StreamKey].self)
+        pushes = continuation
+        let store = store
+        let logger = logger
+        // One consumer, so pushes go out in the order their changes were committed, each
+        // reading the placement just before its call: a job that moved twice is never
+        // started on the node it left.
+        Task {
+            for await streams in stream {
+                await Self.push(streams, store: store, dispatch: dispatch, logger: logger)
+            }
+        }
+    }
+
+    deinit {
+        pushes?.finish()
     }
 
     /// Sweeps for dead nodes every `sweepInterval` until cancelled, logging moved jobs.
