@@ -120,8 +120,12 @@ struct NodeRuntime {
                 // Local streams are segmented from their first frame.
                 accepted.append { hub in await hls.attach(hub) }
             }
-            let rungs = RungDirectory(coordinator: coordinator, ladders: configuration.ladders)
-            let openRemote = remote.map { Self.openRemoteRenditions(registry: registry, source: $0, hls: hls, rungs: rungs) }
+            let openRemote = remote.map { source in
+                Self.openRemoteRenditions(
+                    registry: registry, source: source, hls: hls,
+                    rungs: RungDirectory(coordinator: coordinator, ladders: configuration.ladders)
+                )
+            }
             HLSRoutes(service: hls, onRequest: openRemote).register(on: router)
         }
 
