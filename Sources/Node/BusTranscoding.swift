@@ -71,8 +71,6 @@ actor BusTranscoding {
         jobs.map { path, job in .transcoding(app: path.app, name: path.name, rungs: job.rungs) }
     }
 
-    var load: Double { Double(jobs.count) }
-
     private func start(_ assignment: TranscodeAssignment) async {
         guard let path = try? StreamPath(app: assignment.app, name: assignment.name),
               jobs[path] == nil, starting.insert(path).inserted

@@ -195,13 +195,14 @@ struct NodeRuntime {
                 system: system, coordinatorNode: coordinatorNode, nodeID: configuration.nodeID, role: role,
                 advertiseHost: configuration.advertiseHost, logger: logger,
                 report: { [ingestNode, transcodeWorker, relayNode] in
-                    // Load steers transcode placement: running jobs and publishers, whole
-                    // numbers, so that nodes equally busy tie and placement falls back to
-                    // the jobs it assigned since their last heartbeat. Viewers are cheap.
+                    // Load steers transcode placement: the rungs this node encodes and the
+                    // publishers it holds, whole numbers, so that nodes equally busy tie and
+                    // placement falls back to the rungs it assigned since their last
+                    // heartbeat. Viewers are cheap.
                     let published = (try? await ingestNode?.streams()) ?? []
                     let jobs = (try? await transcodeWorker?.jobs()) ?? []
                     let played = (try? await relayNode?.streams()) ?? []
-                    let load = Double(jobs.count + published.count)
+                    let load = Double(jobs.reduce(0) { $0 + ($1.rungs?.count ?? 0) } + published.count)
                     return .init(load: load, streams: StreamReport.merged(published + jobs + played))
                 },
                 handle: { [ingestNode, transcoding] instruction in

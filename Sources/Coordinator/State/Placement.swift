@@ -5,16 +5,36 @@ import GRDB
 /// Transcode placement inside one write transaction: pure functions of the database, so
 /// that a placement and the change that caused it commit together.
 enum Placement {
-    /// The alive transcoder with the least reported load; ties go to the one running
-    /// fewer jobs (two streams starting within one heartbeat would otherwise pile onto
-    /// the same idle node), then to the smaller id (deterministic).
+    /// The alive transcoder with the least reported load (nodes report the rungs they
+    /// encode plus the publishers they hold); ties go to the one assigned fewer rungs (two
+    /// streams starting within one heartbeat would otherwise pile onto the same idle node;
+    /// a job of four rungs costs about four times one of a single rung), then to the
+    /// smaller id (deterministic).
     static func leastLoadedTranscoder(_ db: Database, excluding excluded: Set<String> = []) throws -> NodeRecord? {
         let candidates = try NodeRecord.all().aliveTranscoders().fetchAll(db).filter { !excluded.contains($0.id) }
         guard !candidates.isEmpty else { return nil }
-        let jobs = try jobCounts(db)
+        let rungs = try rungCounts(db)
         return candidates.min { left, right in
-            (left.load, jobs[left.id, default: 0], left.id) < (right.load, jobs[right.id, default: 0], right.id)
+            (left.load, rungs[left.id, default: 0], left.id) < (right.load, rungs[right.id, default: 0], right.id)
         }
+    }
+
+    /// Active renditions (rungs) per transcoder.
+    static func rungCounts(_ db: Database) throws -> [String: Int] {
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT transcoder_node, COUNT(*) AS rungs FROM renditions
+                WHERE state != 'ended' AND transcoder_node IS NOT NULL GROUP BY transcoder_node
+                """
+        )
+        var counts: [String: Int] = [:]
+        for row in rows {
+            if let node: String = row["transcoder_node"] {
+                counts[node] = row["rungs"]
+            }
+        }
+        return counts
     }
 
     /// Active jobs (streams with unended renditions) per transcoder.

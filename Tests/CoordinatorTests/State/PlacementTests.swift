@@ -41,6 +41,31 @@ struct PlacementTests {
         try await fixture.close()
     }
 
+    @Test func equalLoadsGoToTheTranscoderAssignedFewerRungs() async throws {
+        let rung = { (name: String) in RungSpec(name: name, width: 0, height: 240, bitRate: 400_000) }
+        let fixture = try await CoordinatorFixture(configuration: CoordinatorConfiguration(ladders: [
+            "four": ["a", "b", "c", "d"].map(rung),
+            "one": [rung("a")],
+        ]))
+        try await fixture.register("ingest-1", .ingest)
+        try await fixture.register("tc-1", .transcode)
+        try await fixture.register("tc-2", .transcode)
+        func placed(_ app: String, _ name: String) async throws -> String? {
+            try await fixture.state.streamStarted(StreamStart(app: app, name: name, ingestNode: "ingest-1"))
+            return try await fixture.state.lookup(app: app, name: name)?.renditions.first?.transcoderNode
+        }
+        // No heartbeat in between: the reported loads stay equal (0), so the rungs already
+        // assigned decide. One job of four rungs outweighs two of one.
+        #expect(try await placed("four", "x") == "tc-1")
+        #expect(try await placed("one", "y") == "tc-2")
+        #expect(try await placed("one", "z") == "tc-2")
+        #expect(try await placed("one", "w") == "tc-2")
+        #expect(try await placed("one", "v") == "tc-2")
+        // Four rungs each: the tie goes to the smaller id.
+        #expect(try await placed("one", "u") == "tc-1")
+        try await fixture.close()
+    }
+
     @Test func aDeadTranscodersJobMovesWithinTheDeadline() async throws {
         let fixture = try await CoordinatorFixture()
         try await fixture.register("ingest-1", .ingest)
