@@ -82,4 +82,14 @@ struct ComposeTests {
         #expect(run.status != 0, "\(run.summary)")
         #expect(!run.output.contains("ok: role"), "\(run.summary)")
     }
+
+    @Test("node refuses a node id that is not one NATS subject token", arguments: ["relay.1", "relay 1", "relay*", String(repeating: "r", count: 65)])
+    func nodeRefusesANodeIDThatIsNotAToken(_ nodeID: String) async throws {
+        let run = try await runProcess(
+            try Deployment.nodeBinary(), ["--role", "relay", "--nats", "nats://nats:4222", "--node-id", nodeID, "--check-config"],
+            timeout: .seconds(30)
+        )
+        #expect(run.status != 0, "\(run.summary)")
+        #expect(run.output.contains("node id"), "\(run.summary)")
+    }
 }
