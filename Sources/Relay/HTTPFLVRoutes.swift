@@ -71,14 +71,30 @@ public struct HTTPFLVRoutes: Sendable {
             }
             for await _ in wakes {
                 let batch = subscriber.drain()
-                if !batch.packets.isEmpty {
-                    try await writer.write(contentsOf: batch.packets.lazy.compactMap { $0.bytes(for: format) })
+                // At most `maxTagsPerWrite` tags per write: see its comment.
+                var start = batch.packets.startIndex
+                while start < batch.packets.endIndex {
+                    let end = min(start + Self.maxTagsPerWrite, batch.packets.endIndex)
+                    try await writer.write(contentsOf: batch.packets[start..<end].lazy.compactMap { $0.bytes(for: format) })
+                    start = end
                 }
                 if batch.ended { break }
             }
             try await writer.finish(nil)
         })
     }
+
+    /// The most tags one `write(contentsOf:)` hands to the channel.
+    ///
+    /// The HTTP/1 encoder turns every tag into three writes (chunk header, tag, CRLF), all
+    /// queued in the channel's pending-writes ring before the flush, and that ring keeps its
+    /// largest size for the life of the connection. Handing a joining viewer's whole GOP
+    /// (≈ 150 tags at 2 s) over in one call grew it to 512 entries, ≈ 18 KiB per viewer
+    /// for as long as it watches (docs/benchmarks.md, "Where an HTTP-FLV viewer's memory
+    /// goes"). In slices of 16 tags (48 writes) it stays at 64 entries; a live burst is 1–3
+    /// tags, so only the join takes more than one slice. The bytes and their order are the
+    /// same; when the socket is full, the writer still waits for it between slices.
+    static let maxTagsPerWrite = 16
 
     static func notFound() -> Response {
         var headers = HTTPFields()
