@@ -91,9 +91,10 @@ public struct HTTPFLVRoutes: Sendable {
     /// largest size for the life of the connection. Handing a joining viewer's whole GOP
     /// (≈ 150 tags at 2 s) over in one call grew it to 512 entries, ≈ 18 KiB per viewer
     /// for as long as it watches (docs/benchmarks.md, "Where an HTTP-FLV viewer's memory
-    /// goes"). In slices of 16 tags (48 writes) it stays at 64 entries; a live burst is 1–3
-    /// tags, so only the join takes more than one slice. The bytes and their order are the
-    /// same; when the socket is full, the writer still waits for it between slices.
+    /// goes"). In slices of 16 tags (48 writes) it grows to about 256 (the socket cannot
+    /// take a whole GOP at once), ≈ 12 KiB; a live 100 ms burst is a handful of tags, so
+    /// only the join takes more than one slice. The bytes and their order are the same;
+    /// when the socket is full, the writer still waits for it between slices.
     static let maxTagsPerWrite = 16
 
     static func notFound() -> Response {
