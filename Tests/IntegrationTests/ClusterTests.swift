@@ -201,9 +201,7 @@ extension IntegrationTests {
 
         /// `GET path` on the coordinator's admin API, as JSON.
         static func admin(_ coordinator: NodeProcess, _ path: String, token: String? = ClusterFailoverTests.token) async throws -> (Int, [String: Any]) {
-            let response = try await HTTPClient.get(port: coordinator.httpPort, path: path, headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:], timeout: .seconds(5))
-            let json = (try? JSONSerialization.jsonObject(with: Data(response.bodyText.utf8)) as? [String: Any]) ?? [:]
-            return (response.status, json)
+            try await coordinator.admin(path, token: token)
         }
 
         /// The transcoder node the coordinator placed `app/name` on.

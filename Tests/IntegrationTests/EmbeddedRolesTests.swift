@@ -9,9 +9,7 @@ extension IntegrationTests {
         static let token = "embedded-admin-token"
 
         static func admin(_ node: NodeProcess, _ path: String) async throws -> (Int, [String: Any]) {
-            let response = try await HTTPClient.get(port: node.httpPort, path: path, headers: ["Authorization": "Bearer \(Self.token)"], timeout: .seconds(5))
-            let json = (try? JSONSerialization.jsonObject(with: Data(response.bodyText.utf8)) as? [String: Any]) ?? [:]
-            return (response.status, json)
+            try await node.admin(path, token: Self.token)
         }
 
         @Test("The default node runs the coordinator on <data-dir>/estuary.sqlite: its admin API lists an abr stream with every rung placed on the node itself, the node's live view shows the publisher's facts and the job, and a kick disconnects the publisher")

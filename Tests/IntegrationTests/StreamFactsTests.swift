@@ -12,8 +12,7 @@ extension IntegrationTests {
 
         /// `GET /api/v1/streams` on the coordinator: the live stream `app/name`, if listed.
         static func liveStream(_ coordinator: NodeProcess, _ app: String, _ name: String) async throws -> [String: Any]? {
-            let response = try await HTTPClient.get(port: coordinator.httpPort, path: "/api/v1/streams", headers: ["Authorization": "Bearer \(token)"], timeout: .seconds(5))
-            let json = (try? JSONSerialization.jsonObject(with: Data(response.bodyText.utf8)) as? [String: Any]) ?? [:]
+            let (_, json) = try await coordinator.admin("/api/v1/streams", token: token)
             let streams = json["streams"] as? [[String: Any]] ?? []
             return streams.first { $0["app"] as? String == app && $0["name"] as? String == name && $0["state"] as? String == "live" }
         }

@@ -36,7 +36,7 @@ extension CoordinatorState {
             logger.info("Transcode job placed: \(stream) on \(node)")
         }
         // The registering node gets its own jobs in this reply.
-        pushJobs(of: placed.filter { $0.value != registration.nodeID }.keys.sorted().compactMap(StreamKey.init(path:)))
+        pushJobs(of: placed.filter { $0.value != registration.nodeID }.keys.sorted())
         return reply(instructions + takeKicks(for: registration.nodeID))
     }
 
@@ -104,7 +104,7 @@ extension CoordinatorState {
         }
         // The new transcoders start the moved jobs now rather than at their next heartbeat.
         pushJobs(of: (moves.filter { $0.to != nil }.map { StreamKey(app: $0.app, name: $0.name) }
-            + placed.keys.sorted().compactMap(StreamKey.init(path:))))
+            + placed.keys.sorted()))
         if !unreconciled.isEmpty {
             awaitingReconciliation.removeAll()
         }
@@ -135,7 +135,7 @@ extension CoordinatorState {
                 folded.append(report)
             }
         }
-        for (source, count) in rungViewers.sorted(by: { ($0.key.app, $0.key.name) < ($1.key.app, $1.key.name) }) {
+        for (source, count) in rungViewers.sorted(by: { $0.key < $1.key }) {
             if let index = folded.firstIndex(where: { $0.app == source.app && $0.name == source.name }) {
                 folded[index].viewers = (folded[index].viewers ?? 0) + count
             } else {

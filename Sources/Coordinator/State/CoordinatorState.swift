@@ -36,20 +36,14 @@ public actor CoordinatorState {
     var pushes: AsyncStream<[StreamKey]>.Continuation?
 
     /// `app/name` as a dictionary key.
-    struct StreamKey: Hashable, Sendable {
+    struct StreamKey: Hashable, Sendable, Comparable, CustomStringConvertible {
         var app: String
         var name: String
 
-        init(app: String, name: String) {
-            self.app = app
-            self.name = name
-        }
+        var description: String { "\(app)/\(name)" }
 
-        /// From `app/name` (the keys of `Placement.placeUnplacedJobs`).
-        init?(path: String) {
-            let parts = path.split(separator: "/", maxSplits: 1)
-            guard parts.count == 2 else { return nil }
-            self.init(app: String(parts[0]), name: String(parts[1]))
+        static func < (left: StreamKey, right: StreamKey) -> Bool {
+            (left.app, left.name) < (right.app, right.name)
         }
     }
 

@@ -21,35 +21,27 @@ enum Placement {
 
     /// Active renditions (rungs) per transcoder.
     static func rungCounts(_ db: Database) throws -> [String: Int] {
-        let rows = try Row.fetchAll(
-            db,
-            sql: """
-                SELECT transcoder_node, COUNT(*) AS rungs FROM renditions
-                WHERE state != 'ended' AND transcoder_node IS NOT NULL GROUP BY transcoder_node
-                """
-        )
-        var counts: [String: Int] = [:]
-        for row in rows {
-            if let node: String = row["transcoder_node"] {
-                counts[node] = row["rungs"]
-            }
-        }
-        return counts
+        try perTranscoder(db, count: "COUNT(*)")
     }
 
     /// Active jobs (streams with unended renditions) per transcoder.
     static func jobCounts(_ db: Database) throws -> [String: Int] {
+        try perTranscoder(db, count: "COUNT(DISTINCT stream_id)")
+    }
+
+    /// `count` (an SQL aggregate over active renditions) per transcoder.
+    private static func perTranscoder(_ db: Database, count: String) throws -> [String: Int] {
         let rows = try Row.fetchAll(
             db,
             sql: """
-                SELECT transcoder_node, COUNT(DISTINCT stream_id) AS jobs FROM renditions
+                SELECT transcoder_node, \(count) AS count FROM renditions
                 WHERE state != 'ended' AND transcoder_node IS NOT NULL GROUP BY transcoder_node
                 """
         )
         var counts: [String: Int] = [:]
         for row in rows {
             if let node: String = row["transcoder_node"] {
-                counts[node] = row["jobs"]
+                counts[node] = row["count"]
             }
         }
         return counts
@@ -82,15 +74,15 @@ enum Placement {
     }
 
     /// Places unplaced jobs of live streams, now that a transcoder may be available.
-    static func placeUnplacedJobs(_ db: Database) throws -> [String: String] {
+    static func placeUnplacedJobs(_ db: Database) throws -> [CoordinatorState.StreamKey: String] {
         let streamIDs = try Int64.fetchAll(db, sql: "SELECT DISTINCT stream_id FROM renditions WHERE state = 'unplaced' ORDER BY stream_id")
-        var placed: [String: String] = [:]
+        var placed: [CoordinatorState.StreamKey: String] = [:]
         for streamID in streamIDs {
             guard let target = try leastLoadedTranscoder(db)?.id,
                   let stream = try StreamRecord.fetchOne(db, key: streamID)
             else { break }
             try assign(db, streamID: streamID, to: target)
-            placed["\(stream.app)/\(stream.name)"] = target
+            placed[CoordinatorState.StreamKey(app: stream.app, name: stream.name)] = target
         }
         return placed
     }
