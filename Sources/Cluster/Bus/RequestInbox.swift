@@ -1,10 +1,14 @@
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 
 /// Pending requests of one bus, answered through one wildcard inbox subscription
 /// (`_INBOX.<random>.*`), as nats.go does: a request costs a map entry and a timer, not a
 /// subscription or a blocked thread. Replies carry the request's token as the last
 /// subject token.
+///
+/// Timeouts are event-loop timers, not sleeping Tasks: Swift's cooperative pool is two
+/// threads here, and a timeout must fire on time even while that pool is busy.
 final class RequestInbox: Sendable {
     /// `_INBOX.<random>.`: the reply subject of a request is this plus its token.
     let prefix: String
@@ -14,7 +18,7 @@ final class RequestInbox: Sendable {
     private struct Pending: Sendable {
         var subject: String
         var continuation: CheckedContinuation<Result<ByteBuffer, BusError>, Never>
-        var timer: Task<Void, Never>?
+        var timer: Scheduled<Void>?
     }
 
     private struct State: Sendable {
@@ -24,8 +28,11 @@ final class RequestInbox: Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
+    /// Where the timeouts run.
+    private let timers: any EventLoop
 
-    init() {
+    init(timers: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()) {
+        self.timers = timers
         // 128 random bits keep inboxes of different processes apart on a shared server.
         var generator = SystemRandomNumberGenerator()
         let high = String(generator.next() as UInt64, radix: 36)
@@ -69,9 +76,11 @@ final class RequestInbox: Sendable {
                     complete(token: token, with: .failure(.cancelled))
                     return
                 }
-                let timer = Task { [weak self] in
-                    guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                    self?.complete(token: token, with: .failure(.timeout(subject: subject)))
+                let (seconds, attoseconds) = timeout.components
+                let delay = TimeAmount.seconds(seconds) + .nanoseconds(attoseconds / 1_000_000_000)
+                let timer = timers.scheduleTask(in: delay) { [weak self] in
+                    guard let self else { return }
+                    self.complete(token: token, with: .failure(.timeout(subject: subject)))
                 }
                 let stillPending = state.withLockedValue { state -> Bool in
                     guard state.pending[token] != nil else { return false }
