@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (Fuzz/*) with -sanitize=fuzzer,address and runs each for a
-# bounded time, seeded with the shared gortmplib corpus where it fits.
+# bounded time, seeded with the project's corpus (Tests/FuzzCorpus) where it fits.
 # Usage: scripts/fuzz.sh [--seconds N] [target ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ if ((${#targets[@]} == 0)); then
   targets=(FuzzChunkDecoder FuzzAMF0 FuzzCommand FuzzHandshake FuzzCodecConfig FuzzFLV FuzzMediaBus)
 fi
 
-seeds="../shared/fuzz-seeds/gortmplib"
+seeds="Tests/FuzzCorpus"
 scratch=".build-fuzz"
 build() {
   ESTUARY_FUZZ=1 swift build --scratch-path "$scratch" -c debug \
@@ -39,8 +39,8 @@ for target in "${targets[@]}"; do
   mkdir -p "$corpus"
   seed_dirs=()
   case "$target" in
-    FuzzChunkDecoder) seed_dirs=("$seeds/rawmessage" "$seeds/message" "$seeds/chunk") ;;
-    FuzzAMF0|FuzzCommand) seed_dirs=("$seeds/amf0") ;;
+    FuzzChunkDecoder) seed_dirs=("$seeds/chunkstream" "$seeds/gortmplib/rawmessage" "$seeds/gortmplib/message" "$seeds/gortmplib/chunk") ;;
+    FuzzAMF0|FuzzCommand) seed_dirs=("$seeds/gortmplib/amf0") ;;
   esac
   existing=()
   for dir in "${seed_dirs[@]}"; do [[ -d "$dir" ]] && existing+=("$dir"); done

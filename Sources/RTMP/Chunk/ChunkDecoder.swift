@@ -18,6 +18,15 @@ import NIOCore
 ///   incomplete message and starts the new one, as if an Abort had been received.
 /// - Zero-length messages ("empty messages are sent by some servers", gortmplib) are returned
 ///   with an empty payload.
+/// - A chunk stream whose first chunk has a type 1 header. The specification starts every chunk
+///   stream with type 0, but librtmp compresses a `RTMP_PACKET_SIZE_MEDIUM` packet to type 1
+///   whenever no earlier packet exists on that channel, and the mobile SDKs built on it
+///   (LFLiveKit and its descendants) send every media packet that way. Type 1 carries all but
+///   the message stream id, which is taken as 0 for commands and data and as
+///   ``mediaStreamID`` for audio and video; the timestamp delta counts from 0, so it is the
+///   absolute timestamp (librtmp computes it against 0 in this case). SRS accepts this too, and
+///   nginx-rtmp starts every chunk stream from zeroed state. A fresh chunk stream that starts
+///   with type 2 or 3 is still refused: it has no length, so nothing safe can be assumed.
 public struct ChunkDecoder: Sendable {
     /// The chunk size every RTMP connection starts with (specification 5.4.1).
     public static let defaultChunkSize = 128
@@ -27,6 +36,15 @@ public struct ChunkDecoder: Sendable {
 
     /// The chunk size the peer currently sends with; changed by Set Chunk Size messages.
     public private(set) var chunkSize: Int = ChunkDecoder.defaultChunkSize
+
+    /// The message stream id given to audio and video that start a chunk stream with a type 1
+    /// header (which carries no stream id). The connection sets it to the stream it publishes
+    /// on; 1 is what `createStream` answers first on every server, ours included.
+    public var mediaStreamID: UInt32 = 1
+
+    /// How many chunk streams started with a type 1 header instead of type 0 (librtmp's habit),
+    /// so the connection can log it once.
+    public private(set) var chunkStreamsStartedWithType1 = 0
 
     private enum State: Sendable, Equatable {
         case basicHeader
@@ -119,13 +137,18 @@ public struct ChunkDecoder: Sendable {
         if let existing = self.streamIndex[chunkStreamID] {
             index = existing
         } else {
-            guard format == 0 else { throw .unknownChunkStream(chunkStreamID) }
+            guard format <= 1 else { throw .unknownChunkStream(chunkStreamID) }
             guard self.streams.count < self.limits.maxChunkStreams else {
                 throw .tooManyChunkStreams(limit: self.limits.maxChunkStreams)
             }
             index = self.streams.count
             self.streams.append(ChunkStreamState(chunkStreamID: chunkStreamID))
             self.streamIndex[chunkStreamID] = index
+            if format == 1 {
+                // librtmp's first packet on a channel: every field but the stream id is here.
+                self.streams[index].inferStreamID = true
+                self.chunkStreamsStartedWithType1 += 1
+            }
         }
 
         if format == 3 {
@@ -165,6 +188,9 @@ public struct ChunkDecoder: Sendable {
                     return .needMoreData
                 }
                 self.streams[index].messageStreamID = streamID
+                self.streams[index].inferStreamID = false
+            } else if self.streams[index].inferStreamID {
+                self.streams[index].messageStreamID = self.inferredStreamID(typeID: typeID)
             }
         }
         if timestampField == 0xFFFFFF {
@@ -194,6 +220,14 @@ public struct ChunkDecoder: Sendable {
         self.streams[index].extendedTimestamp = value
         self.applyTimestamp(value, format: format, stream: index)
         return try self.beginMessage(stream: index)
+    }
+
+    /// The stream id of a message on a chunk stream that never carried a type 0 header.
+    private func inferredStreamID(typeID: UInt8) -> UInt32 {
+        switch MessageType(rawValue: typeID) {
+        case .audio, .video: self.mediaStreamID
+        default: 0
+        }
     }
 
     private mutating func applyTimestamp(_ value: UInt32, format: UInt8, stream index: Int) {

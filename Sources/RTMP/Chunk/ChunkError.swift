@@ -1,7 +1,8 @@
 /// Errors thrown by ``ChunkDecoder``. Each is fatal for the connection: after one, the byte
 /// stream can no longer be parsed.
 public enum ChunkError: Error, Equatable, Sendable {
-    /// A type 1, 2 or 3 chunk arrived on a chunk stream id that never carried a type 0 chunk.
+    /// A type 2 or 3 chunk arrived on a chunk stream id that never carried a type 0 or 1 chunk:
+    /// such a header has no message length, so nothing safe can be assumed.
     case unknownChunkStream(UInt32)
     /// A message header declared a body larger than ``ChunkLimits/maxMessageSize``.
     case messageTooLarge(Int, limit: Int)

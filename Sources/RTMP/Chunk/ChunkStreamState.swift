@@ -19,6 +19,9 @@ struct ChunkStreamState: Sendable {
     /// The extended timestamp field of the latest type 0, 1 or 2 header (or type 3 header that
     /// started a message), or nil when that header's 24-bit field was below 0xFFFFFF.
     var extendedTimestamp: UInt32?
+    /// True while the chunk stream has carried no type 0 header (it started with type 1, as
+    /// librtmp does): its message stream id is inferred from each message's type.
+    var inferStreamID = false
     /// True between the first chunk of a message and its last.
     var inProgress = false
     /// Body bytes received so far for the current message.

@@ -67,6 +67,8 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     private var bytesAcknowledged: UInt64 = 0
     private var peerWindow: UInt64 = 2_500_000
     private var needsFlush = false
+    /// Whether the librtmp habit of starting a chunk stream with a type 1 header was logged.
+    private var loggedType1ChunkStreamStart = false
     /// NetConnection answers go on chunk stream 3, NetStream status on 5, as nginx-rtmp does.
     static let connectionChunkStreamID: UInt32 = 3
     static let streamChunkStreamID: UInt32 = 5
@@ -184,6 +186,10 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
                 let message: RTMPMessage?
                 do { message = try decoder.next(from: &buffer) } catch { throw RTMPConnectionError.chunk(error) }
                 guard let message else { break }
+                if !loggedType1ChunkStreamStart, decoder.chunkStreamsStartedWithType1 > 0 {
+                    loggedType1ChunkStreamStart = true
+                    logger.debug("peer starts chunk streams with a type 1 header (librtmp); stream ids inferred")
+                }
                 try handle(message)
             }
         } catch let error as RTMPConnectionError {
@@ -311,6 +317,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         guard case .none = role else { return }
         let (path, query) = try streamPath(from: rawName, rejection: .publishBadName, streamID: streamID)
         guard let context else { return }
+        decoder.mediaStreamID = streamID
         role = .pending
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let request = RTMPPublishRequest(path: path, query: query, publishType: type, remoteAddress: remoteAddress, evict: {

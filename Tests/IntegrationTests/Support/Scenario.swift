@@ -76,7 +76,12 @@ final class Scenario: Sendable {
 
     /// Starts a tool that is killed at teardown if still running.
     func launch(_ tool: String, _ arguments: [String], name: String) throws -> Subprocess {
-        let process = try Subprocess.launch(try TestEnvironment.tool(tool), arguments, name: name, directory: self.directory)
+        try self.launch(executable: try TestEnvironment.tool(tool), arguments, name: name)
+    }
+
+    /// Starts a program by path (one the tests built) that is killed at teardown if still running.
+    func launch(executable: URL, _ arguments: [String], name: String) throws -> Subprocess {
+        let process = try Subprocess.launch(executable, arguments, name: name, directory: self.directory)
         self.state.withLock { $0.processes.append(process) }
         return process
     }

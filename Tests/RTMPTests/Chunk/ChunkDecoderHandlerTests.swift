@@ -10,7 +10,7 @@ struct ChunkDecoderHandlerTests {
     func handlerPassesByteToMessageDecoderVerifier() throws {
         // Self-contained rows only: the verifier shuffles rows through one decoder, so rows must
         // not change the chunk size or depend on another row's chunk stream state.
-        let rows = ChunkVector.all.filter { $0.finalChunkSize == 128 && !$0.name.contains("abort") }
+        let rows = ChunkVector.all.filter { $0.finalChunkSize == 128 && !$0.name.contains("abort") && !$0.name.hasPrefix("librtmp") }
         let pairs = rows.map { (ByteBuffer($0.bytes), $0.messages) }
         try ByteToMessageDecoderVerifier.verifyDecoder(inputOutputPairs: pairs) { ChunkDecoderHandler() }
     }

@@ -46,14 +46,35 @@ struct ChunkDecoderTests {
 
     @Test
     func decoderRejectsContinuationOnUnknownChunkStream() {
+        // Type 2 and 3 carry no length: a chunk stream cannot start with them.
         var decoder = ChunkDecoder()
         #expect(throws: ChunkError.unknownChunkStream(3)) {
-            _ = try decodeAll([0x43] + Wire.u24(0) + Wire.u24(1) + [8, 0xAF], decoder: &decoder)
+            _ = try decodeAll([0x83] + Wire.u24(0) + [0xAF], decoder: &decoder)
         }
         var fresh = ChunkDecoder()
         #expect(throws: ChunkError.unknownChunkStream(5)) { _ = try decodeAll([0xC5, 0x00], decoder: &fresh) }
         var twoByte = ChunkDecoder()
         #expect(throws: ChunkError.unknownChunkStream(70)) { _ = try decodeAll([0x80, 6] + Wire.u24(1), decoder: &twoByte) }
+    }
+
+    @Test
+    func type1StartTakesTheConnectionsPublishingStreamForMedia() throws {
+        var decoder = ChunkDecoder()
+        decoder.mediaStreamID = 5
+        let messages = try decodeAll(
+            [0x44] + Wire.u24(40) + Wire.u24(1) + [8, 0xAF] + [0x45] + Wire.u24(0) + Wire.u24(1) + [20, 0x05],
+            decoder: &decoder
+        )
+        #expect(messages == [message(8, stream: 5, ts: 40, csid: 4, [0xAF]), message(20, stream: 0, ts: 0, csid: 5, [0x05])])
+        #expect(decoder.chunkStreamsStartedWithType1 == 2)
+    }
+
+    @Test
+    func type1StartStillChecksTheMessageSize() {
+        var decoder = ChunkDecoder(limits: ChunkLimits(maxMessageSize: 1000))
+        #expect(throws: ChunkError.messageTooLarge(1001, limit: 1000)) {
+            _ = try decodeAll([0x44] + Wire.u24(0) + Wire.u24(1001) + [8], decoder: &decoder)
+        }
     }
 
     @Test

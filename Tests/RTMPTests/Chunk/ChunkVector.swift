@@ -214,6 +214,50 @@ extension ChunkVector {
             messages: [message(9, ts: 33, csid: 6, [0x27, 0x01])],
             encodable: false
         ),
+        // librtmp (and so LFLiveKit and the SDKs derived from it) sends the first packet on a
+        // channel with a type 1 header when the application asks for RTMP_PACKET_SIZE_MEDIUM.
+        // These rows depend on a fresh chunk stream, so the shuffling verifier skips them.
+        ChunkVector(
+            "librtmp: data message opens a chunk stream with fmt1, stream id 0, delta is absolute",
+            bytes: [0x45] + Wire.u24(1000) + Wire.u24(4) + [18] + [1, 2, 3, 4],
+            messages: [message(18, stream: 0, ts: 1000, csid: 5, [1, 2, 3, 4])],
+            encodable: false
+        ),
+        ChunkVector(
+            "librtmp: audio opens a chunk stream with fmt1 on the publishing stream, then fmt1 and fmt2 deltas",
+            bytes: [0x44] + Wire.u24(40) + Wire.u24(2) + [8] + [0xAF, 0x01]
+                + [0x44] + Wire.u24(23) + Wire.u24(3) + [8] + [0xAF, 0x01, 0x02]
+                + [0x84] + Wire.u24(23) + [0xAF, 0x01, 0x03],
+            messages: [
+                message(8, stream: 1, ts: 40, csid: 4, [0xAF, 0x01]),
+                message(8, stream: 1, ts: 63, csid: 4, [0xAF, 0x01, 0x02]),
+                message(8, stream: 1, ts: 86, csid: 4, [0xAF, 0x01, 0x03]),
+            ],
+            encodable: false
+        ),
+        ChunkVector(
+            "librtmp: one fmt1 channel carries data then video, each with its own stream id",
+            bytes: [0x46] + Wire.u24(0) + Wire.u24(2) + [18] + [0x02, 0x00]
+                + [0x46] + Wire.u24(33) + Wire.u24(2) + [9] + [0x17, 0x00],
+            messages: [message(18, stream: 0, ts: 0, csid: 6, [0x02, 0x00]), message(9, stream: 1, ts: 33, csid: 6, [0x17, 0x00])],
+            encodable: false
+        ),
+        ChunkVector(
+            "librtmp: fmt1 first with an extended timestamp repeated on fmt3 continuations",
+            bytes: [0x46] + Wire.u24(0xFFFFFF) + Wire.u24(300) + [9] + Wire.u32(0x0100_0000) + Array(payload300[0..<128])
+                + [0xC6] + Wire.u32(0x0100_0000) + Array(payload300[128..<256])
+                + [0xC6] + Wire.u32(0x0100_0000) + Array(payload300[256...]),
+            messages: [message(9, stream: 1, ts: 0x0100_0000, csid: 6, payload300)],
+            encodable: false
+        ),
+        ChunkVector(
+            "librtmp: fmt0 after a fmt1 start takes the stream id from the header again",
+            bytes: [0x45] + Wire.u24(10) + Wire.u24(1) + [8] + [0xAF]
+                + [0x05] + header0(ts: 20, length: 1, type: 8, stream: 7) + [0xAF]
+                + [0x45] + Wire.u24(5) + Wire.u24(1) + [8] + [0xAE],
+            messages: [message(8, stream: 1, ts: 10, csid: 5, [0xAF]), message(8, stream: 7, ts: 20, csid: 5, [0xAF]), message(8, stream: 7, ts: 25, csid: 5, [0xAE])],
+            encodable: false
+        ),
         ChunkVector(
             "zero-length message",
             bytes: [0x05] + header0(ts: 7, length: 0, type: 18),

@@ -3,14 +3,14 @@ import Testing
 
 @testable import RTMP
 
-/// Feeds every seed of the shared gortmplib corpus (`<repo>/../shared/fuzz-seeds/gortmplib`, see
-/// its README.md) to the matching decoder: each must decode or throw a typed error, never trap or
-/// hang; whatever decodes must re-encode and decode to the same value.
+/// Feeds every seed of the project's corpus (`Tests/FuzzCorpus`, see its README.md) to the
+/// matching decoder: each must decode or throw a typed error, never trap or hang; whatever
+/// decodes must re-encode and decode to the same value.
 struct FuzzSeedRegressionTests {
     struct SeedsMissing: Error, CustomStringConvertible {
         let path: String
         var description: String {
-            "fuzz seed corpus not found at \(path); it lives in ../shared/fuzz-seeds next to the repository"
+            "fuzz seed corpus not found at \(path); it lives in Tests/FuzzCorpus"
         }
     }
 
@@ -20,7 +20,7 @@ struct FuzzSeedRegressionTests {
         while let slash = directory.lastIndex(of: "/"), !directory.isEmpty {
             directory = String(directory[..<slash])
             if FileSystem.exists(directory + "/Package.swift") {
-                let path = directory + "/../shared/fuzz-seeds/gortmplib/" + folder
+                let path = directory + "/Tests/FuzzCorpus/" + folder
                 guard FileSystem.isDirectory(path) else { throw SeedsMissing(path: path) }
                 return path
             }
@@ -34,7 +34,7 @@ struct FuzzSeedRegressionTests {
         return names.map { ($0, FileSystem.read(directory + "/" + $0)) }
     }
 
-    @Test(arguments: ["amf0", "chunk", "rawmessage", "message"])
+    @Test(arguments: ["gortmplib/amf0", "gortmplib/chunk", "gortmplib/rawmessage", "gortmplib/message", "chunkstream"])
     func corpusFolderExistsAndIsNotEmpty(_ folder: String) throws {
         let seeds = try Self.seeds(folder)
         #expect(!seeds.isEmpty, "no seeds in \(folder)")
@@ -42,7 +42,7 @@ struct FuzzSeedRegressionTests {
 
     @Test
     func amf0SeedsDecodeOrFailWithTypedError() throws {
-        for seed in try Self.seeds("amf0") {
+        for seed in try Self.seeds("gortmplib/amf0") {
             var buffer = ByteBuffer(seed.bytes)
             let values: [AMF0Value]
             do {
@@ -62,7 +62,7 @@ struct FuzzSeedRegressionTests {
     func chunkSeedsDecodeOrFailWithTypedError() throws {
         // Single chunks of the named format at chunk size 65536: start from a decoder that has
         // seen Set Chunk Size 65536.
-        for seed in try Self.seeds("chunk") {
+        for seed in try Self.seeds("gortmplib/chunk") {
             var decoder = ChunkDecoder()
             var setSize = ChunkEncoder().encode(SetChunkSize(chunkSize: 65536).message(), allocator: ByteBufferAllocator())
             _ = try decoder.next(from: &setSize)
@@ -70,13 +70,36 @@ struct FuzzSeedRegressionTests {
         }
     }
 
-    @Test(arguments: ["rawmessage", "message"])
+    @Test(arguments: ["gortmplib/rawmessage", "gortmplib/message", "chunkstream"])
     func chunkStreamSeedsDecodeOrFailWithTypedError(_ folder: String) throws {
         for seed in try Self.seeds(folder) {
             var decoder = ChunkDecoder()
             for message in Self.drain(seed.bytes, decoder: &decoder, name: seed.name) {
                 try Self.checkReencodes(message, name: seed.name)
                 Self.decodeTyped(message)
+            }
+        }
+    }
+
+    /// The project's own chunk stream seeds are peer habits with a known outcome: the `librtmp-`
+    /// ones decode to the end (type-1-first chunk streams), the `refused-` ones are refused.
+    @Test
+    func chunkStreamSeedsHaveTheirKnownOutcome() throws {
+        for seed in try Self.seeds("chunkstream") {
+            var decoder = ChunkDecoder()
+            var buffer = ByteBuffer(seed.bytes)
+            var outcome: Result<Int, ChunkError> = .success(0)
+            var count = 0
+            do {
+                while let _ = try decoder.next(from: &buffer) { count += 1 }
+                outcome = .success(count)
+            } catch {
+                outcome = .failure(error)
+            }
+            if seed.name.hasPrefix("librtmp-") {
+                #expect(outcome == .success(count) && count > 0 && buffer.readableBytes == 0, "\(seed.name): \(outcome)")
+            } else if seed.name.hasPrefix("refused-") {
+                if case .failure(.unknownChunkStream) = outcome {} else { Issue.record("\(seed.name) was not refused: \(outcome)") }
             }
         }
     }
