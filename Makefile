@@ -2,15 +2,21 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps build release run test fuzz bench-fanout bench-hls bench-transcode bench-cluster clean
+.PHONY: deps deps-run build release run test fuzz bench-fanout bench-hls bench-transcode bench-cluster clean
 
+## Everything `make test` needs: Debian packages (test tools, chromium) and the Python
+## virtualenv .venv/ with Playwright and cryptography (scripts/install-deps.sh --test).
 deps:
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh --test
+
+## Only what building and running a node needs (scripts/install-deps.sh --run).
+deps-run:
+	@scripts/install-deps.sh --run
 
 build: deps
 	$(SWIFT) build
 
-release: deps
+release: deps-run
 	$(SWIFT) build -c release --product node
 
 ## Build and start a node with every role in one process (RTMP :1935, HTTP :8080).

@@ -40,7 +40,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-for tool in ffmpeg flock pgrep nats-server python3; do command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh)"; done
+# The project virtualenv's python (scripts/install-deps.sh makes .venv/), else python3 from PATH.
+python="$PWD/.venv/bin/python3"
+[[ -x $python ]] || python=python3
+for tool in ffmpeg flock pgrep nats-server "$python"; do command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh)"; done
 if [[ -z ${SKIP_BUILD:-} ]]; then
   wait_quiet
   log "building the release node and hls-latency-bench (holding $BUILD_LOCK)"
@@ -118,7 +121,7 @@ measure_cluster() {
 }
 measure_cluster
 
-python3 - "$tmp/embedded.json" "$tmp/cluster.json" "$DURATION" "$VIEWERS" >"$RESULTS" <<'PY'
+"$python" - "$tmp/embedded.json" "$tmp/cluster.json" "$DURATION" "$VIEWERS" >"$RESULTS" <<'PY'
 import json, sys
 embedded, cluster = (json.load(open(path)) for path in sys.argv[1:3])
 duration, viewers = sys.argv[3], sys.argv[4]

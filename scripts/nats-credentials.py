@@ -17,7 +17,9 @@
 DIR/NAME.creds; `--expires` makes the JWT expire that many seconds from now.
 
 Formats follow nats-io/nkeys (strkey.go, crc16.go) and nats-io/jwt v2 (claims.go,
-creds_utils.go). Needs Python 3 and the `cryptography` package (Ed25519).
+creds_utils.go). Needs Python 3 and the `cryptography` package (Ed25519): `make deps`
+(scripts/install-deps.sh) pip-installs it into the project virtualenv .venv/, and the script
+re-runs itself with .venv/bin/python3 when that exists, whichever python3 started it.
 """
 
 import argparse
@@ -26,6 +28,16 @@ import json
 import os
 import sys
 import time
+
+_VENV = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".venv")
+_VENV_PYTHON = os.path.join(_VENV, "bin", "python3")
+if (
+    os.access(_VENV_PYTHON, os.X_OK)
+    and os.path.realpath(sys.prefix) != os.path.realpath(_VENV)
+    and "ESTUARY_VENV_REEXEC" not in os.environ
+):
+    os.environ["ESTUARY_VENV_REEXEC"] = "1"
+    os.execv(_VENV_PYTHON, [_VENV_PYTHON, os.path.abspath(__file__)] + sys.argv[1:])
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat

@@ -57,11 +57,12 @@ extension Trait where Self == HLSEnvironment {
     static var hlsEnvironment: Self { HLSEnvironment() }
 }
 
-/// Whether the browser test can run: Debian's chromium on PATH and Playwright for Python.
+/// Whether the browser test can run: Debian's chromium on PATH and Playwright for Python
+/// (in the project virtualenv `.venv/`, made by scripts/install-deps.sh).
 enum BrowserSupport {
     static let missing: String? = {
         guard (try? TestEnvironment.tool("chromium")) != nil else { return "chromium is not on PATH" }
-        guard let python = try? TestEnvironment.tool("python3") else { return "python3 is not on PATH" }
+        guard let python = try? TestEnvironment.python3() else { return "neither .venv/bin/python3 nor python3 on PATH" }
         let process = Process()
         process.executableURL = python
         process.arguments = ["-c", "import playwright.sync_api"]
@@ -73,7 +74,7 @@ enum BrowserSupport {
         } catch {
             return "python3 cannot run: \(error)"
         }
-        return process.terminationStatus == 0 ? nil : "the playwright Python package is missing"
+        return process.terminationStatus == 0 ? nil : "the playwright Python package is missing from \(python.path) (make deps)"
     }()
 
     static var script: URL? {
@@ -392,10 +393,11 @@ extension IntegrationTests {
             let script = try #require(BrowserSupport.script)
             for file in ["llhls.m3u8", "index.m3u8"] {
                 let screenshot = scenario.file("browser-\(file).png")
-                let run = try await scenario.run(
-                    "python3",
+                let run = try await Subprocess.run(
+                    TestEnvironment.python3(),
                     [script.path, "\(shared.url)/\(file)", screenshot.path, "--advance", "3", "--within", "6"],
                     name: "browser-\(file)",
+                    directory: scenario.directory,
                     timeout: .seconds(45)
                 )
                 scenario.check(run.succeeded, "Chromium did not play \(file): \(run)\nstdout: \(run.stdout)")

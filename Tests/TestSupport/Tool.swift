@@ -32,8 +32,11 @@ public struct ToolResult: CustomStringConvertible {
 
 /// Runs ffmpeg / ffprobe, found through PATH, with every run bounded by a timeout.
 public enum Tool {
-    /// The absolute path of `name` in PATH, or nil.
+    /// The absolute path of `name` in PATH (`name` itself when it is a path), or nil.
     public static func locate(_ name: String) -> String? {
+        if name.contains("/") {
+            return FileManager.default.isExecutableFile(atPath: name) ? name : nil
+        }
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         for directory in path.split(separator: ":") {
             let candidate = "\(directory)/\(name)"
@@ -44,8 +47,23 @@ public enum Tool {
         return nil
     }
 
-    /// Runs `name arguments…`; its output goes to files in `directory` (a pipe could fill
-    /// and block the child). Killed with SIGKILL after `timeout`.
+    /// The project's Python: `<repo>/.venv/bin/python3`, the virtualenv that
+    /// scripts/install-deps.sh makes (with `cryptography` and Playwright), or `python3` from
+    /// PATH when there is none.
+    public static var python3: String {
+        var directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        while directory.path != "/" {
+            if FileManager.default.fileExists(atPath: directory.appendingPathComponent("Package.swift").path) {
+                let venv = directory.appendingPathComponent(".venv/bin/python3").path
+                return FileManager.default.isExecutableFile(atPath: venv) ? venv : "python3"
+            }
+            directory = directory.deletingLastPathComponent()
+        }
+        return "python3"
+    }
+
+    /// Runs `name arguments…` (`name` found through PATH, or a path); its output goes to files
+    /// in `directory` (a pipe could fill and block the child). Killed with SIGKILL after `timeout`.
     public static func run(
         _ name: String,
         _ arguments: [String],
@@ -55,9 +73,9 @@ public enum Tool {
         guard let executable = locate(name) else {
             throw TestFailure("\(name) not found in PATH")
         }
-        let tag = UUID().uuidString.prefix(8)
-        let stdoutURL = directory.appendingPathComponent("\(name)-\(tag).stdout")
-        let stderrURL = directory.appendingPathComponent("\(name)-\(tag).stderr")
+        let tag = "\(URL(fileURLWithPath: name).lastPathComponent)-\(UUID().uuidString.prefix(8))"
+        let stdoutURL = directory.appendingPathComponent("\(tag).stdout")
+        let stderrURL = directory.appendingPathComponent("\(tag).stderr")
         guard FileManager.default.createFile(atPath: stdoutURL.path, contents: nil),
               FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
         else {

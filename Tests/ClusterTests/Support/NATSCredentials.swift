@@ -4,7 +4,7 @@ import TestSupport
 /// A NATS operator, its account and users, made by `scripts/nats-credentials.py` in a
 /// temporary directory: the nats-server configuration (operator/JWT mode) and `.creds`
 /// files. Fails, rather than skips, when the script cannot run: `make deps` installs
-/// Python's `cryptography`.
+/// Python's `cryptography` into the project virtualenv `.venv/`, whose python3 runs it.
 final class NATSCredentials {
     let directory: TemporaryDirectory
 
@@ -45,9 +45,9 @@ final class NATSCredentials {
     }
 
     private func run(_ arguments: [String]) async throws {
-        let result = try await Tool.run("python3", [Self.script.path] + arguments, in: directory.url, timeout: .seconds(30))
+        let result = try await Tool.run(Tool.python3, [Self.script.path] + arguments, in: directory.url, timeout: .seconds(30))
         guard result.succeeded else {
-            throw TestFailure("\(Self.script.lastPathComponent) failed (needs python3 with `cryptography`: make deps): \(result)")
+            throw TestFailure("\(Self.script.lastPathComponent) failed (needs .venv/bin/python3 with `cryptography`: make deps): \(result)")
         }
     }
 }

@@ -8,14 +8,26 @@ Playwright, loads a page with `<video muted autoplay playsinline src=URL>` and w
 `currentTime` has advanced by at least --advance seconds (default 3) within --within seconds
 (default 6) of wall time after playback started. Saves a screenshot either way.
 Exit 0 on success; 1 with a message on stderr otherwise; 2 when chromium or playwright is
-missing (the caller may skip).
+missing (the caller may skip). Playwright lives in the project virtualenv .venv/ (made by
+scripts/install-deps.sh); the script re-runs itself with .venv/bin/python3 when that exists.
 """
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
+
+_VENV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", ".venv")
+_VENV_PYTHON = os.path.join(_VENV, "bin", "python3")
+if (
+    os.access(_VENV_PYTHON, os.X_OK)
+    and os.path.realpath(sys.prefix) != os.path.realpath(_VENV)
+    and "ESTUARY_VENV_REEXEC" not in os.environ
+):
+    os.environ["ESTUARY_VENV_REEXEC"] = "1"
+    os.execv(_VENV_PYTHON, [_VENV_PYTHON, os.path.abspath(__file__)] + sys.argv[1:])
 
 
 def main() -> int:
@@ -34,7 +46,7 @@ def main() -> int:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        print("SKIP: the playwright Python package is missing (pip install playwright)", file=sys.stderr)
+        print("SKIP: the playwright Python package is missing (scripts/install-deps.sh installs it into .venv/)", file=sys.stderr)
         return 2
 
     page_html = (

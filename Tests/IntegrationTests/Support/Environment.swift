@@ -53,6 +53,18 @@ enum TestEnvironment {
         throw IntegrationFailure("\(name) is not on PATH; install it (Debian: ffmpeg, rtmpdump, curl)")
     }
 
+    /// The project's Python: `<repo>/.venv/bin/python3`, the virtualenv that
+    /// scripts/install-deps.sh makes (with Playwright), or `python3` on PATH when there is none.
+    static func python3() throws -> URL {
+        if let root = repositoryRoot {
+            let venv = root.appendingPathComponent(".venv/bin/python3")
+            if FileManager.default.isExecutableFile(atPath: venv.path) {
+                return venv
+            }
+        }
+        return try tool("python3")
+    }
+
     /// A new empty directory under the system temporary directory.
     static func makeTemporaryDirectory(_ label: String) throws -> URL {
         let directory = FileManager.default.temporaryDirectory
