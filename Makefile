@@ -28,7 +28,7 @@ run: release
 test: deps
 	$(SWIFT) build --build-tests
 	scripts/fuzz.sh --seconds $${FUZZ_SECONDS:-20}
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --no-parallel
 
 ## Run each libFuzzer target (FUZZ_SECONDS each, default 60).
 fuzz: deps

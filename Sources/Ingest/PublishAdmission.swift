@@ -10,6 +10,8 @@ import RTMP
 /// publisher has been silent for `HubConfiguration.publisherIdleTakeover`; the old session
 /// is closed and viewers stay attached, with timestamps continuing. A second live encoder
 /// on the same key is refused with `NetStream.Publish.BadName`, as in nginx-rtmp and SRS.
+/// Taking over, or resuming within the grace period, needs the first publisher's credentials
+/// (its key, or its address without keys): anyone else gets `BadName` until the stream ends.
 public struct PublishAdmission: Sendable {
     public let registry: StreamRegistry
     private let logger: Logger
@@ -23,7 +25,7 @@ public struct PublishAdmission: Sendable {
         // Two attempts: the hub found may end between lookup and attach (grace expiry).
         for _ in 0..<2 {
             let (hub, id) = await registry.hubForPublishing(request.path)
-            switch hub.attachPublisher(id: id, evict: request.evict) {
+            switch hub.attachPublisher(id: id, owner: Self.owner(of: request), evict: request.evict) {
             case .attached(let replacedIdle):
                 if replacedIdle {
                     logger.notice("publisher from \(request.remoteAddress) took over idle stream \(request.path)")
@@ -33,11 +35,26 @@ public struct PublishAdmission: Sendable {
             case .busy(let idleFor):
                 logger.notice("refusing second publisher for \(request.path) from \(request.remoteAddress): current one active \(idleFor) ago")
                 return .reject(code: "NetStream.Publish.BadName", description: "\(request.path) is already being published")
+            case .notOwner:
+                logger.notice("refusing publisher for \(request.path) from \(request.remoteAddress): the stream's owner may resume it until its grace period ends")
+                IngestMetrics.refusedTakeovers.increment()
+                return .reject(code: "NetStream.Publish.BadName", description: "\(request.path) belongs to another publisher")
             case .ended:
                 continue
             }
         }
         return .reject(code: "NetStream.Publish.BadName", description: "\(request.path) is unavailable")
+    }
+
+    /// Who a publisher is, for taking over its own stream: its stream key when it has one
+    /// (a phone changes address when it moves from Wi-Fi to mobile data), else its address.
+    static func owner(of request: RTMPPublishRequest) -> String {
+        if let key = StreamKeyVerifier.key(fromQuery: request.query), !key.isEmpty {
+            return "key:" + key
+        }
+        // `remoteAddress` is `host:port`; the port changes with every connection.
+        let host = request.remoteAddress.split(separator: ":").dropLast().joined(separator: ":")
+        return "address:" + (host.isEmpty ? request.remoteAddress : host)
     }
 
     public func unpublished(_ path: StreamPath, id: StreamHub.PublisherID) async {
@@ -47,4 +64,5 @@ public struct PublishAdmission: Sendable {
 
 enum IngestMetrics {
     static let takeovers = Counter(label: "estuary_ingest_publisher_takeovers_total")
+    static let refusedTakeovers = Counter(label: "estuary_ingest_publisher_takeovers_refused_total")
 }

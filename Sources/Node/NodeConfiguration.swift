@@ -27,10 +27,39 @@ struct NodeConfigurationFile: Codable, Sendable {
     var publisherIdleTakeoverSeconds: Double?
     var publisherGraceSeconds: Double?
     var handshakeTimeoutSeconds: Double?
+    /// RTMP: `connect` within this after the handshake (10).
+    var connectTimeoutSeconds: Double?
+    /// RTMP: `publish` or `play` within this after `connect` (30).
+    var sessionStartTimeoutSeconds: Double?
+    /// RTMP: a publisher that sends no media for this long is closed (30).
+    var publisherIdleTimeoutSeconds: Double?
+    /// RTMP and HTTP: a connection whose socket takes nothing for this long is closed (30).
+    var writeStallTimeoutSeconds: Double?
+    /// HTTP: the first request head must be complete within this (10).
+    var httpHeaderTimeoutSeconds: Double?
+    /// HTTP: a kept-alive connection with no request for this long is closed (60).
+    var httpIdleTimeoutSeconds: Double?
+    /// RTMP: the largest command or control message (65536).
+    var maxCommandMessageSize: Int?
+    /// RTMP: the largest data message buffered at all (1048576).
+    var maxDataMessageSize: Int?
+    /// RTMP: metadata over this many bytes, received or re-encoded, is dropped (65536).
+    var maxMetadataBytes: Int?
+    /// RTMP: metadata with more AMF0 values than this is dropped (1024).
+    var maxMetadataValues: Int?
+    /// RTMP: bytes in reassembly over every connection of the node (268435456).
+    var maxReassemblyBytes: Int?
+    /// RTMP and HTTP: SO_SNDBUF of each connection (262144; 0 leaves the kernel's autotuning).
+    var socketSendBufferBytes: Int?
+    /// RTMP and HTTP, each listener: open connections (10000) and per client address (1000).
+    var maxConnections: Int?
+    var maxConnectionsPerAddress: Int?
     var viewerWakeIntervalMilliseconds: Int?
     var hlsSegmentSeconds: Double?
     var hlsPartSeconds: Double?
     var hlsWindowSegments: Int?
+    /// Streams transcoded at once (4); publishes into a ladder's application beyond it are refused.
+    var maxTranscodes: Int?
     /// Ladders by application: `{"abr": [{"name": "480p", "height": 480, "videoBitRate": 1400000}]}`.
     /// An application not listed passes streams through unchanged.
     var ladders: [String: [LadderRung]]?
@@ -63,11 +92,92 @@ struct NodeConfigurationFile: Codable, Sendable {
     }
 
     static func load(from path: String) throws -> NodeConfigurationFile {
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigurationError.invalidFile(path, "cannot read the file")
+        }
+        let json: Any
+        do {
+            json = try JSONSerialization.jsonObject(with: data)
+        } catch {
+            throw ConfigurationError.invalidFile(path, "not valid JSON")
+        }
+        guard let object = json as? [String: Any] else { throw ConfigurationError.invalidFile(path, "expected a JSON object at the top") }
+        // A misspelt key would otherwise be ignored in silence, and its setting left at the default.
+        try Self.checkKeys(object, known: Self.keys(of: NodeConfigurationFile()), path: path, prefix: "")
+        if let nats = object["nats"] as? [String: Any] {
+            try Self.checkKeys(nats, known: Self.keys(of: NATSSettings()), path: path, prefix: "nats.")
+            if let tls = nats["tls"] as? [String: Any] {
+                try Self.checkKeys(tls, known: Self.keys(of: TLSSettings()), path: path, prefix: "nats.tls.")
+            }
+        }
         do {
             return try JSONDecoder().decode(NodeConfigurationFile.self, from: data)
+        } catch let error as DecodingError {
+            throw ConfigurationError.invalidFile(path, Self.describe(error, in: object))
         } catch {
             throw ConfigurationError.invalidFile(path, "\(error)")
+        }
+    }
+
+    /// The property names of a settings struct (they are its JSON keys).
+    private static func keys(of value: Any) -> Set<String> {
+        Set(Mirror(reflecting: value).children.compactMap(\.label))
+    }
+
+    private static func checkKeys(_ object: [String: Any], known: Set<String>, path: String, prefix: String) throws {
+        if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
+            throw ConfigurationError.invalidFile(path, "unknown key '\(prefix)\(unknown)'")
+        }
+    }
+
+    /// One line: the key, what was expected, what the file has.
+    private static func describe(_ error: DecodingError, in object: [String: Any]) -> String {
+        func keyPath(_ context: DecodingError.Context) -> String {
+            context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        }
+        func found(_ context: DecodingError.Context) -> String {
+            var value: Any? = object
+            for key in context.codingPath {
+                if let index = key.intValue, let array = value as? [Any] {
+                    value = index < array.count ? array[index] : nil
+                } else {
+                    value = (value as? [String: Any])?[key.stringValue]
+                }
+            }
+            switch value {
+            case is String: return "a string"
+            case let number as NSNumber: return "the value \(number)"
+            case is [Any]: return "an array"
+            case is [String: Any]: return "an object"
+            case is NSNull: return "null"
+            default: return "nothing"
+            }
+        }
+        switch error {
+        case .typeMismatch(let type, let context):
+            return "'\(keyPath(context))': expected \(Self.name(of: type)), got \(found(context))"
+        case .valueNotFound(let type, let context):
+            return "'\(keyPath(context))': expected \(Self.name(of: type)), got null"
+        case .keyNotFound(let key, let context):
+            let parent = keyPath(context)
+            return "'\(parent.isEmpty ? key.stringValue : parent + "." + key.stringValue)': required key missing"
+        case .dataCorrupted(let context):
+            return "'\(keyPath(context))': \(context.debugDescription)"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+
+    private static func name(of type: Any.Type) -> String {
+        switch type {
+        case is Int.Type: "a whole number"
+        case is Double.Type: "a number"
+        case is Bool.Type: "true or false"
+        case is String.Type: "a string"
+        default: "\(type)"
         }
     }
 }
@@ -89,8 +199,19 @@ enum ConfigurationError: Error, CustomStringConvertible {
 /// The resolved settings of a node.
 struct NodeConfiguration: Sendable {
     var bindHost = "0.0.0.0"
-    var rtmp = RTMPServerConfiguration()
+    var rtmp: RTMPServerConfiguration = {
+        var rtmp = RTMPServerConfiguration()
+        rtmp.chunkLimits.nodeBudget = ReassemblyBudget(limit: NodeConfiguration.defaultReassemblyBytes)
+        return rtmp
+    }()
+    /// Bytes in RTMP reassembly over all connections: 16 maximum-size messages at once.
+    static let defaultReassemblyBytes = 256 * 1024 * 1024
     var httpPort = 8080
+    var httpConnectionLimits = ConnectionLimits()
+    var httpGuard = HTTPConnectionGuard.Settings()
+    /// Hummingbird's keep-alive idle timeout (its default is none), which also ends a
+    /// connection that trickles a request head for ever.
+    var httpIdleTimeout: Duration = .seconds(60)
     var dataDir = "data"
     var hub = HubConfiguration()
     var publisherGrace: Duration = .seconds(10)
@@ -98,6 +219,9 @@ struct NodeConfiguration: Sendable {
     /// Applications whose streams are transcoded, with their ladders: `abr` gets the
     /// default ladder, every other application (`live`) passes through.
     var ladders: [String: Ladder] = ["abr": .default]
+    /// Streams accepted at once into applications with a ladder (each starts an x264
+    /// ladder); over it, publishes are refused with `NetStream.Publish.Denied`.
+    var maxTranscodes: Int? = 4
     /// The cluster bus; nil for the embedded default.
     var nats: NATSBusConfiguration?
     /// This node's name on the bus and in the coordinator: by default the host name.
@@ -135,6 +259,33 @@ struct NodeConfiguration: Sendable {
         if let value = file.publisherIdleTakeoverSeconds { hub.publisherIdleTakeover = try seconds(value, "publisherIdleTakeoverSeconds") }
         if let value = file.publisherGraceSeconds { publisherGrace = try seconds(value, "publisherGraceSeconds") }
         if let value = file.handshakeTimeoutSeconds { rtmp.handshakeTimeout = try seconds(value, "handshakeTimeoutSeconds") }
+        if let value = file.connectTimeoutSeconds { rtmp.connectTimeout = try timeout(value, "connectTimeoutSeconds") }
+        if let value = file.sessionStartTimeoutSeconds { rtmp.sessionStartTimeout = try timeout(value, "sessionStartTimeoutSeconds") }
+        if let value = file.publisherIdleTimeoutSeconds { rtmp.publisherIdleTimeout = try timeout(value, "publisherIdleTimeoutSeconds") }
+        if let value = file.writeStallTimeoutSeconds {
+            rtmp.writeStallTimeout = try timeout(value, "writeStallTimeoutSeconds")
+            httpGuard.writeStallTimeout = rtmp.writeStallTimeout
+        }
+        if let value = file.httpHeaderTimeoutSeconds { httpGuard.headerTimeout = try timeout(value, "httpHeaderTimeoutSeconds") }
+        if let value = file.httpIdleTimeoutSeconds { httpIdleTimeout = try timeout(value, "httpIdleTimeoutSeconds") }
+        if let value = file.maxCommandMessageSize { rtmp.chunkLimits.maxCommandMessageSize = try positive(value, "maxCommandMessageSize") }
+        if let value = file.maxDataMessageSize { rtmp.chunkLimits.maxDataMessageSize = try positive(value, "maxDataMessageSize") }
+        if let value = file.maxMetadataBytes { rtmp.maxMetadataBytes = try positive(value, "maxMetadataBytes") }
+        if let value = file.maxMetadataValues { rtmp.maxMetadataValues = try positive(value, "maxMetadataValues") }
+        if let value = file.maxReassemblyBytes { rtmp.chunkLimits.nodeBudget = ReassemblyBudget(limit: try positive(value, "maxReassemblyBytes")) }
+        if let value = file.socketSendBufferBytes {
+            guard value >= 0 else { throw ConfigurationError.invalidValue("socketSendBufferBytes must be ≥ 0, got \(value)") }
+            rtmp.socketSendBufferBytes = value == 0 ? nil : value
+            httpGuard.socketSendBufferBytes = rtmp.socketSendBufferBytes
+        }
+        if let value = file.maxConnections {
+            rtmp.connectionLimits.maxConnections = try positive(value, "maxConnections")
+            httpConnectionLimits.maxConnections = value
+        }
+        if let value = file.maxConnectionsPerAddress {
+            rtmp.connectionLimits.maxConnectionsPerAddress = try positive(value, "maxConnectionsPerAddress")
+            httpConnectionLimits.maxConnectionsPerAddress = value
+        }
         if let value = file.viewerWakeIntervalMilliseconds {
             guard (0...1000).contains(value) else { throw ConfigurationError.invalidValue("viewerWakeIntervalMilliseconds must be within 0…1000, got \(value)") }
             hub.wakeInterval = .milliseconds(value)
@@ -145,6 +296,7 @@ struct NodeConfiguration: Sendable {
             hls.partTargetDuration = try seconds(value, "hlsPartSeconds")
         }
         if let value = file.hlsWindowSegments { hls.windowSegments = try positive(value, "hlsWindowSegments") }
+        if let value = file.maxTranscodes { maxTranscodes = try positive(value, "maxTranscodes") }
         if let value = file.ladders {
             for app in value.keys where !StreamPath.isValidComponent(app) {
                 throw ConfigurationError.invalidValue("ladders: invalid application name '\(app)'")
@@ -190,6 +342,12 @@ struct NodeConfiguration: Sendable {
     private func positive(_ value: Int, _ name: String) throws -> Int {
         guard value > 0 else { throw ConfigurationError.invalidValue("\(name) must be positive, got \(value)") }
         return value
+    }
+
+    /// A timeout: positive seconds (zero would close every connection at once).
+    private func timeout(_ value: Double, _ name: String) throws -> Duration {
+        guard value > 0, value.isFinite else { throw ConfigurationError.invalidValue("\(name) must be > 0, got \(value)") }
+        return .milliseconds(Int64(value * 1000))
     }
 
     private func seconds(_ value: Double, _ name: String) throws -> Duration {

@@ -1,4 +1,5 @@
 import Hummingbird
+import Media
 import Logging
 import NIOCore
 import NIOPosix
@@ -32,8 +33,16 @@ enum NodeHTTP {
     }
 
     static func application(router: Router<BasicRequestContext>, configuration: NodeConfiguration, logger: Logger) -> some ApplicationProtocol {
-        Application(
+        let limiter = ConnectionLimiter(limits: configuration.httpConnectionLimits)
+        let settings = configuration.httpGuard
+        return Application(
             router: router,
+            // Keep-alive connections idle for `httpIdleTimeout` are closed (Hummingbird's
+            // default is never); the guard bounds connections, request heads and write stalls.
+            server: .http1(configuration: .init(
+                additionalChannelHandlers: [HTTPConnectionGuard(settings: settings, limiter: limiter, logger: logger)],
+                idleTimeout: .init(configuration.httpIdleTimeout)
+            )),
             configuration: .init(address: .hostname(configuration.bindHost, port: configuration.httpPort), serverName: "estuary"),
             eventLoopGroupProvider: .shared(MultiThreadedEventLoopGroup.singleton),
             logger: logger

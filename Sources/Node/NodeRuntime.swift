@@ -183,7 +183,10 @@ struct NodeRuntime {
         if roles.contains(.ingest) || roles.contains(.relay) {
             HTTPFLVRoutes(registry: registry, flvFormat: OutputFormat.flv, logger: logger).register(on: router)
             let hooks = accepted
-            let delegate = NodeRTMPDelegate(admission: admission, playback: Playback(registry: registry), keys: keys, logger: logger) { hub in
+            let delegate = NodeRTMPDelegate(
+                admission: admission, playback: Playback(registry: registry), keys: keys, logger: logger,
+                ladders: configuration.ladders, transcodes: TranscodeSlots(limit: configuration.maxTranscodes)
+            ) { hub in
                 for hook in hooks { await hook(hub) }
             }
             services.append(.init(service: RTMPServer(configuration: configuration.rtmp, delegate: delegate, rtmpFormat: OutputFormat.rtmp, group: group, logger: logger)))

@@ -144,7 +144,7 @@ public final class BusStreamSource: RemoteStreamSource {
         var mirrorConfiguration = registry.hubConfiguration
         mirrorConfiguration.timestampJumpThreshold = nil
         let (hub, publisher) = await registry.hubForPublishing(path, configuration: mirrorConfiguration)
-        guard case .attached = hub.attachPublisher(id: publisher, evict: {}) else {
+        guard case .attached = hub.attachPublisher(id: publisher, owner: "bus", evict: {}) else {
             subscription.cancel()
             return await registry.hub(for: path)
         }

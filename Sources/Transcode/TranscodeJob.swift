@@ -383,7 +383,7 @@ final class TranscodeJob {
         var hubConfiguration = configuration.hubConfiguration
         hubConfiguration.timestampJumpThreshold = nil
         let hub = StreamHub(path: path, serializers: serializers, configuration: hubConfiguration)
-        guard case .attached = hub.attachPublisher(id: Self.publisherID, evict: {}) else {
+        guard case .attached = hub.attachPublisher(id: Self.publisherID, owner: "transcoder", evict: {}) else {
             return nil
         }
         let worker: SerialWorker

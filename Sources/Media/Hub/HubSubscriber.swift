@@ -86,6 +86,18 @@ public final class HubSubscriber: Sendable {
             guard !state.ended else { return }
             let isConfiguration = packet.frame.isSequenceHeader || packet.frame.kind == .script
             if isConfiguration || replay {
+                if isConfiguration, !replay, state.queuedBytes + cost > maxQueueBytes {
+                    // A publisher that sends configuration records faster than this viewer
+                    // reads: they count against the bound too. Drop the queued media and the
+                    // older records of this kind (only the newest matters), resume at a sync point.
+                    let before = state.queue.count
+                    let mediaBefore = state.queue.count { !Self.isConfiguration($0) }
+                    state.queue.removeAll { !Self.isConfiguration($0) || Self.sameConfiguration($0, packet) }
+                    state.queuedBytes = state.queue.reduce(0) { $0 + $1.cost(format: format) }
+                    state.statistics.skips &+= 1
+                    state.statistics.droppedFrames &+= before - state.queue.count
+                    if mediaBefore > 0 { state.skippingToSyncPoint = true }
+                }
                 state.queue.append(packet)
                 state.queuedBytes += cost
                 return
@@ -112,6 +124,15 @@ public final class HubSubscriber: Sendable {
             state.queue.append(packet)
             state.queuedBytes += cost
         }
+    }
+
+    private static func isConfiguration(_ packet: HubPacket) -> Bool {
+        packet.frame.isSequenceHeader || packet.frame.kind == .script
+    }
+
+    /// Two configuration records that replace each other: metadata, or sequence headers of one track.
+    private static func sameConfiguration(_ a: HubPacket, _ b: HubPacket) -> Bool {
+        a.frame.kind == b.frame.kind
     }
 
     /// Wakes the consumer if data is waiting and it has not been woken since its last drain.

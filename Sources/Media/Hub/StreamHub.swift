@@ -28,6 +28,9 @@ public final class StreamHub: Sendable {
         case attached(replacedIdle: Bool)
         /// Another publisher is live (it sent media `idleFor` ago).
         case busy(idleFor: Duration)
+        /// The stream belongs to another owner (see ``attachPublisher(id:owner:now:evict:)``)
+        /// whose publisher is idle or gone but whose grace period has not ended.
+        case notOwner
         /// The hub has ended; ask the registry for a new one.
         case ended
     }
@@ -68,6 +71,8 @@ public final class StreamHub: Sendable {
         var normalizer = TimestampNormalizer()
         var publisher: Publisher?
         var hadPublisher = false
+        /// Who first published the stream; only the same owner may take it over or resume it.
+        var owner: String?
         var metadata: HubPacket?
         var audioSequenceHeader: HubPacket?
         var videoSequenceHeader: HubPacket?
@@ -104,7 +109,13 @@ public final class StreamHub: Sendable {
 
     /// Makes `id` the stream's publisher, applying the one-publisher rule.
     /// `evict` is called (once, outside the lock) if a later publisher takes over.
-    public func attachPublisher(id: PublisherID, now: NIODeadline = .now(), evict: @escaping @Sendable () -> Void) -> AttachResult {
+    ///
+    /// `owner` names the credentials the publisher came with (its stream key, or its client
+    /// address where there are no keys; the transcoder and the bus name themselves). The
+    /// first publisher's owner stays with the hub: taking over an idle publisher, or resuming
+    /// within the grace period, needs the same owner, so a stranger cannot hijack a stream
+    /// whose encoder stalled. nil skips the check.
+    public func attachPublisher(id: PublisherID, owner: String? = nil, now: NIODeadline = .now(), evict: @escaping @Sendable () -> Void) -> AttachResult {
         let (result, evicted) = state.withLockedValue { state -> (AttachResult, (@Sendable () -> Void)?) in
             guard !state.ended else { return (.ended, nil) }
             var evicted: (@Sendable () -> Void)?
@@ -115,9 +126,13 @@ public final class StreamHub: Sendable {
                 guard idleDuration >= configuration.publisherIdleTakeover else {
                     return (.busy(idleFor: idleDuration), nil)
                 }
+                if let owner, let first = state.owner, owner != first { return (.notOwner, nil) }
                 evicted = current.evict
                 replaced = true
+            } else if let owner, let first = state.owner, owner != first {
+                return (.notOwner, nil)
             }
+            if state.owner == nil { state.owner = owner }
             if state.hadPublisher { state.normalizer.beginNewEpoch() }
             state.hadPublisher = true
             state.publisher = Publisher(id: id, lastActivity: now, evict: evict)

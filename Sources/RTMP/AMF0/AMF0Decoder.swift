@@ -5,6 +5,9 @@ import NIOCore
 /// - Every length is checked against the bytes left before anything is read or allocated.
 /// - Nesting of objects, arrays and typed objects is capped at ``maxDepth`` because decoding
 ///   recurses and Swift thread stacks are fixed in size.
+/// - The number of values decoded from one input is capped at ``maxValues``: each decoded
+///   value costs tens of bytes against the one or two it takes on the wire, so the budget, and
+///   not only the message size, bounds the memory a peer can make one message cost.
 /// - Strings are decoded as UTF-8; invalid sequences are replaced with U+FFFD rather than
 ///   rejected, because real encoders put arbitrary bytes in metadata fields (device names,
 ///   titles) and dropping the whole command for that would be worse. Such strings do not
@@ -16,18 +19,27 @@ public struct AMF0Decoder: Sendable {
     /// holding an object); 32 leaves room for odd metadata while bounding recursion.
     public static let defaultMaxDepth = 32
 
+    /// The default value budget. A `connect` holds about 15 values and OBS's `onMetaData` about
+    /// 20; metadata with a keyframe index from an injected file holds a few thousand.
+    public static let defaultMaxValues = 8192
+
     /// The deepest container nesting accepted; deeper input throws ``AMF0Error/tooDeep(limit:)``.
     public var maxDepth: Int
 
+    /// The most values one call decodes; more throws ``AMF0Error/tooManyValues(limit:)``.
+    public var maxValues: Int
+
     /// Creates a decoder.
-    public init(maxDepth: Int = AMF0Decoder.defaultMaxDepth) {
+    public init(maxDepth: Int = AMF0Decoder.defaultMaxDepth, maxValues: Int = AMF0Decoder.defaultMaxValues) {
         self.maxDepth = maxDepth
+        self.maxValues = maxValues
     }
 
     /// Decodes one value. On success the reader index moves past it; on failure the buffer is unchanged.
     public func decode(from buffer: inout ByteBuffer) throws(AMF0Error) -> AMF0Value {
         var copy = buffer
-        let value = try self.readValue(from: &copy, depth: 0)
+        var budget = self.maxValues
+        let value = try self.readValue(from: &copy, depth: 0, budget: &budget)
         buffer = copy
         return value
     }
@@ -36,14 +48,17 @@ public struct AMF0Decoder: Sendable {
     public func decodeAll(from buffer: inout ByteBuffer) throws(AMF0Error) -> [AMF0Value] {
         var copy = buffer
         var values: [AMF0Value] = []
+        var budget = self.maxValues
         while copy.readableBytes > 0 {
-            values.append(try self.readValue(from: &copy, depth: 0))
+            values.append(try self.readValue(from: &copy, depth: 0, budget: &budget))
         }
         buffer = copy
         return values
     }
 
-    private func readValue(from buffer: inout ByteBuffer, depth: Int) throws(AMF0Error) -> AMF0Value {
+    private func readValue(from buffer: inout ByteBuffer, depth: Int, budget: inout Int) throws(AMF0Error) -> AMF0Value {
+        guard budget > 0 else { throw .tooManyValues(limit: self.maxValues) }
+        budget -= 1
         guard let markerByte = buffer.readInteger(as: UInt8.self) else { throw .truncated }
         guard let marker = AMF0Marker(rawValue: markerByte) else { throw .unsupportedMarker(markerByte) }
         switch marker {
@@ -55,7 +70,7 @@ public struct AMF0Decoder: Sendable {
         case .string:
             return .string(try Self.readShortString(from: &buffer))
         case .object:
-            return .object(try self.readProperties(from: &buffer, depth: depth + 1, lenientEnd: false))
+            return .object(try self.readProperties(from: &buffer, depth: depth + 1, lenientEnd: false, budget: &budget))
         case .null:
             return .null
         case .undefined:
@@ -66,7 +81,7 @@ public struct AMF0Decoder: Sendable {
         case .ecmaArray:
             // The count is a hint only (encoders get it wrong); properties run to the end marker.
             guard buffer.readInteger(as: UInt32.self) != nil else { throw .truncated }
-            return .ecmaArray(try self.readProperties(from: &buffer, depth: depth + 1, lenientEnd: true))
+            return .ecmaArray(try self.readProperties(from: &buffer, depth: depth + 1, lenientEnd: true, budget: &budget))
         case .strictArray:
             guard let count = buffer.readInteger(as: UInt32.self) else { throw .truncated }
             try self.checkDepth(depth + 1)
@@ -76,7 +91,7 @@ public struct AMF0Decoder: Sendable {
             }
             var elements: [AMF0Value] = []
             for _ in 0..<count {
-                elements.append(try self.readValue(from: &buffer, depth: depth + 1))
+                elements.append(try self.readValue(from: &buffer, depth: depth + 1, budget: &budget))
             }
             return .strictArray(elements)
         case .date:
@@ -91,7 +106,7 @@ public struct AMF0Decoder: Sendable {
             let className = try Self.readShortString(from: &buffer)
             return .typedObject(
                 className: className,
-                try self.readProperties(from: &buffer, depth: depth + 1, lenientEnd: false)
+                try self.readProperties(from: &buffer, depth: depth + 1, lenientEnd: false, budget: &budget)
             )
         case .objectEnd, .movieClip, .unsupported, .recordSet, .avmPlus:
             throw .unsupportedMarker(markerByte)
@@ -105,7 +120,8 @@ public struct AMF0Decoder: Sendable {
     private func readProperties(
         from buffer: inout ByteBuffer,
         depth: Int,
-        lenientEnd: Bool
+        lenientEnd: Bool,
+        budget: inout Int
     ) throws(AMF0Error) -> [AMF0Property] {
         try self.checkDepth(depth)
         var properties: [AMF0Property] = []
@@ -123,7 +139,7 @@ public struct AMF0Decoder: Sendable {
                 }
                 if !lenientEnd { throw .missingObjectEnd(found: next) }
             }
-            let value = try self.readValue(from: &buffer, depth: depth)
+            let value = try self.readValue(from: &buffer, depth: depth, budget: &budget)
             properties.append(AMF0Property(name, value))
         }
     }

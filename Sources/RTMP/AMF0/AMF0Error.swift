@@ -9,6 +9,10 @@ public enum AMF0Error: Error, Equatable, Sendable {
     case unsupportedMarker(UInt8)
     /// An object, ECMA array or typed object had an empty key not followed by the object-end marker (0x09).
     case missingObjectEnd(found: UInt8)
+    /// The input holds more values (counting every container, property value and element)
+    /// than the decoder's budget: a small message of many tiny values would otherwise cost
+    /// tens of times its size in memory once decoded.
+    case tooManyValues(limit: Int)
     /// A length field claims more bytes than are left in the input.
     case lengthExceedsInput(length: Int, available: Int)
 }

@@ -34,6 +34,9 @@ public struct ChunkDecoder: Sendable {
     /// The bounds this decoder enforces.
     public let limits: ChunkLimits
 
+    /// Declared lengths of messages in reassembly, summed over all chunk streams.
+    public var bytesInReassembly: Int { self.bufferedBytes }
+
     /// The chunk size the peer currently sends with; changed by Set Chunk Size messages.
     public private(set) var chunkSize: Int = ChunkDecoder.defaultChunkSize
 
@@ -178,8 +181,9 @@ public struct ChunkDecoder: Sendable {
                 let length = buffer.readUInt24(),
                 let typeID = buffer.readInteger(as: UInt8.self)
             else { return .needMoreData }
-            guard Int(length) <= self.limits.maxMessageSize else {
-                throw .messageTooLarge(Int(length), limit: self.limits.maxMessageSize)
+            let limit = self.limits.maxSize(ofType: typeID)
+            guard Int(length) <= limit else {
+                throw .messageTooLarge(Int(length), limit: limit)
             }
             self.streams[index].messageLength = Int(length)
             self.streams[index].typeID = typeID
@@ -249,6 +253,9 @@ public struct ChunkDecoder: Sendable {
         guard self.bufferedBytes + length <= self.limits.maxBufferedBytes else {
             throw .tooManyBufferedBytes(self.bufferedBytes + length, limit: self.limits.maxBufferedBytes)
         }
+        if let budget = self.limits.nodeBudget, !budget.reserve(length) {
+            throw .nodeReassemblyBudgetExhausted(limit: budget.limit)
+        }
         self.bufferedBytes += length
         self.streams[index].inProgress = true
         self.streams[index].received = 0
@@ -294,7 +301,7 @@ public struct ChunkDecoder: Sendable {
 
     private mutating func completeMessage(stream index: Int, payload: ByteBuffer) throws(ChunkError) -> RTMPMessage {
         if self.streams[index].inProgress {
-            self.bufferedBytes -= self.streams[index].messageLength
+            self.unreserve(self.streams[index].messageLength)
         }
         self.streams[index].inProgress = false
         self.streams[index].received = 0
@@ -314,10 +321,26 @@ public struct ChunkDecoder: Sendable {
 
     private mutating func discardIncompleteMessage(stream index: Int) {
         guard self.streams[index].inProgress else { return }
-        self.bufferedBytes -= self.streams[index].messageLength
+        self.unreserve(self.streams[index].messageLength)
         self.streams[index].inProgress = false
         self.streams[index].received = 0
         self.streams[index].payload = nil
+    }
+
+    private mutating func unreserve(_ length: Int) {
+        self.bufferedBytes -= length
+        self.limits.nodeBudget?.release(length)
+    }
+
+    /// Gives back every byte reserved for messages still in reassembly; call when the
+    /// connection closes, so the node-wide budget does not leak. The decoder is spent after it.
+    public mutating func releaseReservations() {
+        self.limits.nodeBudget?.release(self.bufferedBytes)
+        self.bufferedBytes = 0
+        for index in self.streams.indices {
+            self.streams[index].inProgress = false
+            self.streams[index].payload = nil
+        }
     }
 
     // MARK: Protocol control that changes parsing

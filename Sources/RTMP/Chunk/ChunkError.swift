@@ -14,6 +14,9 @@ public enum ChunkError: Error, Equatable, Sendable {
     case tooManyChunkStreams(limit: Int)
     /// Starting this message would put more than ``ChunkLimits/maxBufferedBytes`` in reassembly.
     case tooManyBufferedBytes(Int, limit: Int)
+    /// Starting this message would put the node's connections together over their shared
+    /// reassembly budget (``ChunkLimits/nodeBudget``).
+    case nodeReassemblyBudgetExhausted(limit: Int)
     /// A Set Chunk Size or Abort message whose body is shorter than 4 bytes.
     case malformedControlMessage(typeID: UInt8, length: Int)
 }

@@ -14,6 +14,8 @@ public struct StatusCode: RawRepresentable, Sendable, Hashable, ExpressibleByStr
     public static let connectSuccess: StatusCode = "NetConnection.Connect.Success"
     /// `connect` refused (bad app, authentication failure).
     public static let connectRejected: StatusCode = "NetConnection.Connect.Rejected"
+    /// The server closes a connection that did nothing for too long (Flash Media Server's code).
+    public static let connectIdleTimeOut: StatusCode = "NetConnection.Connect.IdleTimeOut"
     /// Publishing started; ffmpeg and OBS wait for it before sending media.
     public static let publishStart: StatusCode = "NetStream.Publish.Start"
     /// The stream name is in use or not allowed.

@@ -13,6 +13,12 @@ public enum RTMPConnectionError: Error, Equatable, CustomStringConvertible {
     case mediaWithoutPublish
     case evicted
     case invalidStreamName(String)
+    case connectTimeout
+    case sessionStartTimeout
+    case publisherIdle
+    case writeStalled
+    case outboundBacklog(Int)
+    case replyTooLarge(Int)
 
     /// A message-layer error, with AMF0 failures reported as such.
     init(_ error: MessageError) {
@@ -32,6 +38,7 @@ public enum RTMPConnectionError: Error, Equatable, CustomStringConvertible {
             case .messageTooLarge: "message_too_large"
             case .chunkSizeTooLarge, .invalidChunkSize: "bad_chunk_size"
             case .unknownChunkStream: "unknown_chunk_stream"
+            case .tooManyBufferedBytes, .nodeReassemblyBudgetExhausted: "reassembly_budget"
             default: "chunk"
             }
         case .message: "bad_message"
@@ -44,6 +51,12 @@ public enum RTMPConnectionError: Error, Equatable, CustomStringConvertible {
         case .mediaWithoutPublish: "media_without_publish"
         case .evicted: "evicted"
         case .invalidStreamName: "invalid_stream_name"
+        case .connectTimeout: "connect_timeout"
+        case .sessionStartTimeout: "session_start_timeout"
+        case .publisherIdle: "publisher_idle"
+        case .writeStalled: "write_stalled"
+        case .outboundBacklog: "outbound_backlog"
+        case .replyTooLarge: "reply_too_large"
         }
     }
 
@@ -61,6 +74,12 @@ public enum RTMPConnectionError: Error, Equatable, CustomStringConvertible {
         case .mediaWithoutPublish: "media sent without publish"
         case .evicted: "evicted: a newer publisher took over, or an operator kicked it"
         case .invalidStreamName(let name): "invalid stream name '\(name.prefix(64))'"
+        case .connectTimeout: "no connect within the timeout after the handshake"
+        case .sessionStartTimeout: "no publish or play within the timeout after connect"
+        case .publisherIdle: "the publisher sent no media within the idle timeout"
+        case .writeStalled: "the peer read nothing within the write-stall timeout"
+        case .outboundBacklog(let bytes): "the peer does not read its replies (\(bytes) bytes queued)"
+        case .replyTooLarge(let bytes): "a reply of \(bytes) bytes exceeds RTMP's 24-bit message length (a bug: replies are bounded by construction)"
         }
     }
 }

@@ -7,6 +7,16 @@ enum RTMPMetrics {
     static let refusedPublishes = Counter(label: "estuary_rtmp_publishes_refused_total")
     static let plays = Counter(label: "estuary_rtmp_plays_total")
 
+    /// Connections refused at accept (connection limits), by reason.
+    static func refusedConnections(reason: String) {
+        Counter(label: "estuary_rtmp_connections_refused_total", dimensions: [("reason", reason)]).increment()
+    }
+
+    /// Metadata dropped instead of passed on (too large, too many values), by reason.
+    static func droppedMetadata(reason: String) {
+        Counter(label: "estuary_rtmp_metadata_dropped_total", dimensions: [("reason", reason)]).increment()
+    }
+
     /// Connections the server closed because of bad input or policy, by reason.
     static func closed(reason: String) {
         Counter(label: "estuary_rtmp_connections_closed_total", dimensions: [("reason", reason)]).increment()

@@ -38,15 +38,32 @@ public final class RTMPServer: Service, Sendable {
         let rtmpFormat = rtmpFormat
         let logger = logger
         let connections = connections
-        let server = try await ServerBootstrap(group: group)
+        let limiter = ConnectionLimiter(limits: configuration.connectionLimits)
+        var bootstrap = ServerBootstrap(group: group)
+        if let bytes = configuration.socketSendBufferBytes {
+            bootstrap = bootstrap.childChannelOption(.socketOption(.so_sndbuf), value: SocketOptionValue(clamping: bytes))
+        }
+        let server = try await bootstrap
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: configuration.writeBufferLowWaterMark, high: configuration.writeBufferHighWaterMark))
             .childChannelInitializer { channel in
+                // Limits first: a refused connection costs a close and nothing else. There is
+                // nothing to tell an RTMP peer before its handshake, so the close is the answer.
+                let address = channel.remoteAddress?.ipAddress ?? "unknown"
+                if let refusal = limiter.admit(address: address) {
+                    RTMPMetrics.refusedConnections(reason: refusal.rawValue)
+                    if let count = limiter.refusalToLog() {
+                        logger.warning("refusing RTMP connections: \(refusal.rawValue) (\(count) refused in the last second; last from \(address))")
+                    }
+                    // A failed initializer makes NIO close the accepted socket.
+                    return channel.eventLoop.makeFailedFuture(ConnectionRefused(reason: refusal))
+                }
                 let id = ObjectIdentifier(channel)
                 connections.withLockedValue { $0[id] = channel }
                 channel.closeFuture.whenComplete { _ in
+                    limiter.release(address: address)
                     _ = connections.withLockedValue { $0.removeValue(forKey: id) }
                 }
                 return channel.eventLoop.makeCompletedFuture {
@@ -80,4 +97,9 @@ public final class RTMPServer: Service, Sendable {
         forceClose.cancel()
         logger.info("RTMP listener stopped")
     }
+}
+
+/// Why the listener closed a connection at accept.
+struct ConnectionRefused: Error {
+    let reason: ConnectionLimiter.Refusal
 }

@@ -20,8 +20,40 @@ public struct RTMPServerConfiguration: Sendable {
     /// its hub queue until the kernel takes the bytes; the queue's own bound then applies.
     public var writeBufferLowWaterMark: Int = 64 * 1024
     public var writeBufferHighWaterMark: Int = 256 * 1024
+    /// The kernel send buffer of each connection (SO_SNDBUF; nil leaves the kernel's
+    /// autotuning, which lets a viewer that never reads hold about 4 MiB). 256 KiB (the kernel
+    /// doubles it) carries 6 Mbit/s over a 300 ms path, and lets a stalled viewer reach the
+    /// high water mark, and so its write-stall timeout, within seconds.
+    public var socketSendBufferBytes: Int? = 256 * 1024
     /// Connections that finish no handshake within this time are closed.
     public var handshakeTimeout: Duration = .seconds(10)
+    /// After the handshake, `connect` must come within this time.
+    public var connectTimeout: Duration = .seconds(10)
+    /// After `connect` (or after a stream is deleted), `publish` or `play` must come within
+    /// this time: a connection that holds a socket and does nothing is closed.
+    public var sessionStartTimeout: Duration = .seconds(30)
+    /// A publisher that sends no audio, video or data for this long is closed, so that its
+    /// stream can be taken over and its viewers are told. Encoders send tens of messages a second.
+    public var publisherIdleTimeout: Duration = .seconds(30)
+    /// A connection whose socket accepts nothing for this long (it stays above the high water
+    /// mark) is closed: a viewer that never reads would otherwise hold its queue, its kernel
+    /// send buffer (megabytes) and a descriptor for ever.
+    public var writeStallTimeout: Duration = .seconds(30)
+    /// How long a connection that is being closed after a final answer may take to flush it.
+    public var closeFlushTimeout: Duration = .seconds(5)
+    /// The most bytes of replies (acknowledgements, pings, status) queued for a peer that does
+    /// not read them; past it the connection is closed.
+    public var maxOutboundBytes: Int = 4 * 1024 * 1024
+    /// The most message bytes held while a publish or play decision is pending.
+    public var maxPendingBytes: Int = 8 * 1024 * 1024
+    /// Metadata (`onMetaData`) larger than this, as received or as re-encoded for players
+    /// (invalid UTF-8 triples when repaired), is dropped with a warning; the stream goes on.
+    public var maxMetadataBytes: Int = 64 * 1024
+    /// Metadata with more AMF0 values than this is dropped the same way.
+    public var maxMetadataValues: Int = 1024
+    /// Connections and connections per client address; over either, a new connection is
+    /// closed at accept (nil: no such limit).
+    public var connectionLimits = ConnectionLimits()
 
     public init() {}
 }

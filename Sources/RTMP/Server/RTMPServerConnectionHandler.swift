@@ -58,8 +58,20 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     private var app: String?
     private var nextStreamID: UInt32 = RTMPChunkSerializer.streamID
     private var pendingMessages: [RTMPMessage] = []
+    private var pendingBytes = 0
     private var context: ChannelHandlerContext?
     private var handshakeTimer: Scheduled<Void>?
+    /// The deadline of the current session phase: `connect` after the handshake, then
+    /// `publish` or `play` after `connect`.
+    private var sessionTimer: Scheduled<Void>?
+    /// Checks a publisher for media every third of the idle timeout.
+    private var idleTimer: Scheduled<Void>?
+    private var mediaSinceIdleCheck = false
+    private var lastMediaSeen: NIODeadline = .now()
+    /// Armed while the socket takes nothing (above the high water mark).
+    private var stallTimer: Scheduled<Void>?
+    private var closeTimer: Scheduled<Void>?
+    private var warnedMetadata = false
     private var scheduledHubFlush: Scheduled<Void>?
     private var remoteAddress = "unknown"
     // Acknowledgements: the peer asks for one every `peerWindow` bytes it sends.
@@ -99,8 +111,13 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         handshakeTimer?.cancel()
+        sessionTimer?.cancel()
+        idleTimer?.cancel()
+        stallTimer?.cancel()
+        closeTimer?.cancel()
         scheduledHubFlush?.cancel()
         leaveRole()
+        decoder.releaseReservations()
         self.context = nil
     }
 
@@ -128,7 +145,13 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { drainSubscriber() }
+        if context.channel.isWritable {
+            stallTimer?.cancel()
+            stallTimer = nil
+            drainSubscriber()
+        } else if stallTimer == nil {
+            stallTimer = schedule(after: configuration.writeStallTimeout) { $0.fail(.writeStalled) }
+        }
         context.fireChannelWritabilityChanged()
     }
 
@@ -181,6 +204,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
                 phase = .session
                 handshakeTimer?.cancel()
                 handshakeTimer = nil
+                sessionTimer = schedule(after: configuration.connectTimeout) { $0.fail(.connectTimeout) }
             }
             while case .session = phase {
                 let message: RTMPMessage?
@@ -201,9 +225,12 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
 
     private func handle(_ message: RTMPMessage) throws(RTMPConnectionError) {
         if case .pending = role {
-            guard pendingMessages.count < configuration.maxPendingMessages else {
+            guard pendingMessages.count < configuration.maxPendingMessages,
+                  pendingBytes + message.payload.readableBytes <= configuration.maxPendingBytes
+            else {
                 throw .tooManyPendingMessages(pendingMessages.count)
             }
+            pendingBytes += message.payload.readableBytes
             pendingMessages.append(message)
             return
         }
@@ -249,12 +276,16 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         switch command {
         case .connect(let connect):
             try handleConnect(connect)
-        case .releaseStream(let transactionID, _), .fcUnpublish(let transactionID, _), .getStreamLength(let transactionID, _):
+        case .releaseStream(let transactionID, let name), .fcUnpublish(let transactionID, let name), .getStreamLength(let transactionID, let name):
+            // Names are checked by the stream-name rule before anything is said about them.
+            try checkEchoableName(name)
             // nginx-rtmp answers these with an empty `_result` when a reply is expected.
             if transactionID != 0 { send(CommandMessage.result(transactionID: transactionID).message(chunkStreamID: Self.connectionChunkStreamID)) }
         case .receiveAudio, .receiveVideo, .pause:
             break  // live streams ignore these, as nginx-rtmp does
         case .fcPublish(let transactionID, let name):
+            // `onFCPublish` echoes the name: only a valid stream name (≤ 128 characters) is echoed.
+            try checkEchoableName(name)
             if transactionID != 0 { send(CommandMessage.result(transactionID: transactionID).message(chunkStreamID: Self.connectionChunkStreamID)) }
             send(CommandMessage.onFCPublish(streamName: name).message(chunkStreamID: Self.connectionChunkStreamID))
         case .createStream(let transactionID):
@@ -268,6 +299,8 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         case .deleteStream, .closeStream:
             leaveRole()
             role = .none
+            // The connection may start another session, within the same deadline as the first.
+            armSessionStartTimer()
         case .result, .error, .onStatus:
             break
         case .unknown(let name):
@@ -291,12 +324,41 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             throw .invalidStreamName(trimmed)
         }
         self.app = trimmed
+        armSessionStartTimer()
         logger[metadataKey: "app"] = "\(trimmed)"
         send(WindowAcknowledgementSize(windowSize: configuration.windowAcknowledgementSize).message())
         send(SetPeerBandwidth(windowSize: configuration.windowAcknowledgementSize, limitType: .dynamic).message())
         send(SetChunkSize(chunkSize: UInt32(configuration.outgoingChunkSize)).message())
         encoder.chunkSize = configuration.outgoingChunkSize
         send(CommandMessage.connectResult(transactionID: connect.transactionID, objectEncoding: connect.objectEncoding).message(chunkStreamID: Self.connectionChunkStreamID))
+    }
+
+    /// A name a command carries (FCPublish, releaseStream, FCUnpublish) must pass the stream
+    /// name rule, query aside, before it is echoed or acted on; an empty name is allowed
+    /// (some encoders send one). Anything else closes the connection with BadName.
+    private func checkEchoableName(_ rawName: String) throws(RTMPConnectionError) {
+        let name = rawName.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        guard name.isEmpty || StreamPath.isValidComponent(name) else {
+            status(.error, .publishBadName, "Invalid stream name", streamID: 0)
+            throw .invalidStreamName(name)
+        }
+    }
+
+    private func armSessionStartTimer() {
+        sessionTimer?.cancel()
+        sessionTimer = schedule(after: configuration.sessionStartTimeout) { handler in
+            handler.failWithStatus(.sessionStartTimeout, code: .connectIdleTimeOut, "no publish or play within \(handler.configuration.sessionStartTimeout)")
+        }
+    }
+
+    /// Runs `body` on the event loop after `delay`, unless cancelled or the connection is gone.
+    private func schedule(after delay: Duration, _ body: @escaping (RTMPServerConnectionHandler) -> Void) -> Scheduled<Void>? {
+        guard let context else { return nil }
+        let bound = NIOLoopBound((self, body), eventLoop: context.eventLoop)
+        return context.eventLoop.scheduleTask(in: .init(delay)) {
+            let (handler, body) = bound.value
+            body(handler)
+        }
     }
 
     /// Splits `name?query` and validates the name; an invalid one is answered with
@@ -318,6 +380,8 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         let (path, query) = try streamPath(from: rawName, rejection: .publishBadName, streamID: streamID)
         guard let context else { return }
         decoder.mediaStreamID = streamID
+        sessionTimer?.cancel()
+        sessionTimer = nil
         role = .pending
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let request = RTMPPublishRequest(path: path, query: query, publishType: type, remoteAddress: remoteAddress, evict: {
@@ -349,6 +413,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             send(UserControl.streamBegin(streamID: streamID).message())
             status(.status, .publishStart, "\(path) is now published", streamID: streamID)
             RTMPMetrics.publishes.increment()
+            armIdleTimer()
             replayPending()
         case .reject(let code, let description):
             logger.notice("publish of \(path) refused: \(code.rawValue)")
@@ -363,6 +428,8 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         guard case .none = role else { return }
         let (path, query) = try streamPath(from: rawName, rejection: .playStreamNotFound, streamID: streamID)
         guard let context else { return }
+        sessionTimer?.cancel()
+        sessionTimer = nil
         role = .pending
         let delegate = delegate
         let request = RTMPPlayRequest(path: path, query: query, remoteAddress: remoteAddress)
@@ -406,9 +473,34 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         flushIfNeeded()
     }
 
+    /// Checks every third of the timeout whether media came since the last check: one timer a
+    /// publisher, and nothing on the media path but a flag.
+    private func armIdleTimer() {
+        lastMediaSeen = .now()
+        let timeout = configuration.publisherIdleTimeout
+        let period = timeout / 3
+        idleTimer = schedule(after: period) { handler in
+            handler.checkIdle(timeout: timeout, period: period)
+        }
+    }
+
+    private func checkIdle(timeout: Duration, period: Duration) {
+        guard case .publishing = role else { return }
+        let now = NIODeadline.now()
+        if mediaSinceIdleCheck {
+            mediaSinceIdleCheck = false
+            lastMediaSeen = now
+        } else if now - lastMediaSeen >= .init(timeout) {
+            failWithStatus(.publisherIdle, code: .connectIdleTimeOut, "no media for \(timeout)")
+            return
+        }
+        idleTimer = schedule(after: period) { $0.checkIdle(timeout: timeout, period: period) }
+    }
+
     private func replayPending() {
         let held = pendingMessages
         pendingMessages = []
+        pendingBytes = 0
         do {
             for message in held { try handle(message) }
         } catch {
@@ -435,11 +527,12 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             // Players may send nothing but control; media from a non-publisher is abuse.
             throw .mediaWithoutPublish
         }
+        mediaSinceIdleCheck = true
         let frame: MediaFrame
         switch MessageType(rawValue: message.typeID) {
         case .dataAMF0, .dataAMF3:
             // Only metadata is kept; other data messages (cue points, text) are dropped.
-            guard let metadata = try? DataMessage(from: message), let body = metadata.metadataBody() else { return }
+            guard let body = metadataBody(message) else { return }
             frame = MediaFrame(kind: .script, timestamp: Int64(message.timestamp), payload: body)
         case .audio, .video:
             guard message.payload.readableBytes > 0 else { return }  // some encoders send empty keep-alives
@@ -458,6 +551,41 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         role = .publishing(publish)
         if !publish.hub.publish(frame, publisher: publish.id) {
             throw .evicted
+        }
+    }
+
+    /// The `onMetaData` body players get, or nil when the message carries none or breaks the
+    /// metadata limits (then it is dropped with a warning, once per connection, and counted;
+    /// the stream goes on). Both the received size and the re-encoded size are checked:
+    /// repairing invalid UTF-8 triples a string.
+    private func metadataBody(_ message: RTMPMessage) -> ByteBuffer? {
+        let limit = configuration.maxMetadataBytes
+        if message.payload.readableBytes > limit {
+            dropMetadata(reason: "too_large", "\(message.payload.readableBytes) bytes, over the \(limit)-byte limit")
+            return nil
+        }
+        let data: DataMessage
+        do {
+            data = try DataMessage(from: message, decoder: AMF0Decoder(maxValues: configuration.maxMetadataValues))
+        } catch .amf0(.tooManyValues) {
+            dropMetadata(reason: "too_many_values", "over \(configuration.maxMetadataValues) values")
+            return nil
+        } catch {
+            return nil
+        }
+        guard let body = data.metadataBody() else { return nil }
+        if body.readableBytes > limit {
+            dropMetadata(reason: "too_large", "\(body.readableBytes) bytes once re-encoded, over the \(limit)-byte limit")
+            return nil
+        }
+        return body
+    }
+
+    private func dropMetadata(reason: String, _ why: String) {
+        RTMPMetrics.droppedMetadata(reason: reason)
+        if !warnedMetadata {
+            warnedMetadata = true
+            logger.warning("dropping metadata: \(why); the stream goes on")
         }
     }
 
@@ -528,6 +656,21 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
 
     private func send(_ message: RTMPMessage) {
         guard let context else { return }
+        // Replies are bounded by construction (validated names, fixed texts); this guard keeps
+        // a bug from reaching the encoder's precondition.
+        guard message.payload.readableBytes <= 0xFFFFFF else {
+            logger.error("refusing to send a \(message.payload.readableBytes)-byte reply (type \(message.typeID))")
+            fail(.replyTooLarge(message.payload.readableBytes))
+            return
+        }
+        // A peer that does not read its replies (acknowledgements, ping responses) is not
+        // allowed to grow our outbound buffer without bound.
+        if !context.channel.isWritable,
+           let queued = try? context.channel.syncOptions?.getOption(.bufferedWritableBytes),
+           queued > configuration.maxOutboundBytes {
+            fail(.outboundBacklog(queued))
+            return
+        }
         var buffer = context.channel.allocator.buffer(capacity: message.payload.readableBytes + 32)
         encoder.encode(message, into: &buffer)
         context.write(wrapOutboundOut(buffer), promise: nil)
@@ -568,7 +711,10 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             break
         }
         role = .none
+        idleTimer?.cancel()
+        idleTimer = nil
         pendingMessages = []
+        pendingBytes = 0
     }
 
     private func fail(_ error: RTMPConnectionError) {
@@ -586,11 +732,25 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 
+    /// Closes after telling the peer why (a status on the connection's stream 0).
+    private func failWithStatus(_ error: RTMPConnectionError, code: StatusCode, _ description: String) {
+        guard context != nil else { return }
+        if case .closing = phase { return }
+        logger.warning("closing connection: \(error)")
+        RTMPMetrics.closed(reason: error.reason)
+        status(.error, code, description, streamID: 0)
+        closeAfterFlush()
+    }
+
     private func closeAfterFlush() {
         guard let context else { return }
         phase = .closing
         leaveRole()
         needsFlush = false
+        // A peer that reads nothing would keep the final answer, and the socket, for ever.
+        closeTimer = schedule(after: configuration.closeFlushTimeout) { handler in
+            handler.context?.close(promise: nil)
+        }
         context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0))).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }

@@ -20,6 +20,16 @@ struct NodeConfig: Encodable, Sendable {
     var publisherIdleTakeoverSeconds: Int? = 2
     var publisherGraceSeconds: Int? = 1
     var handshakeTimeoutSeconds: Int?
+    var connectTimeoutSeconds: Double?
+    var sessionStartTimeoutSeconds: Double?
+    var publisherIdleTimeoutSeconds: Double?
+    var writeStallTimeoutSeconds: Double?
+    var httpHeaderTimeoutSeconds: Double?
+    var httpIdleTimeoutSeconds: Double?
+    var maxConnections: Int?
+    var maxConnectionsPerAddress: Int?
+    var maxTranscodes: Int?
+    var maxMetadataBytes: Int?
     var hlsSegmentSeconds: Double?
     var hlsPartSeconds: Double?
     var hlsWindowSegments: Int?

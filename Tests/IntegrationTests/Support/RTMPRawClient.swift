@@ -20,8 +20,8 @@ final class RTMPRawClient {
         self.port = port
     }
 
-    static func connect(port: Int) async throws -> RTMPRawClient {
-        RTMPRawClient(connection: try await RawConnection.connect(port: port), port: port)
+    static func connect(port: Int, from localHost: String? = nil, smallReceiveBuffer: Bool = false) async throws -> RTMPRawClient {
+        RTMPRawClient(connection: try await RawConnection.connect(port: port, from: localHost, smallReceiveBuffer: smallReceiveBuffer), port: port)
     }
 
     /// C0 (version 3) + C1 (time, zero, random); reads S0+S1+S2; sends C2 = S1.

@@ -22,10 +22,22 @@ final class RawConnection: Sendable {
     }
 
     /// Connects to `host:port` within `timeout`.
-    static func connect(host: String = "127.0.0.1", port: Int, timeout: Duration = .seconds(3)) async throws -> RawConnection {
+    ///
+    /// - `from`: a local address to connect from (another loopback address, 127.0.0.2, is
+    ///   another client as far as the server can tell).
+    /// - `smallReceiveBuffer` sets a 4 KiB receive buffer (before connecting, so the window
+    ///   stays small): with ``stopReading()``, a viewer whose socket soon takes nothing.
+    static func connect(host: String = "127.0.0.1", port: Int, from localHost: String? = nil, smallReceiveBuffer: Bool = false, timeout: Duration = .seconds(3)) async throws -> RawConnection {
         let box = StateBox()
         let milliseconds = Int64(timeout.inSeconds * 1000)
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        if let localHost {
+            bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: localHost, port: 0))
+        }
+        if smallReceiveBuffer {
+            bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: 4096)
+        }
+        let channel = try await bootstrap
             .connectTimeout(.milliseconds(milliseconds))
             .channelInitializer { channel in
                 do {
@@ -61,6 +73,17 @@ final class RawConnection: Sendable {
         } catch {
             return false
         }
+    }
+
+    /// Stops reading from the socket: the kernel buffers fill and the server's writes stall.
+    func stopReading() async {
+        try? await self.channel.setOption(.autoRead, value: false).get()
+    }
+
+    /// Reads again (after ``stopReading()``): what the server sent, then its close, arrive.
+    func resumeReading() async {
+        try? await self.channel.setOption(.autoRead, value: true).get()
+        self.channel.read()
     }
 
     /// Closes the connection from this side.

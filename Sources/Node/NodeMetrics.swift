@@ -1,0 +1,9 @@
+import Metrics
+
+/// Counters of the node's own policies. Labels have bounded cardinality (no stream names).
+enum NodeMetrics {
+    /// Publishes refused by the node's policy before admission (rendition names, transcode capacity), by reason.
+    static func refusedPublishes(reason: String) {
+        Counter(label: "estuary_publishes_refused_total", dimensions: [("reason", reason)]).increment()
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import NIOCore
+import RTMP
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension IntegrationTests {
+    /// Who may connect and who may publish: connection limits, publish ownership, rendition
+    /// names and the transcode cap, each against a node of its own.
+    @Suite("Admission")
+    struct AdmissionTests {
+        @Test("Connections over the per-address limit are refused at accept: RTMP closed, HTTP 503; another address still gets in")
+        func connectionLimitsPerAddress() async throws {
+            try await Scenario.run("connection-limits") { scenario in
+                var config = NodeConfig()
+                config.maxConnectionsPerAddress = 4
+                let node = try await scenario.startNode(config)
+
+                // RTMP: four connections from 127.0.0.1 finish their handshakes; the fifth is closed at once.
+                var held: [RTMPRawClient] = []
+                for _ in 0..<4 {
+                    let client = try await RTMPRawClient.connect(port: node.rtmpPort)
+                    scenario.track(client.connection)
+                    try await client.plainHandshake()
+                    held.append(client)
+                }
+                let fifth = try await RTMPRawClient.connect(port: node.rtmpPort)
+                scenario.track(fifth.connection)
+                scenario.check(await fifth.connection.waitForClose(timeout: .seconds(3)), "a fifth RTMP connection from one address was not closed")
+                scenario.check(fifth.connection.count == 0, "the refused RTMP connection was sent \(fifth.connection.count) bytes")
+                let other = try await RTMPRawClient.connect(port: node.rtmpPort, from: "127.0.0.2")
+                scenario.track(other.connection)
+                try await other.plainHandshake()
+                scenario.check(!other.connection.isClosed, "a connection from another address was refused")
+
+                // HTTP: four open connections from 127.0.0.1; the fifth is answered 503 and closed.
+                var httpHeld: [RawConnection] = []
+                for _ in 0..<4 {
+                    let connection = try await RawConnection.connect(port: node.httpPort)
+                    scenario.track(connection)
+                    httpHeld.append(connection)
+                }
+                try await Task.sleep(for: .milliseconds(200))
+                let refused = try await RawConnection.connect(port: node.httpPort)
+                scenario.track(refused)
+                _ = await refused.trySend(Array("GET /healthz HTTP/1.1\r\nHost: estuary\r\n\r\n".utf8))
+                scenario.check(await refused.waitForClose(timeout: .seconds(3)), "a fifth HTTP connection from one address was not closed")
+                let answer = String(decoding: refused.bytes(), as: UTF8.self)
+                scenario.check(answer.hasPrefix("HTTP/1.1 503"), "a fifth HTTP connection was answered: \(answer.prefix(80))")
+
+                // Closing them gives the slots back.
+                for client in held { await client.close() }
+                for connection in httpHeld { await connection.close() }
+                try await Task.sleep(for: .milliseconds(300))
+                let health = try await HTTPClient.get(port: node.httpPort, path: "/healthz")
+                scenario.check(health.status == 200, "after the connections closed, /healthz answered \(health.status)")
+                let metrics = try await node.metrics()
+                scenario.check(
+                    metrics.sum("estuary_rtmp_connections_refused_total", labels: ["reason": "address_connection_limit"]) >= 1,
+                    "no RTMP refusal counted: \(metrics.describe("estuary_rtmp_connections_refused_total"))"
+                )
+                scenario.check(
+                    metrics.sum("estuary_http_connections_closed_total", labels: ["reason": "address_connection_limit"]) >= 1,
+                    "no HTTP refusal counted: \(metrics.describe("estuary_http_connections_closed_total"))"
+                )
+            }
+        }
+
+        @Test("A stalled publisher's stream can be resumed only with its own credentials; viewers never see a stranger's media")
+        func publishOwnership() async throws {
+            try await Scenario.run("publish-ownership") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let node = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 8))
+
+                for (stream, query, stranger) in [("by-address", "", "127.0.0.2"), ("by-key", "?key=alpha", "127.0.0.1")] {
+                    let publisher = try scenario.publish(media, to: node.rtmpURL("live", stream + query), name: "publisher-\(stream)", loop: true)
+                    try await scenario.waitUntilLive(node, "live", stream)
+                    let viewer = try await scenario.openViewer(node, "live", stream)
+                    try await Task.sleep(for: .seconds(1))
+                    publisher.send(signal: SIGKILL)
+                    _ = await publisher.waitForExit(timeout: .seconds(3))
+                    try await Task.sleep(for: .milliseconds(300))
+
+                    // A stranger (another address, or another key) is refused during the grace period.
+                    let intruder = try await RTMPRawClient.connect(port: node.rtmpPort, from: stranger)
+                    scenario.track(intruder.connection)
+                    try await intruder.plainHandshake()
+                    try await intruder.connect(app: "live")
+                    let intruderStream = try await intruder.createStream()
+                    let strangerQuery = query.isEmpty ? "" : "?key=beta"
+                    let refused = try await intruder.publish(name: stream + strangerQuery, streamID: intruderStream)
+                    scenario.check(refused == "NetStream.Publish.BadName", "\(stream): a stranger's publish during the grace period got \(refused)")
+                    await intruder.close()
+
+                    // The owner (same address, or same key) resumes it.
+                    let owner = try await RTMPRawClient.connect(port: node.rtmpPort)
+                    scenario.track(owner.connection)
+                    try await owner.plainHandshake()
+                    try await owner.connect(app: "live")
+                    let ownerStream = try await owner.createStream()
+                    let resumed = try await owner.publish(name: stream + query, streamID: ownerStream)
+                    scenario.check(resumed == "NetStream.Publish.Start", "\(stream): the owner's publish got \(resumed)")
+                    scenario.check(!viewer.isClosed, "\(stream): the viewer was disconnected")
+                    await owner.close()
+                }
+                let metrics = try await node.metrics()
+                scenario.check(
+                    metrics.sum("estuary_ingest_publisher_takeovers_refused_total") >= 2,
+                    "refused takeovers not counted: \(metrics.describe("estuary_ingest_publisher_takeovers_refused_total"))"
+                )
+            }
+        }
+
+        @Test("Publishing a rendition's name is refused (BadName), and publishes over the transcode cap are Denied")
+        func renditionNamesAndTranscodeCap() async throws {
+            try await Scenario.run("rendition-names") { scenario in
+                var config = NodeConfig()
+                config.maxTranscodes = 1
+                config.ladders = ["abr": [.init(name: "144p", height: 144, videoBitRate: 100_000)]]
+                let node = try await scenario.startNode(config)
+
+                func publish(_ name: String) async throws -> (RTMPRawClient, String) {
+                    let client = try await RTMPRawClient.connect(port: node.rtmpPort)
+                    scenario.track(client.connection)
+                    try await client.plainHandshake()
+                    try await client.connect(app: "abr")
+                    let streamID = try await client.createStream()
+                    return (client, try await client.publish(name: name, streamID: streamID))
+                }
+                let (_, rendition) = try await publish("demo_144p")
+                scenario.check(rendition == "NetStream.Publish.BadName", "publishing abr/demo_144p (a rendition name) got \(rendition)")
+                let (first, started) = try await publish("one")
+                scenario.check(started == "NetStream.Publish.Start", "the first abr publish got \(started)")
+                let (_, second) = try await publish("two")
+                scenario.check(second == "NetStream.Publish.Denied", "a second abr publish over a cap of 1 got \(second)")
+                // `_` stays legal in names of applications without a ladder.
+                let live = try await RTMPRawClient.connect(port: node.rtmpPort)
+                scenario.track(live.connection)
+                try await live.plainHandshake()
+                try await live.connect(app: "live")
+                let liveStream = try await live.createStream()
+                let liveCode = try await live.publish(name: "demo_144p", streamID: liveStream)
+                scenario.check(liveCode == "NetStream.Publish.Start", "live/demo_144p got \(liveCode)")
+
+                // The slot comes back when the publisher leaves.
+                await first.close()
+                try await Task.sleep(for: .milliseconds(500))
+                let (_, again) = try await publish("two")
+                scenario.check(again == "NetStream.Publish.Start", "an abr publish after the first left got \(again)")
+                let metrics = try await node.metrics()
+                scenario.check(metrics.sum("estuary_publishes_refused_total", labels: ["reason": "rendition_name"]) >= 1, "rendition refusal not counted")
+                scenario.check(metrics.sum("estuary_publishes_refused_total", labels: ["reason": "transcode_capacity"]) >= 1, "capacity refusal not counted")
+            }
+        }
+    }
+}
