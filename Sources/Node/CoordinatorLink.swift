@@ -2,6 +2,7 @@ import Cluster
 import Distributed
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// A node's link to the coordinator: it registers, heartbeats at the interval the
 /// coordinator asks for (1 s), reports what the node does, and hands the coordinator's
@@ -26,6 +27,15 @@ struct CoordinatorLink: Service {
     let logger: Logger
     let report: @Sendable () async -> Report
     let handle: @Sendable (NodeInstruction) async -> Void
+    /// Whether the coordinator ever answered; until it has, the node is not ready (`/readyz`):
+    /// a node pointed at no live coordinator would otherwise run uncoordinated, unnoticed.
+    var status = Status()
+
+    final class Status: Sendable {
+        private let answered = Atomic<Bool>(false)
+        var hasAnswered: Bool { answered.load(ordering: .relaxed) }
+        func markAnswered() { answered.store(true, ordering: .relaxed) }
+    }
 
     func run() async throws {
         let coordinator = try $CoordinatorAPI.resolve(id: CoordinatorAddress.id(onNode: coordinatorNode), using: system)
@@ -50,6 +60,7 @@ struct CoordinatorLink: Service {
                         logger.info("registered with the coordinator", metadata: ["coordinator": "\(coordinatorNode)"])
                     }
                     registered = true
+                    status.markAnswered()
                     failures = 0
                     interval = reply.heartbeatInterval
                     for instruction in reply.instructions {

@@ -60,14 +60,18 @@ struct NodeCommand: AsyncParsableCommand {
     func run() async throws {
         var settings = NodeConfiguration()
         var fileLogLevel: String?
+        var fileHTTPPort: Int?
         if let config {
             let file = try NodeConfigurationFile.load(from: config)
             try settings.apply(file)
             fileLogLevel = file.logLevel
+            fileHTTPPort = file.httpPort
         }
         if let bind { settings.bindHost = bind }
         if let rtmpPort { settings.rtmp.port = rtmpPort }
-        if let httpPort { settings.httpPort = httpPort }
+        // Roles that serve players or operators take 8080; an ingest (health and metrics only)
+        // 8081 and a transcoder 8082, so roles started side by side on one host do not collide.
+        settings.httpPort = httpPort ?? fileHTTPPort ?? role.defaultHTTPPort
         if let dataDir { settings.dataDir = dataDir }
         settings.rtmp.host = settings.bindHost
         if let nats {

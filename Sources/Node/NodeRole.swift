@@ -4,3 +4,17 @@ import Cluster
 /// `--role`: the cluster's own role type, so a node registers with the coordinator under
 /// the role it was started with.
 extension NodeRole: ExpressibleByArgument {}
+
+extension NodeRole {
+    /// The HTTP port a role listens on unless told otherwise. Roles with players or operators
+    /// (every role at once, a relay, the coordinator's admin API) take 8080; an ingest and a
+    /// transcoder serve only health and metrics, on ports of their own, so that roles started
+    /// side by side on one host do not collide.
+    var defaultHTTPPort: Int {
+        switch self {
+        case .all, .relay, .coordinator: 8080
+        case .ingest: 8081
+        case .transcode: 8082
+        }
+    }
+}

@@ -1,9 +1,11 @@
 import Cluster
 import Coordinator
+import Foundation
 import Hummingbird
 import Ingest
 import Logging
 import Media
+import NIOCore
 import NIOPosix
 import Prometheus
 import RTMP
@@ -78,7 +80,11 @@ struct NodeRuntime {
         let remote = nats != nil && (roles.contains(.relay) || roles.contains(.transcode)) ? BusStreamSource(bus: bus, logger: logger) : nil
         await registry.setRemoteSource(remote)
         let group = MultiThreadedEventLoopGroup.singleton
-        let router = NodeHTTP.router(metrics: metrics) { nats?.isConnected ?? true }
+        // Ready: the bus is connected and, for a node with a coordinator link, the coordinator
+        // has answered at least once.
+        let coordinatorStatus = CoordinatorLink.Status()
+        let linked = !roles.subtracting([.coordinator]).isEmpty
+        let router = NodeHTTP.router(metrics: metrics) { (nats?.isConnected ?? true) && (!linked || coordinatorStatus.hasAnswered) }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
 
         // The coordinator first: the other roles of this process call it from their start.
@@ -219,7 +225,8 @@ struct NodeRuntime {
                     case .register:
                         break
                     }
-                }
+                },
+                status: coordinatorStatus
             )
             services.append(.init(service: link))
         }
@@ -230,7 +237,14 @@ struct NodeRuntime {
         let listens = roles.contains(.ingest) || roles.contains(.relay) ? "RTMP :\(configuration.rtmp.port), " : ""
         let busName = configuration.nats.map { $0.servers.joined(separator: ",") } ?? "in-process"
         logger.info("Estuary node (role \(role.rawValue), id \(configuration.nodeID)): \(listens)HTTP :\(configuration.httpPort), bus \(busName)")
-        try await serviceGroup.run()
+        do {
+            try await serviceGroup.run()
+        } catch let error as RTMPListenerBindError {
+            throw NodeStartupError.cannotListen("RTMP", "\(error.host):\(error.port)", flag: "--rtmp-port", Self.reason(error.underlying))
+        } catch let error as IOError where [EADDRINUSE, EACCES, EADDRNOTAVAIL].contains(error.errnoCode) {
+            // Hummingbird's bind error: the only other listener.
+            throw NodeStartupError.cannotListen("HTTP", "\(configuration.bindHost):\(configuration.httpPort)", flag: "--http-port", Self.reason(error))
+        }
         withExtendedLifetime((coordinatorActor, ingestNode, transcodeWorker, relayNode)) {}
         try? await coordinatorStore?.close()
         if let nats {
@@ -238,6 +252,12 @@ struct NodeRuntime {
         } else {
             (bus as? LocalBus)?.close()
         }
+    }
+
+    /// The system's words for a socket error (`Address already in use`), without NIO's call name.
+    private static func reason(_ error: any Error) -> String {
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)) }
+        return "\(error)"
     }
 
     /// For a relay: HLS asks for a stream by its source path. Opens the source and its rungs
@@ -365,5 +385,17 @@ final class NegativeCache: Sendable {
 
     func insert(_ path: StreamPath) {
         entries.withLock { $0[path] = .now + .seconds(2) }
+    }
+}
+
+/// Why a node could not start; one line for the operator, and a non-zero exit.
+enum NodeStartupError: Error, CustomStringConvertible {
+    case cannotListen(String, String, flag: String, String)
+
+    var description: String {
+        switch self {
+        case .cannotListen(let listener, let address, let flag, let reason):
+            "cannot listen for \(listener) on \(address): \(reason) (choose another port with \(flag))"
+        }
     }
 }

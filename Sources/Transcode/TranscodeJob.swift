@@ -179,6 +179,8 @@ final class TranscodeJob {
 
     private var decoder: VideoDecoder?
     private var videoSequenceHeader: ByteBuffer?
+    /// When the latest reconfigurations happened (at most `maximumReconfigurations`).
+    private var recentReconfigurations: [ContinuousClock.Instant] = []
     private var audioSequenceHeader: MediaFrame?
     private var rungs: [Rung] = []
     private let audio: AudioTranscoder
@@ -297,6 +299,7 @@ final class TranscodeJob {
         if let videoSequenceHeader, videoSequenceHeader == header.payload {
             return
         }
+        guard admit(header) else { return }
         if decoder != nil {
             statistics.reconfigurations += 1
             drainPipeline()
@@ -363,6 +366,37 @@ final class TranscodeJob {
         for (name, output) in outputs where !names.contains(name) {
             output.end()
             outputs[name] = nil
+        }
+    }
+
+    /// Refuses a sequence header whose picture is over the size limits (checked from the
+    /// SPS before a decoder is opened) or that comes in a reconfiguration storm. The
+    /// refusal is per stream: logged, counted, and the stream keeps its current rungs.
+    private func admit(_ header: MediaFrame) -> Bool {
+        if let track = try? VideoTrack(sequenceHeader: header) {
+            let tooLarge = track.width > configuration.maximumDimension || track.height > configuration.maximumDimension
+                || track.width * track.height > configuration.maximumPixels
+            if tooLarge {
+                refuse(header, reason: "dimensions", "source picture \(track.width)x\(track.height) is over the limit (\(configuration.maximumDimension) a side, \(configuration.maximumPixels) pixels)")
+                return false
+            }
+        }
+        guard decoder != nil else { return true }
+        let now = ContinuousClock.now
+        recentReconfigurations.removeAll { now - $0 > configuration.reconfigurationWindow }
+        guard recentReconfigurations.count < configuration.maximumReconfigurations else {
+            refuse(header, reason: "reconfiguration_storm", "more than \(configuration.maximumReconfigurations) new sequence headers within \(configuration.reconfigurationWindow)")
+            return false
+        }
+        recentReconfigurations.append(now)
+        return true
+    }
+
+    private func refuse(_ header: MediaFrame, reason: String, _ why: String) {
+        statistics.refusedSequenceHeaders += 1
+        TranscodeMetrics.refusedSequenceHeaders(reason: reason)
+        if statistics.refusedSequenceHeaders == 1 || statistics.refusedSequenceHeaders % 100 == 0 {
+            logger.error("refusing a video sequence header", metadata: ["stream": "\(source)", "reason": "\(why)", "refused_total": "\(statistics.refusedSequenceHeaders)"])
         }
     }
 

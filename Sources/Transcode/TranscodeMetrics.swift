@@ -18,6 +18,11 @@ final class TranscodeMetrics {
     private let encoded = Counter(label: "estuary_transcode_encoded_frames_total")
     private var reported = (lag: 0, corrupt: 0, encoded: 0)
 
+    /// Video sequence headers refused (over the size limits, or a reconfiguration storm), by reason.
+    static func refusedSequenceHeaders(reason: String) {
+        Counter(label: "estuary_transcode_refused_sequence_headers_total", dimensions: [("reason", reason)]).increment()
+    }
+
     init(stream: StreamPath) {
         lag = Gauge(label: "estuary_transcode_lag_seconds", dimensions: [("stream", "\(stream)")])
         lag.record(0)

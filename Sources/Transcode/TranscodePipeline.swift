@@ -22,6 +22,8 @@ public struct TranscodeStatistics: Sendable, Equatable {
     public var invalidSequenceHeaders = 0
     /// New video configurations after the first (resolution changes).
     public var reconfigurations = 0
+    /// Sequence headers refused: dimensions over the limits, or a reconfiguration storm.
+    public var refusedSequenceHeaders = 0
     /// Audio tags left out: unparseable headers, or formats no decoder exists for.
     public var unsupportedAudioFrames = 0
     /// Non-AAC source audio frames taken for re-encoding to AAC.
@@ -102,6 +104,17 @@ public final class TranscodePipeline: Sendable {
         /// AAC bit rate per channel when the source's audio is re-encoded (not AAC).
         public var audioBitRatePerChannel = 64_000
         public var hubConfiguration = HubConfiguration()
+        /// The largest source picture decoded, in either direction and in pixels: a sequence
+        /// header announcing more is refused before any decoder or buffer is made for it
+        /// (an SPS may claim 65535x65535). 8192 and 8K UHD's pixel count.
+        public var maximumDimension = 8192
+        public var maximumPixels = 7680 * 4320
+        /// Reconfigurations (a new video sequence header) allowed within
+        /// `reconfigurationWindow`; more are refused until the window moves on. An encoder
+        /// changes resolution a few times an hour at most; each reconfiguration reopens the
+        /// decoder and every rung's encoder.
+        public var maximumReconfigurations = 5
+        public var reconfigurationWindow: Duration = .seconds(10)
 
         public init(ladder: Ladder = .default) {
             self.ladder = ladder

@@ -114,6 +114,30 @@ extension IntegrationTests {
             }
         }
 
+        @Test("A source picture wider than 8192 is refused by the transcoder before any decoder is opened (dimensions)")
+        func oversizedSourceIsRefused() async throws {
+            try await Scenario.run("oversized-source") { scenario in
+                var config = NodeConfig()
+                config.ladders = ["abr": [.init(name: "144p", height: 144, videoBitRate: 100_000)]]
+                let node = try await scenario.startNode(config)
+                let clip = scenario.file("wide.flv")
+                let make = try await scenario.run(
+                    "ffmpeg",
+                    ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=8208x16:rate=10", "-t", "3", "-c:v", "libx264", "-preset", "ultrafast", "-g", "10", "-f", "flv", clip.path],
+                    name: "make-wide", timeout: .seconds(60)
+                )
+                try scenario.require(make.succeeded, "cannot make an 8208x16 clip: \(make)")
+                let publisher = try scenario.launch("ffmpeg", ["-nostdin", "-v", "error", "-re", "-stream_loop", "-1", "-i", clip.path, "-c", "copy", "-f", "flv", node.rtmpURL("abr", "wide")], name: "publisher-wide")
+                let refused = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) {
+                    (try? await node.metrics().sum("estuary_transcode_refused_sequence_headers_total", labels: ["reason": "dimensions"])) ?? 0 >= 1
+                }
+                scenario.check(refused, "the transcoder did not refuse an 8208x16 source")
+                scenario.check(publisher.isRunning, "the publisher of the oversized source was closed; only its transcode should be refused")
+                let health = try await HTTPClient.get(port: node.httpPort, path: "/healthz")
+                scenario.check(health.status == 200, "/healthz answered \(health.status)")
+            }
+        }
+
         @Test("Publishing a rendition's name is refused (BadName), and publishes over the transcode cap are Denied")
         func renditionNamesAndTranscodeCap() async throws {
             try await Scenario.run("rendition-names") { scenario in

@@ -31,6 +31,10 @@ public struct RTMPChunkSerializer: FrameSerializer {
 
     /// The general form, also used for a player on another message stream id.
     public static func serialize(_ frame: MediaFrame, streamID: UInt32, chunkSize: Int, allocator: ByteBufferAllocator) -> ByteBuffer {
+        // RTMP cannot carry a message over 24 bits. Ingest bounds every frame well below it;
+        // a frame from elsewhere (the bus, a transcoder) that is not is skipped for RTMP
+        // players, never handed to the encoder's precondition.
+        guard frame.payload.readableBytes <= 0xFFFFFF else { return allocator.buffer(capacity: 0) }
         let message = RTMPMessage(
             typeID: frame.kind.rawValue,
             streamID: streamID,

@@ -43,7 +43,9 @@ public final class RTMPServer: Service, Sendable {
         if let bytes = configuration.socketSendBufferBytes {
             bootstrap = bootstrap.childChannelOption(.socketOption(.so_sndbuf), value: SocketOptionValue(clamping: bytes))
         }
-        let server = try await bootstrap
+        let server: any Channel
+        do {
+            server = try await bootstrap
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -74,14 +76,19 @@ public final class RTMPServer: Service, Sendable {
             }
             .bind(host: configuration.host, port: configuration.port)
             .get()
+        } catch {
+            throw RTMPListenerBindError(host: configuration.host, port: configuration.port, underlying: error)
+        }
         let port = server.localAddress?.port ?? configuration.port
         boundPort.withLockedValue { $0 = port }
         logger.info("RTMP listening on \(configuration.host):\(port)")
         onBound?(port)
 
-        try await withGracefulShutdownHandler {
+        // Cancellation too (another service of the group failed): the listener must close,
+        // or the process would linger with its port open and serve nothing.
+        try await withTaskCancellationOrGracefulShutdownHandler {
             try await server.closeFuture.get()
-        } onGracefulShutdown: {
+        } onCancelOrGracefulShutdown: {
             server.close(promise: nil)
         }
         // Stop every connection politely, then wait (bounded) for them to go.
@@ -102,4 +109,13 @@ public final class RTMPServer: Service, Sendable {
 /// Why the listener closed a connection at accept.
 struct ConnectionRefused: Error {
     let reason: ConnectionLimiter.Refusal
+}
+
+/// The RTMP listener could not bind its address (in use, not permitted, no such address).
+public struct RTMPListenerBindError: Error, CustomStringConvertible {
+    public let host: String
+    public let port: Int
+    public let underlying: any Error
+
+    public var description: String { "cannot listen for RTMP on \(host):\(port): \(underlying)" }
 }

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension IntegrationTests {
+    /// What an operator sees when a node cannot start as asked: one line and a non-zero exit,
+    /// never a process that lingers, serving nothing.
+    @Suite("Startup")
+    struct StartupTests {
+        @Test("A listener that cannot bind ends the process at once, with one line naming the listener and its flag")
+        func bindFailureEndsTheProcess() async throws {
+            try await Scenario.run("bind-failure") { scenario in
+                let node = try await scenario.startNode()
+                let binary = try TestEnvironment.nodeBinary()
+                for (listener, flag, arguments) in [
+                    ("HTTP", "--http-port", ["--http-port", String(node.httpPort), "--rtmp-port", "0"]),
+                    ("RTMP", "--rtmp-port", ["--rtmp-port", String(node.rtmpPort), "--http-port", "0"]),
+                ] {
+                    let second = try scenario.launch(
+                        executable: binary,
+                        ["--bind", "127.0.0.1", "--data-dir", scenario.file("second-\(listener)").path] + arguments,
+                        name: "second-\(listener)"
+                    )
+                    let ended = await second.waitForExit(timeout: .seconds(10))
+                    scenario.check(ended != nil && ended != .exited(0), "a node whose \(listener) port is taken did not exit with an error: \(ended.map(\.description) ?? "still running after 10 s")")
+                    let lines = second.stderrText.split(separator: "\n").filter { $0.contains("cannot listen") }
+                    scenario.check(
+                        lines.count == 1 && lines[0].contains(listener) && lines[0].contains(flag) && lines[0].contains("in use"),
+                        "\(listener): expected one line naming the listener, the flag and the reason; stderr:\n\(tail(second.stderrText, lines: 8))"
+                    )
+                }
+            }
+        }
+
+        @Test("Configuration errors name the key and the file, in one line")
+        func configurationErrors() async throws {
+            try await Scenario.run("config-errors") { scenario in
+                let binary = try TestEnvironment.nodeBinary()
+                for (json, expected) in [
+                    (#"{"maxConections": 5}"#, "unknown key 'maxConections'"),
+                    (#"{"nats": {"servers": ["nats://a:4222"], "tokn": "x"}}"#, "unknown key 'nats.tokn'"),
+                    (#"{"rtmpPort": "1935"}"#, "'rtmpPort': expected a whole number, got a string"),
+                ] {
+                    let file = scenario.file("config-\(UUID().uuidString.prefix(6)).json")
+                    try Data(json.utf8).write(to: file)
+                    let run = try scenario.launch(executable: binary, ["--config", file.path, "--check-config"], name: "check-config")
+                    let ended = await run.waitForExit(timeout: .seconds(10))
+                    scenario.check(ended != nil && ended != .exited(0), "\(json): --check-config ended with \(ended.map(\.description) ?? "no exit")")
+                    let output = run.stderrText + run.stdoutText
+                    let lines = output.split(separator: "\n").filter { !$0.isEmpty }
+                    scenario.check(
+                        output.contains(expected) && output.contains(file.path) && lines.count <= 3,
+                        "\(json): expected \"\(expected)\" and the file's path in a short message, got:\n\(output)"
+                    )
+                }
+            }
+        }
+
+        @Test("Roles on one host get HTTP ports that do not collide; a node whose coordinator never answers is not ready")
+        func roleDefaultsAndReadiness() async throws {
+            try await Scenario.run("role-defaults") { scenario in
+                let binary = try TestEnvironment.nodeBinary()
+                for (role, port) in [("all", "8080"), ("relay", "8080"), ("coordinator", "8080"), ("ingest", "8081"), ("transcode", "8082")] {
+                    let check = try scenario.launch(executable: binary, ["--role", role, "--nats", "nats://127.0.0.1:4222", "--check-config"], name: "check-\(role)")
+                    _ = await check.waitForExit(timeout: .seconds(10))
+                    scenario.check(check.stdoutText.contains("HTTP :\(port)"), "role \(role): \(check.stdoutText)")
+                }
+
+                let nats = try await NATSServerProcess.start(scenario)
+                let ingest = try await scenario.startNode(label: "ingest", arguments: ["--role", "ingest", "--nats", nats.url, "--node-id", "ingest-1", "--coordinator-node", "nobody"])
+                try await Task.sleep(for: .seconds(2))
+                let notReady = try await HTTPClient.get(port: ingest.httpPort, path: "/readyz")
+                scenario.check(notReady.status == 503, "an ingest whose coordinator never answered reports \(notReady.status) on /readyz")
+                _ = try await scenario.startNode(label: "coordinator", arguments: ["--role", "coordinator", "--nats", nats.url, "--node-id", "nobody"])
+                let ready = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) {
+                    (try? await HTTPClient.get(port: ingest.httpPort, path: "/readyz"))?.status == 200
+                }
+                scenario.check(ready, "the ingest did not become ready once its coordinator answered")
+            }
+        }
+    }
+}
