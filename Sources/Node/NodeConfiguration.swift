@@ -60,6 +60,8 @@ struct NodeConfigurationFile: Codable, Sendable {
     var hlsWindowSegments: Int?
     /// Streams transcoded at once (4); publishes into a ladder's application beyond it are refused.
     var maxTranscodes: Int?
+    /// Streams published at once (1000); publishes of new streams beyond it are refused.
+    var maxStreams: Int?
     /// Ladders by application: `{"abr": [{"name": "480p", "height": 480, "videoBitRate": 1400000}]}`.
     /// An application not listed passes streams through unchanged.
     var ladders: [String: [LadderRung]]?
@@ -222,6 +224,8 @@ struct NodeConfiguration: Sendable {
     /// Streams accepted at once into applications with a ladder (each starts an x264
     /// ladder); over it, publishes are refused with `NetStream.Publish.Denied`.
     var maxTranscodes: Int? = 4
+    /// Streams a node carries at once (each a hub with its GOP cache, and HLS renditions).
+    var maxStreams: Int? = 1000
     /// The cluster bus; nil for the embedded default.
     var nats: NATSBusConfiguration?
     /// This node's name on the bus and in the coordinator: by default the host name.
@@ -297,6 +301,7 @@ struct NodeConfiguration: Sendable {
         }
         if let value = file.hlsWindowSegments { hls.windowSegments = try positive(value, "hlsWindowSegments") }
         if let value = file.maxTranscodes { maxTranscodes = try positive(value, "maxTranscodes") }
+        if let value = file.maxStreams { maxStreams = try positive(value, "maxStreams") }
         if let value = file.ladders {
             for app in value.keys where !StreamPath.isValidComponent(app) {
                 throw ConfigurationError.invalidValue("ladders: invalid application name '\(app)'")

@@ -19,6 +19,9 @@ struct NodeRTMPDelegate: RTMPServerDelegate {
     /// Ladders by application: their rendition names are not publishable, and their
     /// publishes are counted against `transcodes`.
     var ladders: [String: Ladder] = [:]
+    /// The most streams (hubs, with their GOP caches and segmenters) a node carries; a
+    /// publish of a new stream over it is refused.
+    var maxStreams: Int? = nil
     /// Streams this node accepts into applications with a ladder, at most `limit` at once.
     var transcodes = TranscodeSlots(limit: nil)
     var accepted: @Sendable (StreamHub) async -> Void = { _ in }
@@ -40,6 +43,12 @@ struct NodeRTMPDelegate: RTMPServerDelegate {
                 logger.notice("publish refused", metadata: ["stream": "\(request.path)", "from": "\(request.remoteAddress)", "reason": "\(why)"])
                 return .reject(code: "NetStream.Publish.Denied", description: why)
             }
+        }
+        if let limit = maxStreams, await admission.registry.hub(for: request.path) == nil,
+           await admission.registry.streams.count >= limit {
+            logger.notice("publish refused", metadata: ["stream": "\(request.path)", "from": "\(request.remoteAddress)", "reason": "the node's \(limit) streams are live"])
+            NodeMetrics.refusedPublishes(reason: "stream_capacity")
+            return .reject(code: "NetStream.Publish.Denied", description: "this node carries at most \(limit) streams; try again later")
         }
         if ladder != nil, !transcodes.reserve(request.path) {
             logger.notice("publish refused", metadata: ["stream": "\(request.path)", "from": "\(request.remoteAddress)", "reason": "transcoding capacity (\(transcodes.limit ?? 0) streams) reached"])

@@ -191,7 +191,7 @@ struct NodeRuntime {
             let hooks = accepted
             let delegate = NodeRTMPDelegate(
                 admission: admission, playback: Playback(registry: registry), keys: keys, logger: logger,
-                ladders: configuration.ladders, transcodes: TranscodeSlots(limit: configuration.maxTranscodes)
+                ladders: configuration.ladders, maxStreams: configuration.maxStreams, transcodes: TranscodeSlots(limit: configuration.maxTranscodes)
             ) { hub in
                 for hook in hooks { await hook(hub) }
             }
@@ -383,9 +383,22 @@ final class NegativeCache: Sendable {
         }
     }
 
+    /// The most names remembered: requests for random names must not grow the table.
+    static let capacity = 4096
+
     func insert(_ path: StreamPath) {
-        entries.withLock { $0[path] = .now + .seconds(2) }
+        entries.withLock { entries in
+            if entries.count >= Self.capacity {
+                let now = ContinuousClock.now
+                entries = entries.filter { $0.value >= now }
+                // Still full of live entries: forget them all, it is only a cache.
+                if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            }
+            entries[path] = .now + .seconds(2)
+        }
     }
+
+    var count: Int { entries.withLock { $0.count } }
 }
 
 /// Why a node could not start; one line for the operator, and a non-zero exit.

@@ -143,6 +143,7 @@ extension IntegrationTests {
             try await Scenario.run("rendition-names") { scenario in
                 var config = NodeConfig()
                 config.maxTranscodes = 1
+                config.maxStreams = 2
                 config.ladders = ["abr": [.init(name: "144p", height: 144, videoBitRate: 100_000)]]
                 let node = try await scenario.startNode(config)
 
@@ -168,15 +169,26 @@ extension IntegrationTests {
                 let liveStream = try await live.createStream()
                 let liveCode = try await live.publish(name: "demo_144p", streamID: liveStream)
                 scenario.check(liveCode == "NetStream.Publish.Start", "live/demo_144p got \(liveCode)")
+                // The node's stream cap: `abr/one` and `live/demo_144p` make two.
+                let full = try await RTMPRawClient.connect(port: node.rtmpPort)
+                scenario.track(full.connection)
+                try await full.plainHandshake()
+                try await full.connect(app: "live")
+                let fullStream = try await full.createStream()
+                let fullCode = try await full.publish(name: "fourth", streamID: fullStream)
+                scenario.check(fullCode == "NetStream.Publish.Denied", "a publish over the node's stream cap got \(fullCode)")
+                await full.close()
+                await live.close()
 
-                // The slot comes back when the publisher leaves.
+                // The slot comes back when the publisher leaves (and the streams end after their 1 s grace).
                 await first.close()
-                try await Task.sleep(for: .milliseconds(500))
+                try await Task.sleep(for: .milliseconds(1800))
                 let (_, again) = try await publish("two")
                 scenario.check(again == "NetStream.Publish.Start", "an abr publish after the first left got \(again)")
                 let metrics = try await node.metrics()
                 scenario.check(metrics.sum("estuary_publishes_refused_total", labels: ["reason": "rendition_name"]) >= 1, "rendition refusal not counted")
                 scenario.check(metrics.sum("estuary_publishes_refused_total", labels: ["reason": "transcode_capacity"]) >= 1, "capacity refusal not counted")
+                scenario.check(metrics.sum("estuary_publishes_refused_total", labels: ["reason": "stream_capacity"]) >= 1, "stream cap refusal not counted")
             }
         }
     }

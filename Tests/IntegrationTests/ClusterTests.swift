@@ -72,6 +72,8 @@ extension IntegrationTests {
             try await Scenario.run("cluster-nats-outage") { scenario in
                 let media = try await MediaLibrary.shared.file(.gopAudioVideo)
                 let (nats, ingest, relays) = try await Self.startCluster(scenario, relays: 1)
+                // Readiness needs the coordinator to have answered once (and the bus to be up).
+                _ = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--nats", nats.url])
                 _ = try scenario.publish(media, to: ingest.rtmpURL("live", "outage"), name: "publisher", loop: true)
                 try await scenario.waitUntilLive(ingest, "live", "outage")
                 let viewer = try await scenario.openViewer(relays[0], "live", "outage")

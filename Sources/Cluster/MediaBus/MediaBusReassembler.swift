@@ -37,6 +37,9 @@ public struct MediaBusReassembler: Sendable {
         public var incompleteFrames: UInt64 = 0
         /// Frames from an earlier sequence number of the current epoch (duplicates, reordering).
         public var staleFrames: UInt64 = 0
+        /// Frames whose payload is not a valid tag (empty, malformed header, garbage
+        /// configuration record): dropped, as RTMP ingest would refuse them.
+        public var invalidFrames: UInt64 = 0
 
         public init() {}
     }
@@ -156,13 +159,27 @@ public struct MediaBusReassembler: Sendable {
     }
 
     private mutating func complete(_ header: MediaBusFrameHeader, body: ByteBuffer) -> MediaFrame? {
-        if header.kind == .video {
+        // Bus input is re-validated like RTMP input: the flags come from the payload (a
+        // sender could set the header's wrong), and configuration records are parsed.
+        guard let frame = try? MediaFrame.classified(kind: header.kind, timestamp: header.timestamp, payload: body) else {
+            statistics.invalidFrames += 1
+            return nil
+        }
+        if frame.isSequenceHeader {
+            do {
+                _ = try frame.validatedConfigurationRecord()
+            } catch {
+                statistics.invalidFrames += 1
+                return nil
+            }
+        }
+        if frame.kind == .video {
             hasVideo = true
         }
-        let isConfiguration = header.isSequenceHeader || header.kind == .script
+        let isConfiguration = frame.isSequenceHeader || frame.kind == .script
         if waitingForSyncPoint, !isConfiguration {
-            switch header.kind {
-            case .video where header.isKeyframe:
+            switch frame.kind {
+            case .video where frame.isKeyframe:
                 waitingForSyncPoint = false
             case .audio where !hasVideo:
                 // Audio frames decode on their own; without video there is nothing to wait for.
@@ -173,12 +190,6 @@ public struct MediaBusReassembler: Sendable {
             }
         }
         statistics.frames += 1
-        return MediaFrame(
-            kind: header.kind,
-            timestamp: header.timestamp,
-            isKeyframe: header.isKeyframe,
-            isSequenceHeader: header.isSequenceHeader,
-            payload: body
-        )
+        return frame
     }
 }

@@ -592,33 +592,13 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     /// Parses configuration records before anyone receives them: a garbage record would
     /// otherwise break every player of the stream.
     private func validateSequenceHeader(_ frame: MediaFrame, publish: inout PublishContext) throws {
-        var payload = frame.payload
+        let summary = try frame.validatedConfigurationRecord()
         switch frame.kind {
         case .video:
-            let header = try VideoTagHeader(from: payload)
-            payload.moveReaderIndex(forwardBy: header.headerLength)
-            switch header.codec {
-            case .avc:
-                let record = try AVCDecoderConfigurationRecord(from: payload)
-                if !publish.announcedVideo {
-                    logger.info("video: \(record.codecString) \(record.sequenceParameterSet.width)x\(record.sequenceParameterSet.height)")
-                }
-            case .hevc:
-                let record = try HEVCDecoderConfigurationRecord(from: payload)
-                if !publish.announcedVideo { logger.info("video: \(record.codecString)") }
-            default:
-                break
-            }
+            if !publish.announcedVideo, let summary { logger.info("\(summary)") }
             publish.announcedVideo = true
         case .audio:
-            let header = try AudioTagHeader(from: payload)
-            if header.soundFormat == .aac {
-                payload.moveReaderIndex(forwardBy: header.headerLength)
-                let config = try AudioSpecificConfig(from: payload)
-                if !publish.announcedAudio {
-                    logger.info("audio: \(config.codecString) \(config.sampleRate) Hz \(config.channelCount) ch")
-                }
-            }
+            if !publish.announcedAudio, let summary { logger.info("\(summary)") }
             publish.announcedAudio = true
         case .script:
             break

@@ -20,7 +20,7 @@ import Testing
         let frames = [
             Frames.script(), Frames.videoSequenceHeader(),
             Frames.video(timestamp: 0, keyframe: true), Frames.audio(timestamp: 10),
-            Frames.video(timestamp: 33, keyframe: false), MediaFrame(kind: .audio, timestamp: -5, payload: ByteBuffer()),
+            Frames.video(timestamp: 33, keyframe: false), Frames.audio(timestamp: -5),
         ]
         let messages = try Self.encode(frames)
         #expect(messages.allSatisfy { $0.count == 1 })
@@ -28,6 +28,21 @@ import Testing
         let received = try Self.feed(messages.flatMap { $0 }, into: &reassembler)
         #expect(received == frames.map(FrameSnapshot.init))
         #expect(reassembler.statistics.gaps == 0)
+    }
+
+    /// Bus input is not trusted: the flags are read from the payload, and what RTMP ingest
+    /// would refuse (an empty tag, a garbage configuration record) is dropped and counted.
+    @Test func invalidFramesAreDroppedAndFlagsComeFromThePayload() throws {
+        let garbageHeader = MediaFrame(kind: .video, timestamp: 0, isKeyframe: true, isSequenceHeader: true, payload: ByteBuffer(bytes: [0x17, 0x00, 0, 0, 0, 0x01, 0x64, 0x00, 0x1F, 0xFF]))
+        let empty = MediaFrame(kind: .audio, timestamp: 1, payload: ByteBuffer())
+        // Sent as a plain frame, but the payload is an AAC sequence header: it is one.
+        let mislabelled = MediaFrame(kind: .audio, timestamp: 2, payload: ByteBuffer(bytes: [0xAF, 0x00, 0x12, 0x10]))
+        let messages = try Self.encode([garbageHeader, empty, mislabelled, Frames.audio(timestamp: 3)])
+        var reassembler = MediaBusReassembler()
+        let received = try Self.feed(messages.flatMap { $0 }, into: &reassembler)
+        #expect(received.map(\.timestamp) == [2, 3])
+        #expect(received.first?.isSequenceHeader == true)
+        #expect(reassembler.statistics.invalidFrames == 2)
     }
 
     @Test func headerCarriesSequenceEpochAndCompositionTime() throws {

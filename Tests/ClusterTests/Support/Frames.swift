@@ -15,8 +15,14 @@ enum Frames {
         return MediaFrame(kind: .video, timestamp: timestamp, isKeyframe: keyframe, payload: payload)
     }
 
+    /// A real one (libx264, High 3.1, 1280x720): the bus parses configuration records, as RTMP ingest does.
     static func videoSequenceHeader(timestamp: Int64 = 0) -> MediaFrame {
-        let payload = ByteBuffer(bytes: [0x17, 0x00, 0, 0, 0, 0x01, 0x64, 0x00, 0x1F, 0xFF])
+        let hex = "17000000000164001fffe1001a6764001facd9405005bb0110000003001000000303c0f183196001000668ebe3cb22c0fdf8f800"
+        let bytes = stride(from: 0, to: hex.count, by: 2).map { offset -> UInt8 in
+            let start = hex.index(hex.startIndex, offsetBy: offset)
+            return UInt8(hex[start..<hex.index(start, offsetBy: 2)], radix: 16) ?? 0
+        }
+        let payload = ByteBuffer(bytes: bytes)
         return MediaFrame(kind: .video, timestamp: timestamp, isKeyframe: true, isSequenceHeader: true, payload: payload)
     }
 

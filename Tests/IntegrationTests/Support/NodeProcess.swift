@@ -29,6 +29,7 @@ struct NodeConfig: Encodable, Sendable {
     var maxConnections: Int?
     var maxConnectionsPerAddress: Int?
     var maxTranscodes: Int?
+    var maxStreams: Int?
     var maxMetadataBytes: Int?
     var hlsSegmentSeconds: Double?
     var hlsPartSeconds: Double?

@@ -1,0 +1,36 @@
+import NIOCore
+
+extension MediaFrame {
+    /// Parses the configuration record a sequence header carries (an AVC or HEVC decoder
+    /// configuration record with its SPS, or an AAC AudioSpecificConfig), so that a garbage
+    /// record is refused where it enters (RTMP ingest, the cluster bus) instead of breaking
+    /// every player of the stream. Returns a line for the log (`video: avc1.64001f 640x360`),
+    /// or nil for frames that carry no record. Throws the parsers' errors.
+    public func validatedConfigurationRecord() throws -> String? {
+        guard isSequenceHeader else { return nil }
+        var payload = self.payload
+        switch kind {
+        case .video:
+            let header = try VideoTagHeader(from: payload)
+            payload.moveReaderIndex(forwardBy: header.headerLength)
+            switch header.codec {
+            case .avc:
+                let record = try AVCDecoderConfigurationRecord(from: payload)
+                return "video: \(record.codecString) \(record.sequenceParameterSet.width)x\(record.sequenceParameterSet.height)"
+            case .hevc:
+                let record = try HEVCDecoderConfigurationRecord(from: payload)
+                return "video: \(record.codecString)"
+            default:
+                return nil
+            }
+        case .audio:
+            let header = try AudioTagHeader(from: payload)
+            guard header.soundFormat == .aac else { return nil }
+            payload.moveReaderIndex(forwardBy: header.headerLength)
+            let config = try AudioSpecificConfig(from: payload)
+            return "audio: \(config.codecString) \(config.sampleRate) Hz \(config.channelCount) ch"
+        case .script:
+            return nil
+        }
+    }
+}
