@@ -54,6 +54,8 @@ struct NodeConfigurationFile: Codable, Sendable {
     /// RTMP and HTTP, each listener: open connections (10000) and per client address (1000).
     var maxConnections: Int?
     var maxConnectionsPerAddress: Int?
+    /// The per-address limit applies to loopback clients too (false: a local proxy is exempt).
+    var limitLoopbackConnections: Bool?
     var viewerWakeIntervalMilliseconds: Int?
     var hlsSegmentSeconds: Double?
     var hlsPartSeconds: Double?
@@ -285,6 +287,10 @@ struct NodeConfiguration: Sendable {
         if let value = file.maxConnections {
             rtmp.connectionLimits.maxConnections = try positive(value, "maxConnections")
             httpConnectionLimits.maxConnections = value
+        }
+        if let value = file.limitLoopbackConnections {
+            rtmp.connectionLimits.limitLoopback = value
+            httpConnectionLimits.limitLoopback = value
         }
         if let value = file.maxConnectionsPerAddress {
             rtmp.connectionLimits.maxConnectionsPerAddress = try positive(value, "maxConnectionsPerAddress")

@@ -17,6 +17,8 @@ extension IntegrationTests {
             try await Scenario.run("connection-limits") { scenario in
                 var config = NodeConfig()
                 config.maxConnectionsPerAddress = 4
+                // The test's clients are on loopback, which is exempt by default (a local proxy).
+                config.limitLoopbackConnections = true
                 let node = try await scenario.startNode(config)
 
                 // RTMP: four connections from 127.0.0.1 finish their handshakes; the fifth is closed at once.

@@ -7,13 +7,17 @@ public struct ConnectionLimits: Sendable, Equatable {
     public var maxConnections: Int?
     /// The most connections open at once from one client address (nil: no limit).
     public var maxConnectionsPerAddress: Int?
+    /// Whether the per-address limit applies to loopback clients too. By default it does not:
+    /// a reverse proxy or a restreamer on the same host brings every viewer from 127.0.0.1.
+    public var limitLoopback: Bool
 
     /// 10,000 connections is what one node is sized for (docs/benchmarks.md); 1,000 per
-    /// address leaves room for a NAT gateway in front of many viewers and for loopback tests,
-    /// while one host can no longer take every descriptor.
-    public init(maxConnections: Int? = 10_000, maxConnectionsPerAddress: Int? = 1_000) {
+    /// address leaves room for a NAT gateway in front of many viewers, while one host can no
+    /// longer take every descriptor.
+    public init(maxConnections: Int? = 10_000, maxConnectionsPerAddress: Int? = 1_000, limitLoopback: Bool = false) {
         self.maxConnections = maxConnections
         self.maxConnectionsPerAddress = maxConnectionsPerAddress
+        self.limitLoopback = limitLoopback
     }
 }
 
@@ -55,7 +59,8 @@ public final class ConnectionLimiter: Sendable {
                 return .nodeFull
             }
             let current = state.perAddress[address, default: 0]
-            if let limit = self.limits.maxConnectionsPerAddress, current >= limit {
+            if let limit = self.limits.maxConnectionsPerAddress, current >= limit,
+               self.limits.limitLoopback || !Self.isLoopback(address) {
                 state.refusedSinceLog += 1
                 return .addressFull
             }
@@ -63,6 +68,11 @@ public final class ConnectionLimiter: Sendable {
             state.perAddress[address] = current + 1
             return nil
         }
+    }
+
+    /// 127.0.0.0/8, ::1 and IPv4-mapped loopback.
+    static func isLoopback(_ address: String) -> Bool {
+        address.hasPrefix("127.") || address == "::1" || address.hasPrefix("::ffff:127.")
     }
 
     /// Gives back a connection counted by ``admit(address:)``.

@@ -28,6 +28,7 @@ struct NodeConfig: Encodable, Sendable {
     var httpIdleTimeoutSeconds: Double?
     var maxConnections: Int?
     var maxConnectionsPerAddress: Int?
+    var limitLoopbackConnections: Bool?
     var maxTranscodes: Int?
     var maxStreams: Int?
     var maxMetadataBytes: Int?
