@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps deps-run build release run test fuzz bench-fanout bench-hls bench-transcode bench-cluster clean
+.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-hls bench-transcode bench-cluster clean
 
 ## Everything `make test` needs: Debian packages (test tools, chromium) and the Python
 ## virtualenv .venv/ with Playwright and cryptography (scripts/install-deps.sh --test).
@@ -34,6 +34,11 @@ test: deps
 fuzz: deps
 	scripts/fuzz.sh --seconds $${FUZZ_SECONDS:-60}
 
+## Each libFuzzer target in a release build (still -sanitize=fuzzer,address, in .build-fuzz-release)
+## for FUZZ_SECONDS (default 600), then a markdown table of executions per target (docs/fuzzing.md).
+fuzz-long: deps
+	scripts/fuzz.sh --release --summary --seconds $${FUZZ_SECONDS:-600}
+
 ## Fan-out benchmark against nginx-rtmp; writes docs/benchmarks.md figures to stdout.
 bench-fanout:
 	@scripts/install-deps.sh --bench
@@ -50,6 +55,10 @@ bench-transcode: deps
 ## The cluster hop (ingest → NATS → relay) against one process: added latency, relay CPU per Gbit.
 bench-cluster: deps
 	scripts/bench-cluster.sh
+
+## Scale and soak: 10,000 viewers of a 64 kbit/s stream for 10 min, then 30 min of churn; RSS each minute.
+bench-soak: deps
+	scripts/bench-soak.sh
 
 clean:
 	rm -rf .build .build-fuzz

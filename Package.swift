@@ -294,17 +294,29 @@ let package = Package(
 // libFuzzer targets, built only by scripts/fuzz.sh (ESTUARY_FUZZ=1, -sanitize=fuzzer).
 // They are kept out of normal builds: they link only with libFuzzer's runtime.
 if Context.environment["ESTUARY_FUZZ"] != nil {
-    let fuzzTargets: [(name: String, module: String)] = [
-        ("FuzzChunkDecoder", "RTMP"), ("FuzzAMF0", "RTMP"), ("FuzzCommand", "RTMP"),
-        ("FuzzHandshake", "RTMP"), ("FuzzCodecConfig", "Media"), ("FuzzFLV", "Media"),
-        ("FuzzMediaBus", "Cluster"),
+    let nio: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
+    // Each target with the modules it imports (CLibFuzzer is added to all).
+    let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
+        ("FuzzChunkDecoder", ["RTMP", nio]), ("FuzzAMF0", ["RTMP", nio]), ("FuzzCommand", ["RTMP", nio]),
+        ("FuzzHandshake", ["RTMP", nio]), ("FuzzCodecConfig", ["Media", nio]), ("FuzzFLV", ["Media", nio]),
+        ("FuzzMediaBus", ["Cluster", nio]),
+        // A whole server connection on an EmbeddedChannel (docs/fuzzing.md).
+        ("FuzzRTMPConnection", [
+            "RTMP", "Media", nio,
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // HTTP playback paths as the router hands them over (URI parsing from HummingbirdCore).
+        ("FuzzHTTPPath", ["Relay", "Media", "Cluster", .product(name: "HummingbirdCore", package: "hummingbird")]),
+        ("FuzzBusFrame", ["Cluster", "Media", nio]),
+        ("FuzzMetadata", ["RTMP", nio]),
     ]
     package.targets.append(.target(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"))
     for target in fuzzTargets {
         package.targets.append(
             .executableTarget(
                 name: target.name,
-                dependencies: ["CLibFuzzer", .byName(name: target.module), .product(name: "NIOCore", package: "swift-nio")],
+                dependencies: [.target(name: "CLibFuzzer")] + target.dependencies,
                 path: "Fuzz/\(target.name)",
                 swiftSettings: strict
             )

@@ -11,15 +11,23 @@
 #
 # The compose file is the single source of the commands. This script reads it with a small
 # parser (no PyYAML): a service's `command:` must be a block list, one argument a line
-# (`      - --role`), and its healthcheck a `test:` line with `http://localhost:PORT/PATH`.
+# (`      - --role`), its `environment:` a block map, one variable a line (`      KEY: value`),
+# and its healthcheck a `test:` line with `http://localhost:PORT/PATH`.
 #
 # Substitutions, applied mechanically (k = the service's position in the compose file,
 # nats = 0, coordinator = 1, ...; SHIFT = $CLUSTER_PORT_SHIFT, default 20000):
+#   * `${NAME}`, `${NAME:-default}` and `${NAME:?message}` in a command argument or an
+#     `environment:` value are interpolated as compose does (a missing required one stops
+#     the script with compose's message);
+#   * a service's `environment:` map is its process's environment, as in its container:
+#     ESTUARY_ADMIN_TOKEN for the coordinator, ESTUARY_NATS_TOKEN_QUOTED for nats-server
+#     (the secrets themselves are not passed on to other processes);
 #   * a container port P of service k becomes the loopback port P + SHIFT + 100*k
 #     (nats 4222 -> 24222 and 8222 -> 28222, coordinator 8090 -> 28190, ingest 1935 -> 22135
 #     and 8080 -> 28280, transcode-1 8080 -> 28380, transcode-2 -> 28480, relay-1 -> 28580,
 #     relay-2 -> 28680; keep SHIFT + 8690 below 32768, the first ephemeral port);
-#   * `nats://<service>:<port>` becomes `nats://127.0.0.1:<that service's mapped port>`;
+#   * `nats://[TOKEN@]<service>:<port>` becomes `nats://[TOKEN@]127.0.0.1:<that service's
+#     mapped port>`;
 #   * `--advertise-host <service>` becomes `--advertise-host 127.0.0.1`;
 #   * a `--http-port` / `--rtmp-port` value is mapped as a port of its own service;
 #   * a path under `/data` becomes the same path under $CLUSTER_DIR/<service>
@@ -28,11 +36,22 @@
 #     filesystem, are appended when the command lacks them: `--bind 127.0.0.1`,
 #     `--rtmp-port`, `--http-port` (the mapped defaults 1935 and 8080), `--data-dir`;
 #     nats-server gets `--addr 127.0.0.1 --port --http_port`.
-#   * ESTUARY_ADMIN_TOKEN defaults to the compose file's default, `change-me`.
+#
+# Secrets: no defaults. ESTUARY_ADMIN_TOKEN (the admin API's bearer token) and
+# ESTUARY_NATS_TOKEN (the token nats.conf requires of every client) come from the
+# environment when set there; otherwise from $CLUSTER_DIR/secrets/admin-token and
+# $CLUSTER_DIR/secrets/nats-token, which the first run in that directory creates (32 random
+# bytes as hex, mode 600) and whose paths it prints. The NATS token must be letters, digits,
+# `.`, `_`, `~` or `-` (it goes into nats:// URLs). The script checks that nats-server
+# requires authentication before it starts any node. Everything it creates is private
+# (umask 077): commands.txt and the nodes' logs hold nats:// URLs with the token.
+# --print and --print-args create nothing: they use the secrets of the environment or of
+# existing files, else the placeholders <ESTUARY_ADMIN_TOKEN> and <ESTUARY_NATS_TOKEN>.
 #
 # Environment: ESTUARY_NODE (node binary; default .build/debug/node, else .build/release/node),
-# NATS_SERVER (default: nats-server on PATH), CLUSTER_DIR (data and logs; default a new
-# temporary directory), CLUSTER_PORT_SHIFT, CLUSTER_READY_TIMEOUT (seconds, default 45).
+# NATS_SERVER (default: nats-server on PATH), CLUSTER_DIR (data, logs and secrets; default a
+# new temporary directory, so new secrets each run), CLUSTER_PORT_SHIFT,
+# CLUSTER_READY_TIMEOUT (seconds, default 45), ESTUARY_ADMIN_TOKEN, ESTUARY_NATS_TOKEN.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,7 +59,8 @@ compose="${CLUSTER_COMPOSE_FILE:-$repo/docker/docker-compose.yml}"
 shift_ports="${CLUSTER_PORT_SHIFT:-20000}"
 ready_timeout="${CLUSTER_READY_TIMEOUT:-45}"
 stop_timeout=10
-export ESTUARY_ADMIN_TOKEN="${ESTUARY_ADMIN_TOKEN:-change-me}"
+# Secrets, commands.txt (nats:// URLs with the token) and logs: readable by this user only.
+umask 077
 
 mode=run
 case "${1:-}" in
@@ -49,7 +69,7 @@ case "${1:-}" in
     --print) mode=print ;;
     --print-compose) mode=print-compose ;;
     --print-args) mode=print-args ;;
-    -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "cluster-local: unknown option '$1' (see --help)" >&2; exit 2 ;;
 esac
 
@@ -57,25 +77,37 @@ die() { echo "cluster-local: $*" >&2; exit 1; }
 
 [[ -r "$compose" ]] || die "cannot read $compose"
 
-# ---- parse the compose file: "cmd<TAB>service<TAB>argument" and "health<TAB>service<TAB>url" ----
+# ---- parse the compose file: "cmd<TAB>service<TAB>argument", "env<TAB>service<TAB>KEY<TAB>value"
+# and "health<TAB>service<TAB>url" ----
 parsed="$(awk '
     function unquote(s) {
         sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s)
         if (s ~ /^".*"$/ || s ~ /^\047.*\047$/) s = substr(s, 2, length(s) - 2)
         return s
     }
-    /^[^ \t#]/ { in_services = ($0 ~ /^services:[ \t]*$/); service = ""; in_command = 0; next }
+    /^[^ \t#]/ { in_services = ($0 ~ /^services:[ \t]*$/); service = ""; in_command = 0; in_env = 0; next }
     !in_services { next }
     /^  [A-Za-z0-9][A-Za-z0-9_.-]*:[ \t]*$/ {
         service = $0; sub(/^  /, "", service); sub(/:[ \t]*$/, "", service)
-        print "service\t" service; in_command = 0; next
+        print "service\t" service; in_command = 0; in_env = 0; next
     }
     service == "" { next }
+    /^    [^ \t#]/ { in_command = 0; in_env = 0 }
     /^    command:[ \t]*$/ { in_command = 1; next }
     /^    command:/ { print "error\t" service "\tcommand must be a block list, one argument a line"; next }
+    /^    environment:[ \t]*$/ { in_env = 1; next }
+    /^    environment:/ { print "error\t" service "\tenvironment must be a block map, one variable a line"; next }
     in_command && /^      - / { arg = $0; sub(/^      - /, "", arg); print "cmd\t" service "\t" unquote(arg); next }
     in_command && /^[ \t]*#/ { next }
     in_command { in_command = 0 }
+    in_env && /^      [A-Za-z_][A-Za-z0-9_]*:/ {
+        key = $0; sub(/^      /, "", key); sub(/:.*$/, "", key)
+        value = $0; sub(/^      [A-Za-z_][A-Za-z0-9_]*:/, "", value)
+        print "env\t" service "\t" key "\t" unquote(value); next
+    }
+    in_env && /^[ \t]*#/ { next }
+    in_env && /^      - / { print "error\t" service "\tenvironment must be a map (KEY: value), not a list"; next }
+    in_env { in_env = 0 }
     /^      test:/ && match($0, /http:\/\/localhost:[0-9]+\/[A-Za-z0-9_\/-]*/) {
         print "health\t" service "\t" substr($0, RSTART, RLENGTH)
     }
@@ -113,6 +145,92 @@ health_url() {  # health_url SERVICE -> the healthcheck URL, loopback-mapped
 }
 is_service() { index_of "$1" >/dev/null 2>&1; }
 
+# interpolate TEXT -> sets `interpolated`: compose's `${NAME}`, `${NAME-default}`,
+# `${NAME:-default}`, `${NAME?message}` and `${NAME:?message}` resolved from this script's
+# variables (the environment and the secrets below), `$$` a literal `$`. A required variable
+# that is missing stops the script with compose's message; in the print modes it becomes the
+# placeholder <NAME>. It sets a variable rather than printing, so that `die` exits the script.
+placeholders=0
+interpolated=""
+interpolate() {
+    local rest="$1" out="" name op word value
+    while [[ "$rest" == *'$'* ]]; do
+        out+="${rest%%\$*}"
+        rest="${rest#*\$}"
+        if [[ "$rest" == '$'* ]]; then
+            out+='$'; rest="${rest#\$}"; continue
+        fi
+        [[ "$rest" =~ ^\{([A-Za-z_][A-Za-z0-9_]*)((:?[-?])([^}]*))?\} ]] \
+            || die "unsupported interpolation in '$1' (\${NAME}, \${NAME:-default} or \${NAME:?message})"
+        name="${BASH_REMATCH[1]}"; op="${BASH_REMATCH[3]}"; word="${BASH_REMATCH[4]}"
+        rest="${rest:${#BASH_REMATCH[0]}}"
+        if [[ -n "${!name+set}" && ( -n "${!name}" || "$op" == - || "$op" == '?' ) ]]; then
+            value="${!name}"
+        elif [[ "$op" == *- ]]; then
+            value="$word"
+        elif [[ "$op" == *'?' ]]; then
+            ((placeholders)) || die "required variable $name is missing a value: $word"
+            value="<$name>"
+        else
+            value=""
+        fi
+        out+="$value"
+    done
+    interpolated="$out$rest"
+}
+
+# service_env SERVICE -> fills the array `envs` with the service's KEY=value, interpolated
+service_env() {
+    local key value
+    envs=()
+    while IFS=$'\t' read -r key value; do
+        interpolate "$value"
+        envs+=("$key=$interpolated")
+    done < <(awk -F'\t' -v s="$1" '$1 == "env" && $2 == s { print $3 "\t" $4 }' <<<"$parsed")
+}
+
+# ---- secrets: never a default; from the environment, else from $dir/secrets ----
+secret_names=(ESTUARY_ADMIN_TOKEN ESTUARY_NATS_TOKEN)
+secret_file() {  # secret_file NAME -> its file under $dir/secrets
+    case "$1" in
+        ESTUARY_ADMIN_TOKEN) echo "$dir/secrets/admin-token" ;;
+        ESTUARY_NATS_TOKEN) echo "$dir/secrets/nats-token" ;;
+        *) die "no secret $1" ;;
+    esac
+}
+new_token() {  # 32 random bytes as 64 hex digits
+    od -An -v -tx1 -N32 /dev/urandom | tr -d ' \n'
+}
+# load_secrets CREATE: each secret from the environment, else from its file, else (CREATE=1)
+# a new random one written to its file, mode 600; CREATE=1 also says where each came from.
+load_secrets() {
+    local create="$1" name file value
+    for name in "${secret_names[@]}"; do
+        file="$(secret_file "$name")"
+        value="${!name-}"
+        if [[ -n "$value" ]]; then
+            if ((create)); then echo "cluster-local: $name from the environment"; fi
+        elif [[ -s "$file" && -r "$file" ]]; then
+            value="$(<"$file")"
+            if ((create)); then chmod 600 "$file"; echo "cluster-local: $name from $file"; fi
+        elif ((create)); then
+            mkdir -p "$dir/secrets"
+            chmod 700 "$dir/secrets"
+            value="$(new_token)"
+            [[ ${#value} -eq 64 ]] || die "could not read 32 random bytes from /dev/urandom"
+            printf '%s\n' "$value" >"$file"
+            chmod 600 "$file"
+            echo "cluster-local: $name generated into $file (mode 600; reused while CLUSTER_DIR is this directory)"
+        else
+            continue
+        fi
+        printf -v "$name" '%s' "$value"
+    done
+    if [[ -n "${ESTUARY_NATS_TOKEN-}" && ! "$ESTUARY_NATS_TOKEN" =~ ^[A-Za-z0-9._~-]+$ ]]; then
+        die "ESTUARY_NATS_TOKEN must be letters, digits, '.', '_', '~' or '-': it goes into nats:// URLs"
+    fi
+}
+
 # local_command SERVICE DIR -> fills the array `cmd`
 local_command() {
     local service="$1" dir="$2" arg previous="" value
@@ -123,6 +241,8 @@ local_command() {
     if [[ "$service" == nats ]]; then
         cmd=("${NATS_SERVER:-nats-server}")
         for arg in "${args[@]}"; do
+            interpolate "$arg"
+            arg="$interpolated"
             [[ "$arg" == /etc/nats/nats.conf ]] && arg="$repo/docker/nats.conf"
             cmd+=("$arg")
         done
@@ -131,13 +251,14 @@ local_command() {
     fi
     cmd=("$node_binary")
     for arg in "${args[@]}"; do
-        value="$arg"
+        interpolate "$arg"
+        value="$interpolated"
         case "$previous" in
-            --http-port|--rtmp-port) value="$(map_port "$service" "$arg")" ;;
-            --advertise-host) is_service "$arg" && value=127.0.0.1 ;;
+            --http-port|--rtmp-port) value="$(map_port "$service" "$value")" ;;
+            --advertise-host) is_service "$value" && value=127.0.0.1 ;;
         esac
-        if [[ "$value" =~ ^nats://([A-Za-z0-9_.-]+):([0-9]+)$ ]] && is_service "${BASH_REMATCH[1]}"; then
-            value="nats://127.0.0.1:$(map_port "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}")"
+        if [[ "$value" =~ ^nats://([^@/]+@)?([A-Za-z0-9_.-]+):([0-9]+)$ ]] && is_service "${BASH_REMATCH[2]}"; then
+            value="nats://${BASH_REMATCH[1]}127.0.0.1:$(map_port "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}")"
         fi
         if [[ "$value" == /data || "$value" == /data/* ]]; then
             value="$dir/$service${value#/data}"
@@ -175,6 +296,8 @@ case "$mode" in
         exit 0 ;;
     print|print-args)
         dir="${CLUSTER_DIR:-/tmp/estuary-cluster}"
+        placeholders=1
+        load_secrets 0
         for service in "${services[@]}"; do
             local_command "$service" "$dir"
             if [[ "$mode" == print ]]; then
@@ -197,6 +320,7 @@ else
     dir="$(mktemp -d "${TMPDIR:-/tmp}/estuary-cluster.XXXXXX")"
 fi
 mkdir -p "$dir/logs"
+load_secrets 1
 
 pids=()        # parallel to started
 started=()
@@ -230,12 +354,18 @@ exited_report() {
     tail -n 15 "$dir/logs/$1.log" | sed 's/^/    /' >&2
 }
 
-echo "cluster-local: data and logs in $dir"
+echo "cluster-local: data, logs and secrets in $dir"
 for service in "${services[@]}"; do
     local_command "$service" "$dir"
+    service_env "$service"
     [[ "$service" == nats ]] || mkdir -p "$dir/$service"
     printf '%s\t' "$service" >>"$dir/commands.txt"; printf ' %q' "${cmd[@]}" >>"$dir/commands.txt"; echo >>"$dir/commands.txt"
-    "${cmd[@]}" >"$dir/logs/$service.log" 2>&1 &
+    (
+        # As in its container: the service's own `environment:`, not every secret.
+        unset "${secret_names[@]}"
+        for assignment in "${envs[@]+"${envs[@]}"}"; do export "$assignment"; done
+        exec "${cmd[@]}"
+    ) >"$dir/logs/$service.log" 2>&1 &
     pids+=("$!")
     started+=("$service")
     if [[ "$service" == nats ]]; then
@@ -247,6 +377,10 @@ for service in "${services[@]}"; do
             ((SECONDS < deadline)) || die "nats-server not healthy at $url within 10s"
             sleep 0.1
         done
+        # No node starts against a NATS that lets anyone in.
+        varz="$(curl -fsS -m 2 "${url%/*}/varz" 2>/dev/null || true)"
+        [[ "$varz" =~ \"auth_required\":[[:space:]]*true ]] \
+            || die "nats-server does not require authentication (${url%/*}/varz): docker/nats.conf must keep its authorization block"
     fi
 done
 
@@ -296,14 +430,22 @@ if [[ "$mode" == check ]]; then
     exit 0
 fi
 
+# Where to find the secrets, never the secrets themselves.
+hint() {  # hint NAME -> a shell expression that gives the secret
+    local file
+    file="$(secret_file "$1")"
+    if [[ -s "$file" && "$(<"$file")" == "${!1}" ]]; then printf '$(cat %q)\n' "$file"; else echo "\$$1"; fi
+}
+admin_token_hint="$(hint ESTUARY_ADMIN_TOKEN)"
+nats_token_hint="$(hint ESTUARY_NATS_TOKEN)"
 cat <<EOF
 
 Estuary cluster is running (Ctrl-C stops it):
   publish   rtmp://127.0.0.1:$(map_port ingest 1935)/live/demo   (ingest; /abr/... for the ladder)
   relay-1   http://127.0.0.1:$(map_port relay-1 8080)/live/demo.flv  .../live/demo/index.m3u8   rtmp://127.0.0.1:$(map_port relay-1 1935)/live/demo
   relay-2   http://127.0.0.1:$(map_port relay-2 8080)/live/demo.flv  .../live/demo/index.m3u8   rtmp://127.0.0.1:$(map_port relay-2 1935)/live/demo
-  admin     http://127.0.0.1:$(map_port coordinator 8090)/   (Authorization: Bearer \$ESTUARY_ADMIN_TOKEN)
-  nats      nats://127.0.0.1:$(map_port nats 4222)   monitoring http://127.0.0.1:$(map_port nats 8222)/varz
+  admin     curl -H "Authorization: Bearer $admin_token_hint" http://127.0.0.1:$(map_port coordinator 8090)/api/v1/nodes
+  nats      nats://<token>@127.0.0.1:$(map_port nats 4222), token $nats_token_hint   monitoring http://127.0.0.1:$(map_port nats 8222)/varz
   logs      $dir/logs/
 EOF
 

@@ -1,58 +1,100 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (Fuzz/*) with -sanitize=fuzzer,address and runs each for a
 # bounded time, seeded with the project's corpus (Tests/FuzzCorpus) where it fits.
-# Usage: scripts/fuzz.sh [--seconds N] [target ...]
+# Usage: scripts/fuzz.sh [--seconds N] [--release] [--summary] [target ...]
+#   --seconds N  run each target for N seconds (default 20)
+#   --release    build with -c release into .build-fuzz-release (still -sanitize=fuzzer,address):
+#                several times the executions per second, but assert() and SwiftNIO's debug-only
+#                checks are compiled out; the default is a debug build in .build-fuzz
+#   --summary    end with a markdown table of each target's result, executions and executions
+#                per second (docs/fuzzing.md)
+# The corpus each run grows (Fuzz/.out/<target>/corpus) is shared by debug and release runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=20
+configuration=debug
+summary=0
 targets=()
 while (($#)); do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
+    --release) configuration=release; shift ;;
+    --summary) summary=1; shift ;;
+    -*) echo "fuzz: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
 if ((${#targets[@]} == 0)); then
-  targets=(FuzzChunkDecoder FuzzAMF0 FuzzCommand FuzzHandshake FuzzCodecConfig FuzzFLV FuzzMediaBus)
+  targets=(FuzzChunkDecoder FuzzAMF0 FuzzCommand FuzzHandshake FuzzCodecConfig FuzzFLV FuzzMediaBus
+           FuzzRTMPConnection FuzzHTTPPath FuzzBusFrame FuzzMetadata)
 fi
 
 seeds="Tests/FuzzCorpus"
-scratch=".build-fuzz"
+if [[ $configuration == release ]]; then scratch=".build-fuzz-release"; else scratch=".build-fuzz"; fi
 build() {
-  ESTUARY_FUZZ=1 swift build --scratch-path "$scratch" -c debug \
+  ESTUARY_FUZZ=1 swift build --scratch-path "$scratch" -c "$configuration" \
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld "$@"
 }
 
-products=()
-for target in "${targets[@]}"; do products+=(--product "$target"); done
 # One product per invocation keeps SwiftPM from relinking everything for each.
 for target in "${targets[@]}"; do
   build --product "$target" 2>&1 | grep -vE "^(warning: .*unhandled|\[[0-9]+/[0-9]+\])" || true
-  [[ -x "$scratch/debug/$target" ]] || { echo "fuzz: $target did not build" >&2; exit 1; }
+  [[ -x "$scratch/$configuration/$target" ]] || { echo "fuzz: $target did not build" >&2; exit 1; }
 done
 
+# "name|result|seconds|executions|executions per second|cov|ft" per target, for --summary.
+rows=()
 failed=0
 for target in "${targets[@]}"; do
-  corpus="Fuzz/.out/$target/corpus"
-  artifacts="Fuzz/.out/$target/"
+  out="Fuzz/.out/$target"
+  corpus="$out/corpus"
   mkdir -p "$corpus"
   seed_dirs=()
+  extra=()
   case "$target" in
     FuzzChunkDecoder) seed_dirs=("$seeds/chunkstream" "$seeds/gortmplib/rawmessage" "$seeds/gortmplib/message" "$seeds/gortmplib/chunk") ;;
     FuzzAMF0|FuzzCommand) seed_dirs=("$seeds/gortmplib/amf0") ;;
+    FuzzMediaBus|FuzzBusFrame) seed_dirs=("$seeds/busframe") ;;
+    FuzzMetadata) seed_dirs=("$seeds/metadata" "$seeds/gortmplib/amf0") ;;
+    FuzzHTTPPath) seed_dirs=("$seeds/httppath") ;;
+    # Its output bound (2 MiB) assumes inputs of a few kilobytes: a client can make the server
+    # replay a GOP it published once per play, so media out grows with the square of the input.
+    FuzzRTMPConnection) seed_dirs=("$seeds/connection"); extra=(-max_len=8192) ;;
   esac
   existing=()
   for dir in "${seed_dirs[@]}"; do [[ -d "$dir" ]] && existing+=("$dir"); done
-  echo "fuzz: $target for ${seconds}s"
-  if ! "$scratch/debug/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-        -artifact_prefix="$artifacts" -print_final_stats=1 "$corpus" "${existing[@]}" \
-        > "Fuzz/.out/$target/log.txt" 2>&1; then
-    echo "fuzz: $target FAILED; see Fuzz/.out/$target/log.txt" >&2
-    tail -30 "Fuzz/.out/$target/log.txt" >&2
+  echo "fuzz: $target ($configuration) for ${seconds}s"
+  start=$EPOCHREALTIME
+  result=ok
+  if ! "$scratch/$configuration/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+        -artifact_prefix="$out/" -print_final_stats=1 "${extra[@]}" "$corpus" "${existing[@]}" \
+        > "$out/log.txt" 2>&1; then
+    result=FAILED
+    echo "fuzz: $target FAILED; see $out/log.txt" >&2
+    tail -30 "$out/log.txt" >&2
     failed=1
   else
-    grep -E "stat::number_of_executed_units|cov:" "Fuzz/.out/$target/log.txt" | tail -2 | sed "s/^/  /"
+    grep -E "stat::number_of_executed_units|cov:" "$out/log.txt" | tail -2 | sed "s/^/  /"
   fi
+  elapsed=$(awk -v start="$start" -v end="$EPOCHREALTIME" 'BEGIN { printf "%.1f", end - start }')
+  units=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$out/log.txt" | tail -1)
+  coverage=$(grep -oE "cov: [0-9]+ ft: [0-9]+" "$out/log.txt" | tail -1 || true)
+  cov=$(awk '{ print $2 }' <<< "$coverage")
+  ft=$(awk '{ print $4 }' <<< "$coverage")
+  rate=$(awk -v units="${units:-0}" -v elapsed="$elapsed" 'BEGIN { if (elapsed > 0) printf "%d", units / elapsed; else print 0 }')
+  rows+=("$target|$result|$elapsed|${units:-?}|$rate|${cov:-?}|${ft:-?}")
 done
+
+if ((summary)); then
+  echo
+  echo "Fuzzing, $configuration build, ${seconds}s per target ($(date -u +%Y-%m-%d), $(uname -m), $(nproc) CPUs)"
+  echo
+  echo "| target | result | seconds | executions | executions/s | cov | ft |"
+  echo "| --- | --- | ---: | ---: | ---: | ---: | ---: |"
+  for row in "${rows[@]}"; do
+    IFS='|' read -r name result elapsed units rate cov ft <<< "$row"
+    echo "| $name | $result | $elapsed | $units | $rate | $cov | $ft |"
+  done
+fi
 exit $failed

@@ -80,6 +80,13 @@ struct NodeCommand: AsyncParsableCommand {
             bus.servers = servers
             settings.nats = bus
         }
+        // The NATS token from the environment (compose, systemd), so it need not be in the
+        // URL, the command line or a file; a token in the URL or the file wins.
+        if var bus = settings.nats, bus.token == nil, !bus.servers.contains(where: { $0.contains("@") }),
+           let token = ProcessInfo.processInfo.environment["ESTUARY_NATS_TOKEN"], !token.isEmpty {
+            bus.token = token
+            settings.nats = bus
+        }
         if let nodeId { settings.nodeID = nodeId }
         if let advertiseHost { settings.advertiseHost = advertiseHost }
         if let adminToken { settings.adminToken = adminToken }
@@ -88,7 +95,7 @@ struct NodeCommand: AsyncParsableCommand {
         settings.nats?.name = settings.nodeID
         try settings.validate(role: role)
         if checkConfig {
-            print("ok: role \(role.rawValue), node \(settings.nodeID), RTMP :\(settings.rtmp.port), HTTP :\(settings.httpPort)\(settings.nats.map { ", bus \($0.servers.joined(separator: ","))" } ?? "")")
+            print("ok: role \(role.rawValue), node \(settings.nodeID), RTMP :\(settings.rtmp.port), HTTP :\(settings.httpPort)\(settings.nats.map { ", bus \($0.redactedServers)" } ?? "")")
             return
         }
 

@@ -235,7 +235,7 @@ struct NodeRuntime {
         services.append(.init(service: StreamShutdown(registry: registry)))
         let serviceGroup = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         let listens = roles.contains(.ingest) || roles.contains(.relay) ? "RTMP :\(configuration.rtmp.port), " : ""
-        let busName = configuration.nats.map { $0.servers.joined(separator: ",") } ?? "in-process"
+        let busName = configuration.nats?.redactedServers ?? "in-process"
         logger.info("Estuary node (role \(role.rawValue), id \(configuration.nodeID)): \(listens)HTTP :\(configuration.httpPort), bus \(busName)")
         do {
             try await serviceGroup.run()

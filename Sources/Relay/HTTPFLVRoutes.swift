@@ -29,8 +29,15 @@ public struct HTTPFLVRoutes: Sendable {
         }
     }
 
+    /// The stream `/{app}/{file}` names: `file` is `{name}.flv`, and `app` and `name` make a
+    /// valid `StreamPath`; nil otherwise (a 404). Pure (FuzzHTTPPath checks it).
+    public static func streamPath(app: String, file: String) -> StreamPath? {
+        guard file.hasSuffix(".flv") else { return nil }
+        return try? StreamPath(app: app, name: String(file.dropLast(4)))
+    }
+
     func stream(app: String, file: String) async throws -> Response {
-        guard file.hasSuffix(".flv"), let path = try? StreamPath(app: app, name: String(file.dropLast(4))) else {
+        guard let path = Self.streamPath(app: app, file: file) else {
             RelayMetrics.rejectedRequests(reason: "bad_path")
             return Self.notFound()
         }

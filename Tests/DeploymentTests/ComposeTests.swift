@@ -22,18 +22,29 @@ struct ComposeTests {
         let natsVolumes = nats.node["volumes"]?.sequence?.compactMap(\.string) ?? []
         #expect(natsVolumes.contains { $0.hasPrefix("./nats.conf:") }, "nats mounts docker/nats.conf")
         #expect(nats.command == ["--config", "/etc/nats/nats.conf"])
+        // nats.conf reads its token from this variable: ESTUARY_NATS_TOKEN, required, in double quotes.
+        let quotedToken = try #require(nats.rawEnvironment["ESTUARY_NATS_TOKEN_QUOTED"], "nats: environment ESTUARY_NATS_TOKEN_QUOTED")
+        #expect(quotedToken.hasPrefix("\"${ESTUARY_NATS_TOKEN:?") && quotedToken.hasSuffix("}\""), "nats: \(quotedToken)")
+        let natsToken = try #require(ComposeFile.testVariables["ESTUARY_NATS_TOKEN"])
+        let natsEnvironment = try nats.interpolatedEnvironment(ComposeFile.testVariables)
+        #expect(natsEnvironment["ESTUARY_NATS_TOKEN_QUOTED"] == "\"\(natsToken)\"")
 
         for name in Self.estuaryServices {
             let service = try #require(compose[name], "service \(name)")
             let command = try #require(service.command, "\(name): `command:` must be a list of strings")
             #expect(service.argument("--role") == Self.expectedRoles[name], "\(name): --role")
-            #expect(service.argument("--nats") == "nats://nats:4222", "\(name): --nats")
+            // Every node connects with the cluster's NATS token (cnats reads `nats://TOKEN@host` as a token).
+            let natsURL = try #require(service.argument("--nats"), "\(name): --nats")
+            #expect(natsURL.hasPrefix("nats://${ESTUARY_NATS_TOKEN:?") && natsURL.hasSuffix("}@nats:4222"), "\(name): --nats \(natsURL)")
+            let resolvedURL = try ComposeFile.interpolate(natsURL, ComposeFile.testVariables)
+            #expect(resolvedURL == "nats://\(natsToken)@nats:4222", "\(name): --nats")
             #expect(service.argument("--node-id") == name, "\(name): --node-id is the service name")
             #expect(service.argument("--advertise-host") == name, "\(name): --advertise-host is the service name")
             #expect(!command.contains("--check-config"), "\(name)")
 
-            // The healthcheck probes this service's own HTTP port.
-            let httpPort = service.argument("--http-port") ?? "8080"
+            // The healthcheck probes this service's own HTTP port, named in the command: the
+            // default depends on the role (an ingest 8081, a transcoder 8082).
+            let httpPort = try #require(service.argument("--http-port"), "\(name): --http-port")
             let test = try #require(service.healthcheck, "\(name): healthcheck.test")
             #expect(
                 test == ["CMD", "curl", "-fsS", "http://localhost:\(httpPort)/readyz"]
@@ -51,7 +62,8 @@ struct ComposeTests {
         #expect(coordinator.argument("--database") == "/data/estuary.sqlite")
         let volumes = coordinator.node["volumes"]?.sequence?.compactMap(\.string) ?? []
         #expect(volumes.contains { $0.hasSuffix(":/data") }, "the coordinator's SQLite file lives on a volume")
-        #expect(coordinator.node["environment"]?["ESTUARY_ADMIN_TOKEN"]?.string?.hasPrefix("${ESTUARY_ADMIN_TOKEN") == true)
+        let adminToken = try #require(coordinator.rawEnvironment["ESTUARY_ADMIN_TOKEN"], "coordinator: environment ESTUARY_ADMIN_TOKEN")
+        #expect(adminToken.hasPrefix("${ESTUARY_ADMIN_TOKEN:?") && adminToken.hasSuffix("}"), "coordinator: \(adminToken)")
 
         let ports = { (name: String) in compose[name]?.node["ports"]?.sequence?.compactMap(\.string) ?? [] }
         #expect(ports("ingest").contains("1935:1935"))
@@ -63,10 +75,11 @@ struct ComposeTests {
     func nodeAcceptsCommand(service name: String) async throws {
         let compose = try ComposeFile.load()
         let service = try #require(compose[name])
-        let command = try #require(service.command)
+        // As compose runs it, with the secrets set.
+        let command = try service.interpolatedCommand(ComposeFile.testVariables)
         let run = try await runProcess(
             try Deployment.nodeBinary(), command + ["--check-config"],
-            environment: service.environment, timeout: .seconds(30)
+            environment: try service.interpolatedEnvironment(ComposeFile.testVariables), timeout: .seconds(30)
         )
         #expect(run.status == 0 && !run.timedOut, "\(name): \(run.summary)")
         let role = try #require(Self.expectedRoles[name])

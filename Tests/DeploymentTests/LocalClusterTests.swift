@@ -39,9 +39,11 @@ struct LocalClusterTests {
     func localCommandsAreValid() async throws {
         let compose = try ComposeFile.load()
         let directory = "/tmp/estuary-deploy-print"
+        let natsToken = try #require(ComposeFile.testVariables["ESTUARY_NATS_TOKEN"])
         let run = try await runProcess(
             Self.script, ["--print-args"],
-            environment: ["CLUSTER_DIR": directory, "CLUSTER_PORT_SHIFT": "20000"], timeout: .seconds(20)
+            environment: ComposeFile.testVariables.merging(["CLUSTER_DIR": directory, "CLUSTER_PORT_SHIFT": "20000"]) { _, new in new },
+            timeout: .seconds(20)
         )
         #expect(run.status == 0, "\(run.summary)")
         let local = Self.parseLines(run.output)
@@ -60,7 +62,7 @@ struct LocalClusterTests {
             #expect(Array(arguments.filter { $0.hasPrefix("--") }.prefix(composeFlags.count)) == composeFlags, "\(entry.service)")
             #expect(value("--role") == service.argument("--role"))
             #expect(value("--node-id") == service.argument("--node-id"))
-            #expect(value("--nats") == "nats://127.0.0.1:24222", "\(entry.service): nats → 127.0.0.1, port 4222 + 20000")
+            #expect(value("--nats") == "nats://\(natsToken)@127.0.0.1:24222", "\(entry.service): the token, nats → 127.0.0.1, port 4222 + 20000")
             #expect(value("--advertise-host") == "127.0.0.1")
             #expect(value("--bind") == "127.0.0.1")
             #expect(value("--data-dir") == "\(directory)/\(entry.service)")
@@ -69,17 +71,45 @@ struct LocalClusterTests {
             if let database = service.argument("--database") {
                 #expect(value("--database") == directory + "/" + entry.service + database.dropFirst("/data".count))
             }
-            #expect(!arguments.contains { $0.contains("nats://nats:") || $0.hasPrefix("/data") }, "\(entry.service): \(arguments)")
+            #expect(!arguments.contains { $0.contains("@nats:") || $0.contains("${") || $0.hasPrefix("/data") }, "\(entry.service): \(arguments)")
             httpPorts[entry.service] = value("--http-port")
 
             let check = try await runProcess(
                 try Deployment.nodeBinary(), arguments + ["--check-config"],
-                environment: service.environment, timeout: .seconds(30)
+                environment: try service.interpolatedEnvironment(ComposeFile.testVariables), timeout: .seconds(30)
             )
             #expect(check.status == 0, "\(entry.service): \(check.summary)")
             #expect(check.output.contains("ok: role \(service.argument("--role") ?? "?")"), "\(entry.service): \(check.output)")
         }
         #expect(Set(httpPorts.values).count == httpPorts.count, "every local service has its own HTTP port: \(httpPorts)")
+    }
+
+    @Test("without secrets, --print-args shows placeholders and creates nothing")
+    func printWithoutSecretsCreatesNothing() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("estuary-deploy-\(UUID().uuidString.prefix(8))")
+        // Empty counts as unset, for the script as for compose's `:?`.
+        let run = try await runProcess(
+            Self.script, ["--print-args"],
+            environment: ["CLUSTER_DIR": directory.path, "CLUSTER_PORT_SHIFT": "20000", "ESTUARY_ADMIN_TOKEN": "", "ESTUARY_NATS_TOKEN": ""],
+            timeout: .seconds(20)
+        )
+        #expect(run.status == 0, "\(run.summary)")
+        let local = Self.parseLines(run.output)
+        for entry in local where entry.service != "nats" {
+            #expect(entry.arguments.contains("nats://<ESTUARY_NATS_TOKEN>@127.0.0.1:24222"), "\(entry.service): \(entry.arguments)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.path), "--print-args created \(directory.path)")
+    }
+
+    @Test("the script refuses a NATS token that cannot go into a nats:// URL")
+    func scriptRefusesAnUnusableNATSToken() async throws {
+        let run = try await runProcess(
+            Self.script, ["--print-args"],
+            environment: ["CLUSTER_DIR": "/tmp/estuary-deploy-print", "ESTUARY_NATS_TOKEN": "user:pass@host"],
+            timeout: .seconds(20)
+        )
+        #expect(run.status != 0, "\(run.summary)")
+        #expect(run.output.contains("ESTUARY_NATS_TOKEN must be"), "\(run.summary)")
     }
 
     @Test("cluster-local.sh --check starts the whole topology and sees every /readyz", .timeLimit(.minutes(2)))
@@ -96,6 +126,8 @@ struct LocalClusterTests {
                 "CLUSTER_PORT_SHIFT": String(shift), "CLUSTER_DIR": directory.path,
                 "CLUSTER_READY_TIMEOUT": "45",
                 "ESTUARY_NODE": try Deployment.nodeBinary().path,
+                // Unset (empty counts as unset): the first run in the directory generates both.
+                "ESTUARY_ADMIN_TOKEN": "", "ESTUARY_NATS_TOKEN": "",
             ],
             timeout: .seconds(75)
         )
@@ -104,6 +136,16 @@ struct LocalClusterTests {
         for service in ["nats"] + ComposeTests.estuaryServices {
             #expect(run.output.contains("\(service) ready"), "\(service): \(run.output)")
         }
+        // The secrets it generated: where it said, 64 hex digits, readable by this user only.
+        for name in ["admin-token", "nats-token"] {
+            let file = directory.appendingPathComponent("secrets/\(name)")
+            #expect(run.output.contains("generated into \(file.path)"), "\(name): \(run.output)")
+            let secret = try String(contentsOf: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(secret.count == 64 && secret.allSatisfy(\.isHexDigit), "\(name): \(secret.count) characters")
+            #expect(permissionBits(of: file) == 0o600, "\(name): mode \(String(permissionBits(of: file) ?? 0, radix: 8))")
+        }
+        // The nodes' logs carry the NATS token (in their bus URL): private too.
+        #expect(permissionBits(of: directory.appendingPathComponent("logs/coordinator.log")) == 0o600)
     }
 
     @Test("cluster-local.sh --check names a role that exits early, and fails")

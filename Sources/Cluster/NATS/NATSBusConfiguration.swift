@@ -23,6 +23,14 @@ public struct NATSBusConfiguration: Sendable {
 
     /// Server URLs (`nats://host:4222`, `tls://…`, optionally `nats://user:pass@host`).
     public var servers: [String]
+    /// The server URLs for logs: a user part (`nats://TOKEN@host`, `nats://user:pass@host`)
+    /// becomes `<credentials>`, so secrets never reach a log line or `--check-config`.
+    public var redactedServers: String {
+        servers.map { url in
+            guard let scheme = url.firstRange(of: "://"), let at = url[scheme.upperBound...].lastIndex(of: "@") else { return url }
+            return url[..<scheme.upperBound] + "<credentials>" + url[at...]
+        }.joined(separator: ",")
+    }
     /// The connection's name in the server's monitoring (`/connz`): the node id.
     public var name: String?
     public var user: String?

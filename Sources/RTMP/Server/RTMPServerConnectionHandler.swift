@@ -389,7 +389,13 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         })
         let delegate = delegate
         let promise = context.eventLoop.makePromise(of: RTMPPublishDecision.self)
-        promise.completeWithTask { await delegate.publish(request) }
+        if let immediate = delegate as? any RTMPImmediateServerDelegate {
+            // On the next tick, as a Task's answer would come: messages in this read are held.
+            let decision = immediate.publishImmediately(request)
+            context.eventLoop.execute { promise.succeed(decision) }
+        } else {
+            promise.completeWithTask { await delegate.publish(request) }
+        }
         promise.futureResult.assumeIsolated().whenSuccess { decision in
             self.resolvePublish(decision, path: path, streamID: streamID)
         }
@@ -399,9 +405,8 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         guard case .pending = role, case .session = phase else {
             // The connection went away while we waited: give the stream back.
             if case .accept(let hub, let id) = decision {
-                let delegate = delegate
                 hub.detachPublisher(id: id)
-                Task { await delegate.unpublished(path, id: id) }
+                notifyUnpublished(path, id: id)
             }
             return
         }
@@ -434,7 +439,12 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         let delegate = delegate
         let request = RTMPPlayRequest(path: path, query: query, remoteAddress: remoteAddress)
         let promise = context.eventLoop.makePromise(of: RTMPPlayDecision.self)
-        promise.completeWithTask { await delegate.play(request) }
+        if let immediate = delegate as? any RTMPImmediateServerDelegate {
+            let decision = immediate.playImmediately(request)
+            context.eventLoop.execute { promise.succeed(decision) }
+        } else {
+            promise.completeWithTask { await delegate.play(request) }
+        }
         promise.futureResult.assumeIsolated().whenSuccess { decision in
             self.resolvePlay(decision, path: path, streamID: streamID)
         }
@@ -669,17 +679,27 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         send(Acknowledgement(sequenceNumber: UInt32(truncatingIfNeeded: bytesReceived)).message())
     }
 
+    /// Tells the delegate that publisher `id` of `path` is gone: at once for an immediate
+    /// delegate, from a Task otherwise.
+    private func notifyUnpublished(_ path: StreamPath, id: StreamHub.PublisherID) {
+        let delegate = delegate
+        if let immediate = delegate as? any RTMPImmediateServerDelegate {
+            immediate.unpublishedImmediately(path, id: id)
+        } else {
+            Task { await delegate.unpublished(path, id: id) }
+        }
+    }
+
     /// Gives up the stream or the subscription this connection holds. Idempotent.
     private func leaveRole() {
         switch role {
         case .publishing(let publish):
-            let delegate = delegate
             let path = publish.path
             let id = publish.id
             // Frames from this connection's last read must reach viewers before the end.
             publish.hub.flush(force: true)
             publish.hub.detachPublisher(id: id)
-            Task { await delegate.unpublished(path, id: id) }
+            notifyUnpublished(path, id: id)
             logger.info("unpublished")
         case .playing(let play):
             play.hub.unsubscribe(play.subscriber)

@@ -42,3 +42,29 @@ public protocol RTMPServerDelegate: Sendable {
     func unpublished(_ path: StreamPath, id: StreamHub.PublisherID) async
     func play(_ request: RTMPPlayRequest) async -> RTMPPlayDecision
 }
+
+/// A delegate that answers without waiting: a fixed policy, a test, a fuzz target. The
+/// connection handler calls it on the connection's event loop, and applies a publish or play
+/// answer on the next tick, as it applies an async delegate's answer when its Task ends:
+/// messages that arrive in between are held the same way. No Task is involved, which is what
+/// lets a connection run on an `EmbeddedChannel` (an `EmbeddedEventLoop` cannot take an answer
+/// from another thread) and makes it replay the same way every time.
+public protocol RTMPImmediateServerDelegate: RTMPServerDelegate {
+    func publishImmediately(_ request: RTMPPublishRequest) -> RTMPPublishDecision
+    func playImmediately(_ request: RTMPPlayRequest) -> RTMPPlayDecision
+    func unpublishedImmediately(_ path: StreamPath, id: StreamHub.PublisherID)
+}
+
+extension RTMPImmediateServerDelegate {
+    public func publish(_ request: RTMPPublishRequest) async -> RTMPPublishDecision {
+        publishImmediately(request)
+    }
+
+    public func play(_ request: RTMPPlayRequest) async -> RTMPPlayDecision {
+        playImmediately(request)
+    }
+
+    public func unpublished(_ path: StreamPath, id: StreamHub.PublisherID) async {
+        unpublishedImmediately(path, id: id)
+    }
+}

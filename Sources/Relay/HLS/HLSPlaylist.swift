@@ -1,6 +1,6 @@
 /// Renders HLS playlists (RFC 8216 and its LL-HLS revision, draft-pantos-hls-rfc8216bis).
-enum HLSPlaylist {
-    enum Variant: Sendable {
+public enum HLSPlaylist {
+    public enum Variant: Sendable {
         /// Classic HLS: MPEG-TS segments.
         case transportStream
         /// Low-latency HLS: fMP4 (CMAF) segments and parts.

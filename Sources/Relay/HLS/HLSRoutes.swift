@@ -127,8 +127,13 @@ public struct HLSRoutes: Sendable {
 
     /// `_HLS_msn` / `_HLS_part` (blocking playlist reload), validated.
     static func blockingRequest(_ query: Parameters) throws -> (sequence: Int, part: Int?)? {
-        let msn = query.get("_HLS_msn")
-        let part = query.get("_HLS_part")
+        try blockingRequest(msn: query.get("_HLS_msn"), part: query.get("_HLS_part"))
+    }
+
+    /// The values of `_HLS_msn` and `_HLS_part`: nil when both are absent, the sequence and
+    /// the optional part when valid; throws a 400 `HTTPError` for a part without an msn or a
+    /// value that is not a bounded decimal. Pure (FuzzHTTPPath checks it).
+    public static func blockingRequest(msn: String?, part: String?) throws -> (sequence: Int, part: Int?)? {
         guard let msn else {
             if part != nil { throw HTTPError(.badRequest, message: "_HLS_part without _HLS_msn") }
             return nil
@@ -140,13 +145,13 @@ public struct HLSRoutes: Sendable {
     }
 
     /// A non-negative decimal of at most 9 digits (no overflow, no signs, no spaces).
-    static func boundedInteger(_ text: some StringProtocol) -> Int? {
+    public static func boundedInteger(_ text: some StringProtocol) -> Int? {
         guard (1...9).contains(text.utf8.count), text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
         return Int(text)
     }
 
     /// `src` first, then rungs by height, highest first (`1080p`, `720p`, …).
-    static func order(_ left: String, _ right: String) -> Bool {
+    public static func order(_ left: String, _ right: String) -> Bool {
         func rank(_ name: String) -> Int {
             if name == "src" { return Int.max }
             return Int(name.dropLast()) ?? 0
@@ -188,14 +193,14 @@ public struct HLSRoutes: Sendable {
 }
 
 /// A file name under a rendition, parsed strictly.
-enum HLSResource: Equatable {
+public enum HLSResource: Equatable, Sendable {
     case mediaPlaylist(HLSPlaylist.Variant)
     case transportStreamSegment(Int)
     case initSection(Int)
     case fragmentedSegment(Int)
     case part(sequence: Int, index: Int)
 
-    init?(_ file: String) {
+    public init?(_ file: String) {
         switch file {
         case "index.m3u8": self = .mediaPlaylist(.transportStream); return
         case "llhls.m3u8": self = .mediaPlaylist(.lowLatency); return
