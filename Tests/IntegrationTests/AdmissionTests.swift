@@ -87,23 +87,13 @@ extension IntegrationTests {
                     try await Task.sleep(for: .milliseconds(300))
 
                     // A stranger (another address, or another key) is refused during the grace period.
-                    let intruder = try await RTMPRawClient.connect(port: node.rtmpPort, from: stranger)
-                    scenario.track(intruder.connection)
-                    try await intruder.plainHandshake()
-                    try await intruder.connect(app: "live")
-                    let intruderStream = try await intruder.createStream()
                     let strangerQuery = query.isEmpty ? "" : "?key=beta"
-                    let refused = try await intruder.publish(name: stream + strangerQuery, streamID: intruderStream)
+                    let (intruder, refused) = try await RTMPRawClient.publishing(scenario, port: node.rtmpPort, app: "live", name: stream + strangerQuery, from: stranger)
                     scenario.check(refused == "NetStream.Publish.BadName", "\(stream): a stranger's publish during the grace period got \(refused)")
                     await intruder.close()
 
                     // The owner (same address, or same key) resumes it.
-                    let owner = try await RTMPRawClient.connect(port: node.rtmpPort)
-                    scenario.track(owner.connection)
-                    try await owner.plainHandshake()
-                    try await owner.connect(app: "live")
-                    let ownerStream = try await owner.createStream()
-                    let resumed = try await owner.publish(name: stream + query, streamID: ownerStream)
+                    let (owner, resumed) = try await RTMPRawClient.publishing(scenario, port: node.rtmpPort, app: "live", name: stream + query)
                     scenario.check(resumed == "NetStream.Publish.Start", "\(stream): the owner's publish got \(resumed)")
                     scenario.check(!viewer.isClosed, "\(stream): the viewer was disconnected")
                     await owner.close()
@@ -149,13 +139,8 @@ extension IntegrationTests {
                 config.ladders = ["abr": [.init(name: "144p", height: 144, videoBitRate: 100_000)]]
                 let node = try await scenario.startNode(config)
 
-                func publish(_ name: String) async throws -> (RTMPRawClient, String) {
-                    let client = try await RTMPRawClient.connect(port: node.rtmpPort)
-                    scenario.track(client.connection)
-                    try await client.plainHandshake()
-                    try await client.connect(app: "abr")
-                    let streamID = try await client.createStream()
-                    return (client, try await client.publish(name: name, streamID: streamID))
+                func publish(_ name: String, app: String = "abr") async throws -> (RTMPRawClient, String) {
+                    try await RTMPRawClient.publishing(scenario, port: node.rtmpPort, app: app, name: name)
                 }
                 let (_, rendition) = try await publish("demo_144p")
                 scenario.check(rendition == "NetStream.Publish.BadName", "publishing abr/demo_144p (a rendition name) got \(rendition)")
@@ -164,20 +149,10 @@ extension IntegrationTests {
                 let (_, second) = try await publish("two")
                 scenario.check(second == "NetStream.Publish.Denied", "a second abr publish over a cap of 1 got \(second)")
                 // `_` stays legal in names of applications without a ladder.
-                let live = try await RTMPRawClient.connect(port: node.rtmpPort)
-                scenario.track(live.connection)
-                try await live.plainHandshake()
-                try await live.connect(app: "live")
-                let liveStream = try await live.createStream()
-                let liveCode = try await live.publish(name: "demo_144p", streamID: liveStream)
+                let (live, liveCode) = try await publish("demo_144p", app: "live")
                 scenario.check(liveCode == "NetStream.Publish.Start", "live/demo_144p got \(liveCode)")
                 // The node's stream cap: `abr/one` and `live/demo_144p` make two.
-                let full = try await RTMPRawClient.connect(port: node.rtmpPort)
-                scenario.track(full.connection)
-                try await full.plainHandshake()
-                try await full.connect(app: "live")
-                let fullStream = try await full.createStream()
-                let fullCode = try await full.publish(name: "fourth", streamID: fullStream)
+                let (full, fullCode) = try await publish("fourth", app: "live")
                 scenario.check(fullCode == "NetStream.Publish.Denied", "a publish over the node's stream cap got \(fullCode)")
                 await full.close()
                 await live.close()

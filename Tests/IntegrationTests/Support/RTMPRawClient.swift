@@ -156,6 +156,17 @@ final class RTMPRawClient {
         return UInt32(id)
     }
 
+    /// A raw publisher (handshake, connect, createStream, publish), tracked by `scenario` for
+    /// teardown; returns it and the code of publish's onStatus.
+    static func publishing(_ scenario: Scenario, port: Int, app: String, name: String, from localHost: String? = nil) async throws -> (RTMPRawClient, String) {
+        let client = try await RTMPRawClient.connect(port: port, from: localHost)
+        scenario.track(client.connection)
+        try await client.plainHandshake()
+        try await client.connect(app: app)
+        let streamID = try await client.createStream()
+        return (client, try await client.publish(name: name, streamID: streamID))
+    }
+
     /// The `code` of an onStatus command, or nil.
     static func statusCode(_ command: CommandMessage) -> String? {
         guard command.name == "onStatus" else { return nil }
