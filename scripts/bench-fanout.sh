@@ -61,11 +61,7 @@ for candidate in /usr/lib/nginx/modules/ngx_rtmp_module.so /usr/share/nginx/modu
 done
 [[ -n $rtmp_module ]] || die "ngx_rtmp_module.so not found (apt-get install libnginx-mod-rtmp)"
 
-if [[ -z ${SKIP_BUILD:-} ]]; then
-  log "building release node and fanout-bench (holding $BUILD_LOCK)"
-  flock -w 3600 "$BUILD_LOCK" swift build -c release --product node
-  flock -w 3600 "$BUILD_LOCK" swift build -c release --product fanout-bench
-fi
+build_release node fanout-bench
 node=.build/release/node
 bench=.build/release/fanout-bench
 [[ -x $node && -x $bench ]] || die "missing $node or $bench (build them or unset SKIP_BUILD)"

@@ -47,11 +47,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 scripts/install-deps.sh --test
-if [[ -z ${SKIP_BUILD:-} ]]; then
-  log "building release node and fanout-bench (holding $BUILD_LOCK)"
-  flock -w 3600 "$BUILD_LOCK" swift build -c release --product node
-  flock -w 3600 "$BUILD_LOCK" swift build -c release --product fanout-bench
-fi
+build_release node fanout-bench
 node=.build/release/node
 bench=.build/release/fanout-bench
 [[ -x $node && -x $bench ]] || die "missing $node or $bench (build them or unset SKIP_BUILD)"

@@ -56,3 +56,11 @@ watch_builds() {
     sleep 1
   done
 }
+
+# Builds release products, one at a time, holding $BUILD_LOCK (unless SKIP_BUILD is set).
+build_release() { # product...
+  if [[ -n ${SKIP_BUILD:-} ]]; then return 0; fi
+  log "building release $* (holding $BUILD_LOCK)"
+  local product
+  for product in "$@"; do flock -w 3600 "$BUILD_LOCK" swift build -c release --product "$product"; done
+}

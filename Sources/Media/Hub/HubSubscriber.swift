@@ -84,7 +84,7 @@ public final class HubSubscriber: Sendable {
         let cost = packet.cost(format: format)
         state.withLockedValue { state in
             guard !state.ended else { return }
-            let isConfiguration = packet.frame.isSequenceHeader || packet.frame.kind == .script
+            let isConfiguration = Self.isConfiguration(packet)
             if isConfiguration || replay {
                 if isConfiguration, !replay, state.queuedBytes + cost > maxQueueBytes {
                     // A publisher that sends configuration records faster than this viewer
@@ -111,7 +111,7 @@ public final class HubSubscriber: Sendable {
             } else if state.queuedBytes + cost > maxQueueBytes {
                 // Overflow: drop queued media, keep configuration records, resume at a sync point.
                 let before = state.queue.count
-                state.queue.removeAll { !($0.frame.isSequenceHeader || $0.frame.kind == .script) }
+                state.queue.removeAll { !Self.isConfiguration($0) }
                 state.queuedBytes = state.queue.reduce(0) { $0 + $1.cost(format: format) }
                 state.statistics.skips &+= 1
                 state.statistics.droppedFrames &+= before - state.queue.count

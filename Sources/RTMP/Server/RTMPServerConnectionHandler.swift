@@ -347,7 +347,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     private func armSessionStartTimer() {
         sessionTimer?.cancel()
         sessionTimer = schedule(after: configuration.sessionStartTimeout) { handler in
-            handler.failWithStatus(.sessionStartTimeout, code: .connectIdleTimeOut, "no publish or play within \(handler.configuration.sessionStartTimeout)")
+            handler.fail(.sessionStartTimeout, status: (.connectIdleTimeOut, "no publish or play within \(handler.configuration.sessionStartTimeout)"))
         }
     }
 
@@ -501,7 +501,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             mediaSinceIdleCheck = false
             lastMediaSeen = now
         } else if now - lastMediaSeen >= .init(timeout) {
-            failWithStatus(.publisherIdle, code: .connectIdleTimeOut, "no media for \(timeout)")
+            fail(.publisherIdle, status: (.connectIdleTimeOut, "no media for \(timeout)"))
             return
         }
         idleTimer = schedule(after: period) { $0.checkIdle(timeout: timeout, period: period) }
@@ -717,29 +717,27 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         pendingBytes = 0
     }
 
-    private func fail(_ error: RTMPConnectionError) {
+    /// Closes the connection for `error`: logged and counted once. With a `status`, the peer
+    /// is told why first (an onStatus on the connection's stream 0) and the close waits for
+    /// that answer to flush, within `closeFlushTimeout`.
+    private func fail(_ error: RTMPConnectionError, status: (code: StatusCode, description: String)? = nil) {
         guard let context else { return }
         if case .closing = phase { return }
-        phase = .closing
         if error == .evicted {
             logger.notice("closing: \(error)")
         } else {
             logger.warning("closing connection: \(error)")
         }
         RTMPMetrics.closed(reason: error.reason)
+        if let status {
+            self.status(.error, status.code, status.description, streamID: 0)
+            closeAfterFlush()
+            return
+        }
+        phase = .closing
         leaveRole()
         flushIfNeeded()
         context.close(promise: nil)
-    }
-
-    /// Closes after telling the peer why (a status on the connection's stream 0).
-    private func failWithStatus(_ error: RTMPConnectionError, code: StatusCode, _ description: String) {
-        guard context != nil else { return }
-        if case .closing = phase { return }
-        logger.warning("closing connection: \(error)")
-        RTMPMetrics.closed(reason: error.reason)
-        status(.error, code, description, streamID: 0)
-        closeAfterFlush()
     }
 
     private func closeAfterFlush() {
