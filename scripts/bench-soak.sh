@@ -109,7 +109,7 @@ rtmp_viewers=$((SOAK_VIEWERS / 2))
 flv_viewers=$((SOAK_VIEWERS - rtmp_viewers))
 log "scale: $rtmp_viewers RTMP + $flv_viewers HTTP-FLV viewers for $SOAK_MINUTES min"
 "$bench" --rtmp-url "rtmp://127.0.0.1:$RTMP_PORT/live/soak" --flv-url "http://127.0.0.1:$HTTP_PORT/live/soak.flv" \
-  --rtmp-viewers "$rtmp_viewers" --flv-viewers "$flv_viewers" --ramp-ms 0.5 --first-frame-timeout 60 \
+  --rtmp-viewers "$rtmp_viewers" --flv-viewers "$flv_viewers" --ramp-ms 0.5 --first-frame-timeout 60 --first-frame audio \
   --duration $((SOAK_MINUTES * 60)) --server-pid "$server_pid" --threads 1 --label scale --json \
   >"$tmp/scale.json" 2>"$tmp/scale.log" || log "fanout-bench ended with an error (see $tmp/scale.log)"
 scale_peak=$(awk '/^VmHWM:/ { print $2 }' "/proc/$server_pid/status")
@@ -131,7 +131,7 @@ viewer_loop() { # viewers
   while ((SECONDS < end)); do
     local stream="churn$((1 + RANDOM % CHURN_PUBLISHERS))"
     "$bench" --rtmp-url "rtmp://127.0.0.1:$RTMP_PORT/live/$stream" --flv-url "http://127.0.0.1:$HTTP_PORT/live/$stream.flv" \
-      --rtmp-viewers $(($1 / 2)) --flv-viewers $(($1 - $1 / 2)) --ramp-ms 2 --first-frame-timeout 5 \
+      --rtmp-viewers $(($1 / 2)) --flv-viewers $(($1 - $1 / 2)) --ramp-ms 2 --first-frame-timeout 5 --first-frame audio \
       --duration 20 --server-pid "$server_pid" --label churn --json >>"$tmp/churn.json" 2>>"$tmp/churn.log" || true
   done
 }

@@ -6,11 +6,13 @@ struct BenchmarkReport: Sendable, Codable {
     var rtmpViewers: Int
     var flvViewers: Int
     var generatorThreads: Int
+    /// The track whose first frame was waited for (`video` or `audio`).
+    var firstFrameTrack: FirstFrameTrack
     var serverPIDs: [Int32]
 
     /// Viewers whose TCP connect failed.
     var connectFailures: Int
-    /// Viewers that never received a video frame (connect failures included).
+    /// Viewers that never received a first frame of the `--first-frame` track (connect failures included).
     var viewersWithoutFirstFrame: Int
     /// Viewers the server closed (or that failed) before the end of the window.
     var viewersClosedEarly: Int
@@ -36,7 +38,7 @@ struct BenchmarkReport: Sendable, Codable {
     var rssWindowMaxKiB: Int
     var rssPerViewerKiB: Double
 
-    /// Time from starting the TCP connect to the first video frame (not a sequence header).
+    /// Time from starting the TCP connect to the first frame of the `--first-frame` track (not a sequence header).
     var ttffP50Milliseconds: Double?
     var ttffP95Milliseconds: Double?
     var ttffMaxMilliseconds: Double?

@@ -44,6 +44,12 @@ struct FanoutBench: AsyncParsableCommand {
     @Option(name: .customLong("first-frame-timeout"), help: "Seconds to wait for every viewer's first frame.")
     var firstFrameTimeout = 10.0
 
+    @Option(
+        name: .customLong("first-frame"),
+        help: "The track whose first coded frame counts as a viewer's first frame: video, or audio for an audio-only stream."
+    )
+    var firstFrameTrack: FirstFrameTrack = .video
+
     @Option(help: "Event loop threads of the generator.")
     var threads = 1
 
@@ -134,7 +140,9 @@ struct FanoutBench: AsyncParsableCommand {
         var connects: [EventLoopFuture<any Channel>] = []
         connects.reserveCapacity(plan.count)
         for (id, target) in plan.enumerated() {
-            connects.append(Self.connect(id: id, target: target, slot: slots[id % slots.count]))
+            connects.append(
+                Self.connect(id: id, target: target, slot: slots[id % slots.count], firstFrameTrack: self.firstFrameTrack)
+            )
             if rampNanoseconds > 0 { try await Task.sleep(nanoseconds: rampNanoseconds) }
         }
         var channels: [any Channel] = []
@@ -285,6 +293,7 @@ struct FanoutBench: AsyncParsableCommand {
             rtmpViewers: self.rtmpViewers,
             flvViewers: self.flvViewers,
             generatorThreads: self.threads,
+            firstFrameTrack: self.firstFrameTrack,
             serverPIDs: server.pids,
             connectFailures: connectFailures,
             viewersWithoutFirstFrame: withoutFirstFrame,
@@ -317,7 +326,12 @@ struct FanoutBench: AsyncParsableCommand {
         )
     }
 
-    private static func connect(id: Int, target: ViewerTarget, slot: LoopSlot) -> EventLoopFuture<any Channel> {
+    private static func connect(
+        id: Int,
+        target: ViewerTarget,
+        slot: LoopSlot,
+        firstFrameTrack: FirstFrameTrack
+    ) -> EventLoopFuture<any Channel> {
         let connectStart = NIODeadline.now().uptimeNanoseconds
         let registry = slot.registry
         let bootstrap = ClientBootstrap(group: slot.loop)
@@ -329,7 +343,12 @@ struct FanoutBench: AsyncParsableCommand {
             )
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let stats = ViewerStats(id: id, kind: target.kind, connectStart: connectStart)
+                    let stats = ViewerStats(
+                        id: id,
+                        kind: target.kind,
+                        connectStart: connectStart,
+                        firstFrameTrack: firstFrameTrack
+                    )
                     registry.value.add(stats)
                     switch target {
                     case .rtmp(let url, _):

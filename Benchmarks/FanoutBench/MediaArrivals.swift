@@ -9,6 +9,8 @@ struct MediaArrivals {
     var sawVideoFrame = false
     /// True when at least one video coded frame was a keyframe.
     var sawKeyframe = false
+    /// True when at least one audio message was a coded frame (not an AAC sequence header).
+    var sawAudioFrame = false
 
     /// Any media at all.
     var isEmpty: Bool { self.audio == 0 && self.video == 0 }
@@ -19,6 +21,18 @@ struct MediaArrivals {
         switch typeID {
         case 8:
             self.audio += 1
+            // AAC (sound format 10) carries an AACPacketType byte: 0 is the sequence header.
+            // Every other legacy format, and Enhanced RTMP's ExHeader audio, is a coded frame
+            // unless its packet type says SequenceStart (0) or MultichannelConfig (4).
+            guard length >= 2 else { return }
+            if first >> 4 == 10 {
+                if second == 1 { self.sawAudioFrame = true }
+            } else if first >> 4 == 9 {
+                let packetType = first & 0x0F
+                if packetType != 0 && packetType != 4 { self.sawAudioFrame = true }
+            } else {
+                self.sawAudioFrame = true
+            }
         case 9:
             self.video += 1
             guard length >= 2 else { return }

@@ -1,7 +1,18 @@
+import ArgumentParser
+
 /// The two kinds of simulated viewer.
 enum ViewerKind: String, Sendable, Codable {
     case rtmp
     case httpFLV = "http-flv"
+}
+
+/// Which track's first coded frame counts as a viewer's first frame.
+enum FirstFrameTrack: String, Sendable, Codable, CaseIterable, ExpressibleByArgument {
+    /// The first video frame that is not a sequence header (the default: a player shows a picture).
+    case video
+    /// The first audio frame that is not a sequence header, for audio-only streams; the
+    /// "keyframe" figures are then the same moment, since every audio frame stands alone.
+    case audio
 }
 
 /// Everything measured about one viewer. Owned by the viewer's channel handler and by the
@@ -15,6 +26,7 @@ final class ViewerStats {
     let kind: ViewerKind
     /// When the TCP connect started (`NIODeadline.uptimeNanoseconds`).
     let connectStart: UInt64
+    let firstFrameTrack: FirstFrameTrack
     private(set) var firstFrame: UInt64?
     private(set) var firstKeyframe: UInt64?
     private(set) var lastMedia: UInt64?
@@ -26,10 +38,11 @@ final class ViewerStats {
     private(set) var closedAt: UInt64?
     private(set) var failure: String?
 
-    init(id: Int, kind: ViewerKind, connectStart: UInt64) {
+    init(id: Int, kind: ViewerKind, connectStart: UInt64, firstFrameTrack: FirstFrameTrack = .video) {
         self.id = id
         self.kind = kind
         self.connectStart = connectStart
+        self.firstFrameTrack = firstFrameTrack
     }
 
     func received(bytes count: Int) {
@@ -46,8 +59,14 @@ final class ViewerStats {
             self.maxGapAfterFirstFrame = max(self.maxGapAfterFirstFrame, gap)
         }
         self.lastMedia = now
-        if self.firstFrame == nil, arrivals.sawVideoFrame { self.firstFrame = now }
-        if self.firstKeyframe == nil, arrivals.sawKeyframe { self.firstKeyframe = now }
+        let sawFrame: Bool
+        let sawKeyframe: Bool
+        switch self.firstFrameTrack {
+        case .video: (sawFrame, sawKeyframe) = (arrivals.sawVideoFrame, arrivals.sawKeyframe)
+        case .audio: (sawFrame, sawKeyframe) = (arrivals.sawAudioFrame, arrivals.sawAudioFrame)
+        }
+        if self.firstFrame == nil, sawFrame { self.firstFrame = now }
+        if self.firstKeyframe == nil, sawKeyframe { self.firstKeyframe = now }
     }
 
     func fail(_ reason: String) {
