@@ -198,6 +198,12 @@ let package = Package(
             dependencies: ["LibAV", "Media", "TestSupport", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: strict
         ),
+        // Publish admission and the stream-key cache, without sockets.
+        .testTarget(
+            name: "IngestTests",
+            dependencies: ["Ingest", "Media", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "RelayTests",
             dependencies: ["Relay", "Media", .product(name: "NIOCore", package: "swift-nio")],

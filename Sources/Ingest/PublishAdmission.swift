@@ -57,6 +57,11 @@ public struct PublishAdmission: Sendable {
         return "address:" + (host.isEmpty ? request.remoteAddress : host)
     }
 
+    /// The stream key in an owner made by ``owner(of:)``, or nil for an address owner.
+    public static func key(ofOwner owner: String) -> String? {
+        owner.hasPrefix("key:") ? String(owner.dropFirst(4)) : nil
+    }
+
     public func unpublished(_ path: StreamPath, id: StreamHub.PublisherID) async {
         await registry.publisherLeft(path, id: id)
     }

@@ -29,10 +29,14 @@ public final class StreamKeyVerifier: Sendable {
         public var freshFor: Duration = .seconds(60)
         public var staleIfUnreachable: Duration = .seconds(600)
         public var refusedFor: Duration = .seconds(5)
+        /// Cached answers at most; the oldest go first. Refusals expire after `refusedFor`, so
+        /// a flood of made-up keys cannot fill it for longer than that.
+        public var maxEntries = 10_000
         public init() {}
     }
 
     private struct Entry {
+        var path: StreamPath
         var accepted: Bool
         var at: ContinuousClock.Instant
     }
@@ -62,12 +66,7 @@ public final class StreamKeyVerifier: Sendable {
         }
         do {
             let accepted = try await verify(path, key)
-            cache.withLockedValue { cache in
-                // Bounded: entries older than the longest use are dropped on the way.
-                let horizon = max(configuration.staleIfUnreachable, configuration.refusedFor)
-                cache = cache.filter { now - $0.value.at < horizon }
-                cache[digest] = Entry(accepted: accepted, at: now)
-            }
+            remember(Entry(path: path, accepted: accepted, at: now), as: digest)
             return accepted ? .accepted : .refused("stream key refused")
         } catch {
             if let cached, cached.accepted, now - cached.at < configuration.staleIfUnreachable {
@@ -78,6 +77,55 @@ public final class StreamKeyVerifier: Sendable {
             return .refused("the stream key cannot be verified now")
         }
     }
+
+    /// Forgets every cached answer for `path`, so that the next publish asks the coordinator:
+    /// a key of the stream was revoked (pushed by the coordinator, `IngestNodeAPI.keyRevoked`).
+    /// Returns how many entries were dropped.
+    @discardableResult
+    public func forget(_ path: StreamPath) -> Int {
+        cache.withLockedValue { cache in
+            let before = cache.count
+            cache = cache.filter { $0.value.path != path }
+            return before - cache.count
+        }
+    }
+
+    /// Asks the coordinator again, past the cache, whether `key` is valid for `path`: true or
+    /// false as it answers, nil when it cannot be asked. Used after a revocation, where only
+    /// a definite "no" may disconnect a publisher.
+    public func isStillValid(_ path: StreamPath, key: String) async -> Bool? {
+        do {
+            let accepted = try await verify(path, key)
+            remember(Entry(path: path, accepted: accepted, at: ContinuousClock.now), as: Self.digest(path, key))
+            return accepted
+        } catch {
+            logger.warning("coordinator unreachable while re-checking a stream key after a revocation", metadata: ["stream": "\(path)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Stores an answer. Bounded: answers past their use are dropped on the way (acceptances
+    /// after `staleIfUnreachable`, refusals after `refusedFor`), then the oldest beyond
+    /// `maxEntries`.
+    private func remember(_ entry: Entry, as digest: [UInt8]) {
+        let configuration = self.configuration
+        cache.withLockedValue { cache in
+            let now = entry.at
+            cache = cache.filter { now - $0.value.at < ($0.value.accepted ? configuration.staleIfUnreachable : configuration.refusedFor) }
+            let limit = max(configuration.maxEntries, 1)
+            if cache[digest] == nil, cache.count >= limit {
+                // The oldest tenth at once, so a flood sorts once per limit/10 answers.
+                let excess = cache.count - limit + 1 + limit / 10
+                for (oldest, _) in cache.sorted(by: { $0.value.at < $1.value.at }).prefix(excess) {
+                    cache[oldest] = nil
+                }
+            }
+            cache[digest] = entry
+        }
+    }
+
+    /// The number of cached answers (for tests and status).
+    public var cachedAnswers: Int { cache.withLockedValue { $0.count } }
 
     /// The key of a publish query (`key=…`; `streamKey=…` and `token=…` are accepted too).
     public static func key(fromQuery query: String) -> String? {

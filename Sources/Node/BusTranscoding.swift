@@ -61,7 +61,7 @@ actor BusTranscoding {
             logger.info("stopping a transcode job the coordinator moved away", metadata: ["stream": "\(path)"])
             if let feed = job.feed { job.source.unsubscribe(feed) }
             _ = await job.pipeline.finish()
-        case .kick, .register:
+        case .kick, .keyRevoked, .register:
             break
         }
     }

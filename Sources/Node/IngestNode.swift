@@ -1,7 +1,9 @@
 import Cluster
 import Distributed
+import Ingest
 import Logging
 import Media
+import Metrics
 import Synchronization
 
 /// The ingest role as a distributed actor (`IngestNodeAPI`, named `RoleAddress.ingest`):
@@ -14,12 +16,22 @@ distributed actor IngestNode: IngestNodeAPI {
     private let registry: StreamRegistry
     private let reporter: IngestReporter
     private let published: PublishedHubs
+    /// nil when publishing needs no stream key.
+    private let keys: StreamKeyVerifier?
     private let logger: Logger
 
-    init(registry: StreamRegistry, reporter: IngestReporter, published: PublishedHubs, logger: Logger, actorSystem: NodeActorSystem) {
+    init(
+        registry: StreamRegistry,
+        reporter: IngestReporter,
+        published: PublishedHubs,
+        keys: StreamKeyVerifier?,
+        logger: Logger,
+        actorSystem: NodeActorSystem
+    ) {
         self.registry = registry
         self.reporter = reporter
         self.published = published
+        self.keys = keys
         self.logger = logger
         self.actorSystem = actorSystem
     }
@@ -29,6 +41,23 @@ distributed actor IngestNode: IngestNodeAPI {
               let hub = await registry.hub(for: path), published.contains(hub), hub.evictPublisher()
         else { return false }
         logger.notice("publisher kicked by the coordinator", metadata: ["stream": "\(path)"])
+        return true
+    }
+
+    /// The coordinator revoked a key of `app/name`: cached acceptances go, so the key is
+    /// refused from the next publish on, and a publisher that came with a key the
+    /// coordinator now refuses is disconnected. A key it still accepts (the stream has
+    /// several) keeps its publisher; so does one it cannot be asked about right now.
+    distributed func keyRevoked(app: String, name: String) async -> Bool {
+        guard let keys, let path = try? StreamPath(app: app, name: name) else { return false }
+        let forgotten = keys.forget(path)
+        logger.notice("stream key revoked by the coordinator", metadata: ["stream": "\(path)", "cached": "\(forgotten)"])
+        guard let hub = await registry.hub(for: path), published.contains(hub),
+              let owner = hub.owner, let key = PublishAdmission.key(ofOwner: owner)
+        else { return false }
+        guard await keys.isStillValid(path, key: key) == false, hub.evictPublisher(ownedBy: owner) else { return false }
+        logger.notice("publisher disconnected: its stream key was revoked", metadata: ["stream": "\(path)"])
+        IngestNodeMetrics.revokedPublishers.increment()
         return true
     }
 
@@ -61,4 +90,9 @@ final class PublishedHubs: Sendable {
             return Array(hubs.values)
         }
     }
+}
+
+enum IngestNodeMetrics {
+    /// Publishers disconnected because the key they came with was revoked.
+    static let revokedPublishers = Counter(label: "estuary_ingest_revoked_publishers_total")
 }

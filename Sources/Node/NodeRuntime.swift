@@ -150,7 +150,7 @@ struct NodeRuntime {
             let reporter = IngestReporter()
             let published = PublishedHubs()
             ingestNode = try system.makeActor(named: RoleAddress.ingest) {
-                IngestNode(registry: registry, reporter: reporter, published: published, logger: logger, actorSystem: system)
+                IngestNode(registry: registry, reporter: reporter, published: published, keys: keys, logger: logger, actorSystem: system)
             }
             let publications = BusPublications(bus: bus, logger: logger)
             let nodeID = configuration.nodeID
@@ -222,6 +222,8 @@ struct NodeRuntime {
                         if (try? await ingestNode?.kick(app: app, name: name)) != true {
                             kickLogger.notice("a kick for a stream this node does not publish", metadata: ["stream": "\(app)/\(name)"])
                         }
+                    case .keyRevoked(let app, let name):
+                        _ = try? await ingestNode?.keyRevoked(app: app, name: name)
                     case .register:
                         break
                     }

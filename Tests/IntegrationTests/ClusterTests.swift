@@ -396,3 +396,41 @@ extension IntegrationTests.ClusterFailoverTests {
         }
     }
 }
+
+extension IntegrationTests.ClusterFailoverTests {
+    @Test("Revoking a stream key through the admin API disconnects its publisher at once, and the key is refused on the next publish (no 60 s cache window)")
+    func revokedKey() async throws {
+        try await Scenario.run("cluster-revoked-key") { scenario in
+            let media = try await MediaLibrary.shared.file(.small)
+            let nats = try await NATSServerProcess.start(scenario)
+            let bus = ["--nats", nats.url]
+            let coordinator = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", Self.token] + bus)
+            let ingest = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1, requireStreamKeys: true), label: "ingest", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
+            let authorization = ["Authorization": "Bearer \(Self.token)"]
+            let created = try await HTTPClient.request("POST", port: coordinator.httpPort, path: "/api/v1/keys", headers: authorization, body: #"{"app":"live","name":"revoked"}"#)
+            let json = (try? JSONSerialization.jsonObject(with: Data(created.bodyText.utf8)) as? [String: Any]) ?? [:]
+            guard created.status == 201, let key = json["key"] as? String, let id = json["id"] as? Int else {
+                try scenario.require(false, "creating a key answered \(created.status): \(created.bodyText)")
+                return
+            }
+            let url = ingest.rtmpURL("live", "revoked") + "?key=\(key)"
+            let publisher = try scenario.publish(media, to: url, name: "publisher", loop: true)
+            try await scenario.waitUntilLive(ingest, "live", "revoked")
+            scenario.check(publisher.isRunning, "the publisher with a valid key stopped")
+
+            let revoked = try await HTTPClient.request("DELETE", port: coordinator.httpPort, path: "/api/v1/keys/\(id)", headers: authorization)
+            scenario.check(revoked.status == 204, "revoking answered \(revoked.status): \(revoked.bodyText)")
+            // Pushed during the request: the publisher is gone well before a heartbeat or the
+            // 60 s the ingest trusts a verified key.
+            let exited = await publisher.waitForExit(timeout: .seconds(3))
+            scenario.check(exited != nil, "the publisher with the revoked key was still connected 3 s after the revocation")
+            scenario.check(ingest.log.contains("publisher disconnected: its stream key was revoked"), "the ingest did not log why it disconnected the publisher")
+
+            // Within the cache's 60 s, the same key is refused at once.
+            let again = try await scenario.run("ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "error", "-re", "-i", media.url.path, "-t", "1", "-c", "copy", "-f", "flv", url], name: "publish-revoked", timeout: .seconds(20))
+            scenario.check(!again.succeeded, "publishing with the revoked key succeeded")
+            let disconnected = try await ingest.metrics().sum("estuary_ingest_revoked_publishers_total", labels: [:])
+            scenario.check(disconnected == 1, "the ingest counted \(disconnected) publishers disconnected for a revoked key, expected 1")
+        }
+    }
+}

@@ -39,10 +39,12 @@ final class RenditionCollector: Sendable {
         _ frames: [MediaFrame],
         ladder: Ladder,
         queueCapacity: Int = 10_000,
-        collector: RenditionCollector
+        collector: RenditionCollector,
+        configure: (inout TranscodePipeline.Configuration) -> Void = { _ in }
     ) async throws -> TranscodeStatistics {
         var configuration = TranscodePipeline.Configuration(ladder: ladder)
         configuration.queueCapacity = queueCapacity
+        configure(&configuration)
         let pipeline = try TranscodePipeline(
             source: try StreamPath(app: "abr", name: "demo"),
             configuration: configuration,
@@ -212,6 +214,51 @@ final class RenditionCollector: Sendable {
         #expect(probe.keyframePresentationTimes == expectedKeyframes)
         #expect(probe.packets.count == 120)
         #expect(collector.frames("360p").filter { $0.kind == .video && !$0.isSequenceHeader }.count == 60)
+    }
+
+    /// A publisher that flips its resolution over and over would have the transcoder reopen
+    /// its decoder and every rung's encoder each time. After `maximumReconfigurations` in
+    /// the window, new sequence headers are refused (counted), and the rungs carry on with
+    /// the configuration they have.
+    @Test(.timeLimit(.minutes(3)))
+    func aReconfigurationStormIsRefusedAfterTheLimit() async throws {
+        let first = try TemporaryDirectory()
+        let second = try TemporaryDirectory()
+        let large = try await SourceClip.make(seconds: 1, size: "640x360", in: first)
+        let small = try await SourceClip.make(seconds: 1, size: "320x240", in: second)
+        func playable(_ clip: SourceClip) -> [MediaFrame] {
+            clip.frames.filter { frame in
+                frame.kind == .video && (try? VideoTagHeader(from: frame.payload).packetType) != .sequenceEnd
+            }
+        }
+        // Ten alternating one-second segments: nine changes of resolution.
+        var frames: [MediaFrame] = []
+        for segment in 0..<10 {
+            let shift = Int64(segment) * 1000
+            frames += playable(segment.isMultiple(of: 2) ? large : small).map { frame in
+                var frame = frame
+                frame.timestamp += shift
+                return frame
+            }
+        }
+        let collector = RenditionCollector()
+        let ladder = Ladder(rungs: [LadderRung(name: "240p", height: 240, videoBitRate: 400_000)])
+        let statistics = try await Self.run(frames, ladder: ladder, collector: collector) { configuration in
+            configuration.maximumReconfigurations = 5
+            // Wide enough that the machine's speed cannot move changes out of it.
+            configuration.reconfigurationWindow = .seconds(600)
+        }
+        // Segment 0 configures; the changes of segments 1–5 are taken. Segment 6's (back to
+        // 640x360) is refused; after it, the 320x240 segments match the configuration in
+        // force (no change), and segment 8's 640x360 is refused again.
+        #expect(statistics.reconfigurations == 5)
+        #expect(statistics.refusedSequenceHeaders == 2)
+        let sizes = try collector.frames("240p").filter { $0.kind == .video && $0.isSequenceHeader }.map { header in
+            let track = try VideoTrack(sequenceHeader: header)
+            return "\(track.width)x\(track.height)"
+        }
+        // The rung's own headers: one per accepted configuration (its size changes with the source's aspect).
+        #expect(sizes == ["426x240", "320x240", "426x240", "320x240", "426x240", "320x240"])
     }
 
     /// A transcoder catching up takes its whole inbox as one batch. Each rung still hands

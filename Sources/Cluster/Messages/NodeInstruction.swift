@@ -11,6 +11,9 @@ public enum NodeInstruction: Codable, Sendable, Hashable {
     case stopTranscode(app: String, name: String)
     /// Disconnect the publisher of `app/name` (an operator's kick).
     case kick(app: String, name: String)
+    /// A stream key of `app/name` was revoked: forget every cached acceptance of a key for
+    /// it, and disconnect its publisher if the key it came with is no longer valid.
+    case keyRevoked(app: String, name: String)
     /// The coordinator does not know this node (it lost its state, or declared the node
     /// dead and forgot it): call `register` again with the streams it carries.
     case register

@@ -30,6 +30,13 @@ public struct NodeDispatch: Sendable {
         return try await bounded { try await ingest.kick(app: app, name: name) }
     }
 
+    /// Tells an ingest that a key of `app/name` was revoked; true when it disconnected the
+    /// stream's publisher.
+    func keyRevoked(app: String, name: String, on node: String) async throws -> Bool {
+        let ingest = try $IngestNodeAPI.resolve(id: RoleAddress.id(RoleAddress.ingest, onNode: node), using: system)
+        return try await bounded { try await ingest.keyRevoked(app: app, name: name) }
+    }
+
     /// What a node carries right now, asked of each role actor it hosts, merged by stream.
     func streams(of node: String, role: NodeRole) async throws -> [StreamReport] {
         var reports: [StreamReport] = []

@@ -9,4 +9,9 @@ enum CoordinatorMetrics {
     static let transcodeMoves = Counter(label: "estuary_coordinator_transcode_moves_total")
     /// Publishes refused for a wrong, revoked or missing stream key.
     static let refusedStreamKeys = Counter(label: "estuary_coordinator_stream_keys_refused_total")
+    /// Ingests told of a key revocation the moment it happened (the rest hear of it with
+    /// their next heartbeat).
+    static let revocationsPushed = Counter(label: "estuary_coordinator_key_revocations_pushed_total")
+    /// Revocations not queued for an ingest that already had `maxPendingRevocations` waiting.
+    static let revocationsDropped = Counter(label: "estuary_coordinator_key_revocations_dropped_total")
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Logging
 import Media
 import Metrics
 
@@ -21,16 +22,68 @@ extension CoordinatorState {
     }
 
     /// Revokes a key. Returns false when there is no such key; revoking twice is a no-op.
+    ///
+    /// Ingests cache a key they verified (60 s, or 10 min while the coordinator cannot be
+    /// asked), so the revocation is pushed to every live ingest before this returns: each
+    /// forgets its acceptances for the stream and disconnects a publisher whose key is no
+    /// longer valid. An ingest that cannot be reached now is told with its next heartbeat.
     public func revokeStreamKey(id: Int64) async throws -> Bool {
         let time = now()
-        return try await store.write { db in
-            guard var record = try StreamKeyRecord.fetchOne(db, key: id) else { return false }
-            if record.revokedAt == nil {
-                record.revokedAt = time
-                try record.update(db)
-                try EventRecord.record(db, time: time, kind: "key.revoked", subject: "\(record.app)/\(record.name)", detail: "key \(id)")
-            }
+        let revoked: (stream: StreamKey, ingests: [String])?? = try await store.write { db in
+            guard var record = try StreamKeyRecord.fetchOne(db, key: id) else { return .some(nil) }
+            guard record.revokedAt == nil else { return nil }
+            record.revokedAt = time
+            try record.update(db)
+            try EventRecord.record(db, time: time, kind: "key.revoked", subject: "\(record.app)/\(record.name)", detail: "key \(id)")
+            let ingests = try NodeRecord.all().aliveIngests().fetchAll(db).map(\.id)
+            return (StreamKey(app: record.app, name: record.name), ingests)
+        }
+        switch revoked {
+        case .none:
+            return true  // revoked before: nothing new to tell anyone
+        case .some(.none):
+            return false
+        case .some(.some(let revoked)):
+            await pushRevocation(of: revoked.stream, to: revoked.ingests)
             return true
+        }
+    }
+
+    /// Tells every ingest in `nodes` at once (each call bounded by the dispatch timeout);
+    /// those that do not answer get it with their next heartbeat.
+    private func pushRevocation(of stream: StreamKey, to nodes: [String]) async {
+        var unreached = Set(nodes)
+        if let dispatch {
+            let answered = await withTaskGroup(of: String?.self) { group in
+                for node in nodes {
+                    group.addTask {
+                        do {
+                            if try await dispatch.keyRevoked(app: stream.app, name: stream.name, on: node) {
+                                self.logger.notice("Key revocation for \(stream) disconnected its publisher on \(node)")
+                            }
+                            return node
+                        } catch {
+                            self.logger.notice("Key revocation for \(stream) goes with the next heartbeat of \(node): \(error)")
+                            return nil
+                        }
+                    }
+                }
+                var answered: [String] = []
+                for await node in group { if let node { answered.append(node) } }
+                return answered
+            }
+            unreached.subtract(answered)
+        }
+        CoordinatorMetrics.revocationsPushed.increment(by: nodes.count - unreached.count)
+        for node in unreached {
+            if pendingRevocations[node, default: []].count >= Self.maxPendingRevocations {
+                // The node has not heartbeated through thousands of revocations: it is as good
+                // as dead, and its caches expire on their own (60 s fresh, 10 min stale).
+                logger.warning("Too many key revocations queued for \(node); \(stream) is left to its cache expiry")
+                CoordinatorMetrics.revocationsDropped.increment()
+                continue
+            }
+            pendingRevocations[node, default: []].insert(stream)
         }
     }
 

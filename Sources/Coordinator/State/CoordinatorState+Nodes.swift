@@ -37,7 +37,7 @@ extension CoordinatorState {
         }
         // The registering node gets its own jobs in this reply.
         pushJobs(of: placed.filter { $0.value != registration.nodeID }.keys.sorted())
-        return reply(instructions + takeKicks(for: registration.nodeID))
+        return reply(instructions + takeKicks(for: registration.nodeID) + takeRevocations(for: registration.nodeID))
     }
 
     /// Records a heartbeat: the node is alive (revived if it was dead), its load and
@@ -69,7 +69,7 @@ extension CoordinatorState {
         }
         awaitingReconciliation.remove(nodeID)
         recordViewers(of: nodeID, from: streams)
-        return reply(instructions + takeKicks(for: nodeID))
+        return reply(instructions + takeKicks(for: nodeID) + takeRevocations(for: nodeID))
     }
 
     /// Declares dead every alive node silent for `deadAfter`: ends the streams it ingested
@@ -116,6 +116,7 @@ extension CoordinatorState {
                 viewers[key]?[nodeID] = nil
             }
             pendingKicks[nodeID] = nil
+            pendingRevocations[nodeID] = nil
         }
         viewers = viewers.filter { !$0.value.isEmpty }
         return moves
@@ -176,5 +177,10 @@ extension CoordinatorState {
     func takeKicks(for nodeID: String) -> [NodeInstruction] {
         guard let kicks = pendingKicks.removeValue(forKey: nodeID) else { return [] }
         return kicks.sorted { ($0.app, $0.name) < ($1.app, $1.name) }.map { .kick(app: $0.app, name: $0.name) }
+    }
+
+    func takeRevocations(for nodeID: String) -> [NodeInstruction] {
+        guard let revoked = pendingRevocations.removeValue(forKey: nodeID) else { return [] }
+        return revoked.sorted().map { .keyRevoked(app: $0.app, name: $0.name) }
     }
 }

@@ -10,7 +10,8 @@ import Logging
 /// reads what it needs and commits its changes with their events, so a `kill -9` loses at
 /// most the operation in flight, and the actor's reentrancy (it suspends on every database
 /// access) cannot interleave half-done changes. The actor itself holds only what nodes
-/// re-send every second anyway: viewers per relay, and kicks not yet delivered.
+/// re-send every second anyway: viewers per relay, and kicks and key revocations not yet
+/// delivered.
 ///
 /// Time comes from `now`, injected so that tests can step a clock across the 3 s dead-node
 /// threshold.
@@ -24,6 +25,10 @@ public actor CoordinatorState {
     var viewers: [StreamKey: [String: Int]] = [:]
     /// Kicks waiting for their ingest's next heartbeat.
     var pendingKicks: [String: Set<StreamKey>] = [:]
+    /// Key revocations an ingest could not be told at once, for its next heartbeat; at most
+    /// `maxPendingRevocations` streams per node.
+    var pendingRevocations: [String: Set<StreamKey>] = [:]
+    static let maxPendingRevocations = 4096
     /// Nodes found stale when the state was loaded: dead, but their streams and jobs are
     /// left alone until `reconcileDeadline`, giving them time to heartbeat again (they
     /// kept running while the coordinator was down).

@@ -351,6 +351,23 @@ public final class StreamHub: Sendable {
 
     public var isEnded: Bool { state.withLockedValue { $0.ended } }
 
+    /// The credentials of the stream's first publisher (see ``attachPublisher(id:owner:now:evict:)``).
+    public var owner: String? { state.withLockedValue { $0.owner } }
+
+    /// Disconnects the publisher if it is `owner`'s, and forgets the owner, so that the next
+    /// publisher with valid credentials may resume the stream within its grace period: the
+    /// owner's stream key was revoked. Returns true when a publisher was disconnected.
+    public func evictPublisher(ownedBy owner: String) -> Bool {
+        let publisher = state.withLockedValue { state -> Publisher? in
+            guard state.owner == owner else { return nil }
+            state.owner = nil
+            defer { state.publisher = nil; state.statistics.hasPublisher = false }
+            return state.publisher
+        }
+        publisher?.evict()
+        return publisher != nil
+    }
+
     public var statistics: Statistics { state.withLockedValue { $0.statistics } }
 
     /// The cached configuration records and metadata (for status pages and the cluster).

@@ -6,6 +6,9 @@ enum RTMPMetrics {
     static let publishes = Counter(label: "estuary_rtmp_publishes_total")
     static let refusedPublishes = Counter(label: "estuary_rtmp_publishes_refused_total")
     static let plays = Counter(label: "estuary_rtmp_plays_total")
+    /// Connections open now (past the accept-time limits).
+    private static let openConnectionsGauge = Gauge(label: "estuary_rtmp_connections_open")
+    static func openConnections(_ count: Int) { openConnectionsGauge.record(count) }
 
     /// Connections refused at accept (connection limits), by reason.
     static func refusedConnections(reason: String) {

@@ -63,10 +63,10 @@ public final class RTMPServer: Service, Sendable {
                     return channel.eventLoop.makeFailedFuture(ConnectionRefused(reason: refusal))
                 }
                 let id = ObjectIdentifier(channel)
-                connections.withLockedValue { $0[id] = channel }
+                RTMPMetrics.openConnections(connections.withLockedValue { $0[id] = channel; return $0.count })
                 channel.closeFuture.whenComplete { _ in
                     limiter.release(address: address)
-                    _ = connections.withLockedValue { $0.removeValue(forKey: id) }
+                    RTMPMetrics.openConnections(connections.withLockedValue { $0.removeValue(forKey: id); return $0.count })
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(

@@ -79,6 +79,10 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     private var bytesAcknowledged: UInt64 = 0
     private var peerWindow: UInt64 = 2_500_000
     private var needsFlush = false
+    /// Replies encoded since the last flush, handed to the channel as one buffer: a burst of
+    /// small replies (acknowledgements, ping responses) costs one pending write, not one each,
+    /// so the outbound bound in bytes is also a bound in memory.
+    private var replies: ByteBuffer?
     /// Whether the librtmp habit of starting a chunk stream with a type 1 header was logged.
     private var loggedType1ChunkStreamStart = false
     /// NetConnection answers go on chunk stream 3, NetStream status on 5, as nginx-rtmp does.
@@ -621,6 +625,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         guard case .playing(let play) = role, let context, context.channel.isActive else { return }
         guard context.channel.isWritable else { return }  // resumed by channelWritabilityChanged
         let batch = play.subscriber.drain()
+        writeReplies()  // Play.Start and the rest go before the media
         for packet in batch.packets {
             if let format = play.sharedFormat, let bytes = packet.bytes(for: format) {
                 context.write(wrapOutboundOut(bytes), promise: nil)
@@ -634,6 +639,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             status(.status, .playUnpublishNotify, "\(play.path) ended", streamID: play.streamID)
             closeAfterFlush()
         }
+        writeReplies()
         context.flush()
         needsFlush = false
     }
@@ -655,21 +661,32 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         }
         // A peer that does not read its replies (acknowledgements, ping responses) is not
         // allowed to grow our outbound buffer without bound.
-        if !context.channel.isWritable,
-           let queued = try? context.channel.syncOptions?.getOption(.bufferedWritableBytes),
-           queued > configuration.maxOutboundBytes {
-            fail(.outboundBacklog(queued))
-            return
+        let unwritten = replies?.readableBytes ?? 0
+        if !context.channel.isWritable || unwritten > configuration.maxOutboundBytes {
+            let queued = unwritten + ((try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0)
+            if queued > configuration.maxOutboundBytes {
+                fail(.outboundBacklog(queued))
+                return
+            }
         }
-        var buffer = context.channel.allocator.buffer(capacity: message.payload.readableBytes + 32)
+        var buffer = replies ?? context.channel.allocator.buffer(capacity: max(512, message.payload.readableBytes + 32))
+        replies = nil
         encoder.encode(message, into: &buffer)
-        context.write(wrapOutboundOut(buffer), promise: nil)
+        replies = buffer
         needsFlush = true
+    }
+
+    /// Hands the replies encoded so far to the channel (before any media written after them).
+    private func writeReplies() {
+        guard let context, let buffer = replies else { return }
+        replies = nil
+        context.write(wrapOutboundOut(buffer), promise: nil)
     }
 
     private func flushIfNeeded() {
         guard needsFlush, let context else { return }
         needsFlush = false
+        writeReplies()
         context.flush()
     }
 
@@ -745,6 +762,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         phase = .closing
         leaveRole()
         needsFlush = false
+        writeReplies()
         // A peer that reads nothing would keep the final answer, and the socket, for ever.
         closeTimer = schedule(after: configuration.closeFlushTimeout) { handler in
             handler.context?.close(promise: nil)

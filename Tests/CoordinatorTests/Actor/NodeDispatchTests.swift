@@ -54,6 +54,11 @@ struct NodeDispatchTests {
             return app == "live" && name == "cam"
         }
 
+        distributed func keyRevoked(app: String, name: String) -> Bool {
+            kicked.append("revoked \(app)/\(name)")
+            return app == "live" && name == "cam"
+        }
+
         distributed func streams() -> [StreamReport] {
             [.publishing(app: "live", name: "cam", facts: .sample, bytes: 1000)]
         }
@@ -140,6 +145,41 @@ struct NodeDispatchTests {
         await #expect(throws: NodeActorSystemError.self) {
             try await fixture.state.liveStreams(onNode: "ingest-1")
         }
+        try await fixture.close()
+    }
+
+    @Test func aRevokedKeyIsPushedToEveryLiveIngestAndQueuedForOneThatDoesNotAnswer() async throws {
+        let fixture = try await CoordinatorFixture()
+        let bus = LocalBus()
+        let coordinatorSystem = try NodeActorSystem(nodeID: "coord-1", bus: bus)
+        let ingestSystem = try NodeActorSystem(nodeID: "ingest-1", bus: bus)
+        await fixture.state.setDispatch(NodeDispatch(system: coordinatorSystem, timeout: .milliseconds(300)))
+        let calls = Calls<String>()
+        let ingest = try ingestSystem.makeActor(named: RoleAddress.ingest) { RecordingIngest(kicked: calls, actorSystem: ingestSystem) }
+        try await fixture.register("ingest-1", .ingest)
+        // ingest-2 is registered but does not answer (reconnecting); t1 caches no keys.
+        try await fixture.register("ingest-2", .ingest)
+        try await fixture.register("t1", .transcode)
+
+        let created = try await fixture.state.createStreamKey(app: "live", name: "cam")
+        #expect(try await fixture.state.revokeStreamKey(id: created.id))
+        // ingest-1 was told during the request.
+        #expect(calls.all == ["revoked live/cam"])
+        let reply1 = try await fixture.state.heartbeat(nodeID: "ingest-1", load: 0, streams: [])
+        #expect(!reply1.instructions.contains(.keyRevoked(app: "live", name: "cam")))
+        // ingest-2 hears of it with its next heartbeat, once.
+        let reply2 = try await fixture.state.heartbeat(nodeID: "ingest-2", load: 0, streams: [])
+        #expect(reply2.instructions.contains(.keyRevoked(app: "live", name: "cam")))
+        let again = try await fixture.state.heartbeat(nodeID: "ingest-2", load: 0, streams: [])
+        #expect(!again.instructions.contains(.keyRevoked(app: "live", name: "cam")))
+        let transcoder = try await fixture.state.heartbeat(nodeID: "t1", load: 0, streams: [])
+        #expect(!transcoder.instructions.contains(.keyRevoked(app: "live", name: "cam")))
+
+        // Revoking twice tells nobody again; an unknown key is no revocation.
+        #expect(try await fixture.state.revokeStreamKey(id: created.id))
+        #expect(calls.all == ["revoked live/cam"])
+        #expect(try await !fixture.state.revokeStreamKey(id: 9999))
+        withExtendedLifetime(ingest) {}
         try await fixture.close()
     }
 }

@@ -38,6 +38,11 @@ struct NodeRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableReco
 extension DerivableRequest<NodeRecord> {
     func alive() -> Self { filter(NodeRecord.Columns.state == NodeRecord.NodeState.alive.rawValue) }
 
+    /// Alive nodes that admit publishers (and so cache stream keys).
+    func aliveIngests() -> Self {
+        alive().filter([NodeRole.ingest.rawValue, NodeRole.all.rawValue].contains(NodeRecord.Columns.role))
+    }
+
     /// Alive nodes that run transcode jobs.
     func aliveTranscoders() -> Self {
         alive().filter([NodeRole.transcode.rawValue, NodeRole.all.rawValue].contains(NodeRecord.Columns.role))
