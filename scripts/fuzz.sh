@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (Fuzz/*) with -sanitize=fuzzer,address and runs each for a
 # bounded time, seeded with the project's corpus (Tests/FuzzCorpus) where it fits.
-# Usage: scripts/fuzz.sh [--seconds N] [--release] [--summary] [target ...]
+# Usage: scripts/fuzz.sh [--seconds N] [--release] [--summary] [--no-build] [target ...]
 #   --seconds N  run each target for N seconds (default 20)
 #   --release    build with -c release into .build-fuzz-release (still -sanitize=fuzzer,address):
 #                several times the executions per second, but assert() and SwiftNIO's debug-only
 #                checks are compiled out; the default is a debug build in .build-fuzz
+#   --no-build   run the targets as last built (two runs side by side share one build)
 #   --summary    end with a markdown table of each target's result, executions and executions
 #                per second (docs/fuzzing.md)
 # The corpus each run grows (Fuzz/.out/<target>/corpus) is shared by debug and release runs.
@@ -15,12 +16,14 @@ cd "$(dirname "$0")/.."
 seconds=20
 configuration=debug
 summary=0
+build_first=1
 targets=()
 while (($#)); do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
     --release) configuration=release; shift ;;
     --summary) summary=1; shift ;;
+    --no-build) build_first=0; shift ;;
     -*) echo "fuzz: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -39,7 +42,9 @@ build() {
 
 # One product per invocation keeps SwiftPM from relinking everything for each.
 for target in "${targets[@]}"; do
-  build --product "$target" 2>&1 | grep -vE "^(warning: .*unhandled|\[[0-9]+/[0-9]+\])" || true
+  if ((build_first)); then
+    build --product "$target" 2>&1 | grep -vE "^(warning: .*unhandled|\[[0-9]+/[0-9]+\])" || true
+  fi
   [[ -x "$scratch/$configuration/$target" ]] || { echo "fuzz: $target did not build" >&2; exit 1; }
 done
 

@@ -8,6 +8,10 @@ import Media
 public actor BusPublications {
     private let bus: any Bus
     private let logger: Logger
+    /// Ended hubs' publications (and their GOP-responder subscriptions) are dropped at the
+    /// next `attach`, not when the hub ends: a hub has no end callback to prune from. That
+    /// is bounded: every hub published here passes through `attach`, so between two calls
+    /// hubs can only end, and the table never holds more than the most hubs live at once.
     private var publications: [ObjectIdentifier: (hub: StreamHub, publication: BusPublication)] = [:]
 
     public init(bus: any Bus, logger: Logger) {

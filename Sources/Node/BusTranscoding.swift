@@ -21,8 +21,22 @@ actor BusTranscoding {
         let hls: HLSService?
     }
 
+    /// A job's rungs on the bus: one publication per rung, by rung name. A rung the source
+    /// drops when it shrinks comes back, with a new hub, when it grows again (a publisher
+    /// may reconfigure 5 times in 10 s); the publication of its previous hub (which holds
+    /// that ended hub and a GOP-responder subscription, a thread in cnats) is cancelled
+    /// then, instead of being kept until the whole job ends: the count stays bounded by the
+    /// ladder. The old hub has normally ended and said so on `end.` long before; if its end
+    /// is still queued on the rung's thread, relays just go on with the new publication,
+    /// which uses the same subject with a new epoch.
     private final class Publications: Sendable {
-        let list = Mutex<[BusPublication]>([])
+        private let byRung = Mutex<[String: BusPublication]>([:])
+
+        /// Makes `publication` the one of `rung`, cancelling the one it replaces.
+        func replace(_ rung: String, with publication: BusPublication) {
+            let previous = byRung.withLock { $0.updateValue(publication, forKey: rung) }
+            previous?.cancel()
+        }
     }
 
     private struct Job {
@@ -111,7 +125,7 @@ actor BusTranscoding {
                 }
                 do {
                     let publication = try BusPublication(hub: rendition.hub, bus: bus, stream: path, rendition: rendition.plan.rung.name, logger: logger)
-                    publications.list.withLock { $0.append(publication) }
+                    publications.replace(rendition.plan.rung.name, with: publication)
                 } catch {
                     logger.error("cannot publish a rung to the bus: \(error)")
                 }

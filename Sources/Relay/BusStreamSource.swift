@@ -173,7 +173,7 @@ public final class BusStreamSource: RemoteStreamSource {
         mirrors.withLockedValue { $0[path] = mirror }
         logger.info("relaying from the bus", metadata: ["stream": "\(path)", "subject": "\(subject)", "gop_frames": "\(gop.count)"])
         await onOpen(hub, stream, rendition)
-        watchIdle(path, mirror: mirror)
+        watchIdle(path, mirror: mirror, registry: registry)
         return hub
     }
 
@@ -212,8 +212,9 @@ public final class BusStreamSource: RemoteStreamSource {
     }
 
     /// Checks every second whether the mirror is still watched and still fed; ends it when
-    /// it is not.
-    private func watchIdle(_ path: StreamPath, mirror: Mirror) {
+    /// it is not, and takes its hub out of `registry` (a relay-only node registers nothing
+    /// else that would ever replace it, so ended mirrors would pile up there, one per path).
+    private func watchIdle(_ path: StreamPath, mirror: Mirror, registry: StreamRegistry) {
         let grace = Self.timeAmount(configuration.idleGrace)
         let stale = Self.timeAmount(configuration.staleAfter)
         let mirrors = mirrors
@@ -247,6 +248,8 @@ public final class BusStreamSource: RemoteStreamSource {
             }
             mirror.hub.flush(force: true)
             mirror.hub.end()
+            // Only this mirror's hub: a new mirror may already have taken the path over.
+            await registry.forget(path, hub: mirror.hub)
             logger.info("stopped relaying", metadata: ["stream": "\(path)", "reason": "\(reason)"])
         }
     }

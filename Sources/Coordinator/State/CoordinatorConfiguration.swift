@@ -15,16 +15,20 @@ public struct CoordinatorConfiguration: Sendable {
     /// The ladder of each application (`app` → rungs); streams of other apps get no
     /// transcode job.
     public var ladders: [String: [RungSpec]] = [:]
+    /// How long history (events, ended sessions, dead nodes, revoked keys) is kept.
+    public var retention: CoordinatorRetention = CoordinatorRetention()
 
     public init(
         deadAfter: Duration = .seconds(3),
         heartbeatInterval: Duration = .seconds(1),
         sweepInterval: Duration = .milliseconds(250),
-        ladders: [String: [RungSpec]] = [:]
+        ladders: [String: [RungSpec]] = [:],
+        retention: CoordinatorRetention = CoordinatorRetention()
     ) {
         self.deadAfter = deadAfter
         self.heartbeatInterval = heartbeatInterval
         self.sweepInterval = sweepInterval
         self.ladders = ladders
+        self.retention = retention
     }
 }

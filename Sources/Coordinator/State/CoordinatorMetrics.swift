@@ -14,4 +14,10 @@ enum CoordinatorMetrics {
     static let revocationsPushed = Counter(label: "estuary_coordinator_key_revocations_pushed_total")
     /// Revocations not queued for an ingest that already had `maxPendingRevocations` waiting.
     static let revocationsDropped = Counter(label: "estuary_coordinator_key_revocations_dropped_total")
+
+    /// Rows deleted by the retention pass (`CoordinatorRetention`), by table (`events`,
+    /// `streams`, `renditions`, `nodes`, `stream_keys`).
+    static func rowsPruned(_ rows: Int, table: String) {
+        Counter(label: "estuary_coordinator_rows_pruned_total", dimensions: [("table", table)]).increment(by: rows)
+    }
 }

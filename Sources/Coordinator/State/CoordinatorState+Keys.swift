@@ -89,7 +89,9 @@ extension CoordinatorState {
 
     /// Whether `key` is an unrevoked key of `app/name`. Every candidate is hashed and
     /// compared in full, so the answer's timing does not depend on how much of a key
-    /// matched. Refusals are audited; acceptances are not (one per publish, not news).
+    /// matched. Refusals are audited, folded into at most one event per stream a minute
+    /// (`RefusedKeyAudit`: anyone can present made-up keys, as fast as they like) and
+    /// counted one by one; acceptances are not audited (one per publish, not news).
     public func verifyStreamKey(app: String, name: String, key: String) async throws -> Bool {
         guard StreamPath.isValidComponent(app), StreamPath.isValidComponent(name) else { return false }
         let time = now()
@@ -101,11 +103,19 @@ extension CoordinatorState {
         }
         if !valid {
             CoordinatorMetrics.refusedStreamKeys.increment()
-            try await store.write { db in
-                try EventRecord.record(db, time: time, kind: "key.refused", subject: "\(app)/\(name)")
+            let events = refusedKeys.refused(StreamKey(app: app, name: name), at: time)
+            if !events.isEmpty {
+                try await store.write { db in try Self.recordRefusals(db, events, time: time) }
             }
         }
         return valid
+    }
+
+    /// Records `key.refused` events in the current transaction.
+    static func recordRefusals(_ db: Database, _ events: [RefusedKeyAudit.Event], time: Date) throws {
+        for event in events {
+            try EventRecord.record(db, time: time, kind: "key.refused", subject: event.subject, detail: event.detail)
+        }
     }
 
     /// Every key, revoked ones included, without secrets.

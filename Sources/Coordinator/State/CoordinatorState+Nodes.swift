@@ -74,13 +74,18 @@ extension CoordinatorState {
 
     /// Declares dead every alive node silent for `deadAfter`: ends the streams it ingested
     /// and moves its transcode jobs. Also handles nodes found stale at load that did not
-    /// come back within `deadAfter`, and places jobs left unplaced. Returns the moves.
+    /// come back within `deadAfter`, places jobs left unplaced, and writes the
+    /// `key.refused` events of refusals folded in a window that is over. Returns the moves.
     @discardableResult
     public func sweep() async throws -> [TranscodeMove] {
         let time = now()
         let cutoff = time.addingTimeInterval(-configuration.deadAfter.timeInterval)
         let unreconciled = time >= reconcileDeadline ? awaitingReconciliation : []
+        // Taken out before the write: should it fail, these counts are lost (the counter
+        // has them), never told twice.
+        let refusals = refusedKeys.flush(at: time)
         let (died, moves, placed) = try await store.write { db in
+            try Self.recordRefusals(db, refusals, time: time)
             var died: [String] = []
             for var node in try NodeRecord.all().alive().filter(NodeRecord.Columns.lastHeartbeatAt < cutoff).fetchAll(db) {
                 node.state = .dead

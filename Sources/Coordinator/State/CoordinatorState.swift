@@ -39,6 +39,11 @@ public actor CoordinatorState {
     var dispatch: NodeDispatch?
     /// Streams whose jobs are to be pushed, in order, to one consumer (`setDispatch`).
     var pushes: AsyncStream<[StreamKey]>.Continuation?
+    /// Refused keys not yet told by an event: at most one `key.refused` event per stream a
+    /// minute, whatever rate strangers present made-up keys at.
+    var refusedKeys = RefusedKeyAudit()
+    /// When `run()` prunes history next (nil: at its first sweep).
+    var nextPruneAt: Date?
 
     /// `app/name` as a dictionary key.
     struct StreamKey: Hashable, Sendable, Comparable, CustomStringConvertible {
@@ -117,7 +122,8 @@ public actor CoordinatorState {
         pushes?.finish()
     }
 
-    /// Sweeps for dead nodes every `sweepInterval` until cancelled, logging moved jobs.
+    /// Sweeps for dead nodes every `sweepInterval` until cancelled, logging moved jobs,
+    /// and prunes history every `retention.interval` (`pruneHistoryIfDue`).
     /// A failed sweep (a locked file) is logged and retried at the next tick.
     public func run() async {
         while !Task.isCancelled {
@@ -132,6 +138,7 @@ public actor CoordinatorState {
             } catch {
                 logger.warning("Coordinator sweep failed: \(error)")
             }
+            await pruneHistoryIfDue()
         }
     }
 

@@ -73,9 +73,14 @@ enum Placement {
         return moves
     }
 
+    /// The streams with unplaced renditions. `state != 'ended'` is implied by the other
+    /// term, but SQLite uses the partial index `renditions_active_state` only for a query
+    /// that spells its condition out; without it every sweep scans all renditions ever.
+    static let unplacedStreamsSQL = "SELECT DISTINCT stream_id FROM renditions WHERE state != 'ended' AND state = 'unplaced' ORDER BY stream_id"
+
     /// Places unplaced jobs of live streams, now that a transcoder may be available.
     static func placeUnplacedJobs(_ db: Database) throws -> [CoordinatorState.StreamKey: String] {
-        let streamIDs = try Int64.fetchAll(db, sql: "SELECT DISTINCT stream_id FROM renditions WHERE state = 'unplaced' ORDER BY stream_id")
+        let streamIDs = try Int64.fetchAll(db, sql: unplacedStreamsSQL)
         var placed: [CoordinatorState.StreamKey: String] = [:]
         for streamID in streamIDs {
             guard let target = try leastLoadedTranscoder(db)?.id,

@@ -76,6 +76,25 @@ enum CoordinatorMigrations {
                 table.column("detail", .text).notNull().defaults(to: "")
             }
         }
+        // Indexes for what the sweep (every 250 ms) and heartbeats (every node, every
+        // second) ask, which otherwise scan whole tables that grow with history.
+        migrator.registerMigration("v2-indexes-for-sweep-and-retention") { db in
+            // Jobs to place and rungs per transcoder look at active renditions only; the
+            // ended ones (all of history) stay out of the index. SQLite uses a partial
+            // index only for a query that repeats its condition (`Placement`'s queries do).
+            try db.create(
+                index: "renditions_active_state", on: "renditions", columns: ["state", "stream_id"],
+                condition: Column("state") != "ended"
+            )
+            // The live streams of one ingest: reconciled at each of its heartbeats, ended
+            // at its death.
+            try db.create(
+                index: "streams_live_ingest", on: "streams", columns: ["ingest_node"],
+                condition: Column("state") == "live"
+            )
+            // The retention pass deletes events by age.
+            try db.create(index: "events_time", on: "events", columns: ["time"])
+        }
         return migrator
     }
 }

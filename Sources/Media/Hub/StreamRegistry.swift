@@ -70,6 +70,24 @@ public actor StreamRegistry {
         hubs[hub.path] = hub
     }
 
+    /// Forgets `path` if `hub` is still the hub registered for it: a relay or transcode
+    /// node calls it when it ends a mirror of another node's hub (`BusStreamSource`).
+    ///
+    /// Why: lookups skip ended hubs, but their entries stay until `register` or a new
+    /// publish of the same path replaces them, and a relay-only node never registers, so
+    /// without this it kept one ended hub per path it ever mirrored (and `streams` walked
+    /// them all on every heartbeat). Identity, not the path, decides: a hub that has taken
+    /// the path over since (a new mirror or publisher) stays. `departures` is left as it
+    /// is: resetting a path's ticket could let an old grace timer match a later departure
+    /// and end a publisher's hub before its grace period is over.
+    public func forget(_ path: StreamPath, hub: StreamHub) {
+        guard let current = hubs[path], current === hub else { return }
+        hubs[path] = nil
+    }
+
+    /// Every entry, ended hubs included (for tests).
+    var entryCount: Int { hubs.count }
+
     /// Called when publisher `id` leaves `path`. If nobody publishes again within the
     /// grace period, the stream ends and its viewers are closed.
     public func publisherLeft(_ path: StreamPath, id: StreamHub.PublisherID) {

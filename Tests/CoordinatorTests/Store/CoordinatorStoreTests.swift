@@ -7,9 +7,12 @@ import Testing
 
 /// The store on a real SQLite file: schema, WAL, and what survives a reopen.
 struct CoordinatorStoreTests {
+    /// Every migration, in the order a new file gets them.
+    static let migrations = ["v1-nodes-streams-renditions-keys-events", "v2-indexes-for-sweep-and-retention"]
+
     @Test func migrationsCreateTheTablesAndWALIsOn() async throws {
         let fixture = try await CoordinatorFixture()
-        #expect(try await fixture.store.appliedMigrations() == ["v1-nodes-streams-renditions-keys-events"])
+        #expect(try await fixture.store.appliedMigrations() == Self.migrations)
         #expect(try await fixture.store.journalMode() == "wal")
         let tables = try await fixture.store.read { db in
             try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%' ORDER BY name")
@@ -27,7 +30,7 @@ struct CoordinatorStoreTests {
     @Test func reopeningAppliesNoMigrationTwice() async throws {
         let fixture = try await CoordinatorFixture()
         try await fixture.reopen()
-        #expect(try await fixture.store.appliedMigrations() == ["v1-nodes-streams-renditions-keys-events"])
+        #expect(try await fixture.store.appliedMigrations() == Self.migrations)
         try await fixture.close()
     }
 
@@ -38,7 +41,7 @@ struct CoordinatorStoreTests {
         }
         try await fixture.close()
         let second = try await CoordinatorStore.open(at: fixture.path)
-        #expect(try await second.appliedMigrations() == ["v1-nodes-streams-renditions-keys-events"])
+        #expect(try await second.appliedMigrations() == Self.migrations)
         try await second.close()
     }
 
@@ -69,6 +72,32 @@ struct CoordinatorStoreTests {
                 }
             }
         }
+        try await fixture.close()
+    }
+
+    /// What the sweep (every 250 ms) and every heartbeat ask, and the retention pass's
+    /// delete by age, go through the indexes of migration v2 rather than scanning tables
+    /// that grow with history. The live-streams query is GRDB's own SQL with its bound
+    /// arguments, as Reconciliation runs it.
+    @Test func theSweepsQueriesUseTheirIndexes() async throws {
+        let fixture = try await CoordinatorFixture()
+        let plans = try await fixture.store.read { db -> [String] in
+            func plan(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws -> String {
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments).map { row -> String in
+                    let detail: String? = row["detail"]
+                    return detail ?? ""
+                }.joined(separator: "; ")
+            }
+            let liveOfIngest = try StreamRecord.all().live().ingestedBy("ingest-1").makePreparedRequest(db).statement
+            return try [
+                plan(Placement.unplacedStreamsSQL),
+                plan(liveOfIngest.sql, liveOfIngest.arguments),
+                plan("SELECT id FROM events WHERE time < ? ORDER BY time LIMIT 10", [Date()]),
+            ]
+        }
+        #expect(plans[0].contains("renditions_active_state"), "\(plans[0])")
+        #expect(plans[1].contains("streams_live_ingest"), "\(plans[1])")
+        #expect(plans[2].contains("events_time"), "\(plans[2])")
         try await fixture.close()
     }
 
