@@ -206,7 +206,11 @@ let package = Package(
         ),
         .testTarget(
             name: "RelayTests",
-            dependencies: ["Relay", "Media", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [
+                "Relay", "Media", "Cluster",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

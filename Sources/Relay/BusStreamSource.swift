@@ -1,6 +1,7 @@
 import Cluster
 import Logging
 import Media
+import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -27,6 +28,10 @@ public final class BusStreamSource: RemoteStreamSource {
         /// normally says so on its `end.` subject) and ends, like a local stream after
         /// its publisher's grace period.
         public var staleAfter: Duration = .seconds(10)
+        /// Lookups on the bus at once. Each holds a subscription (a thread in cnats) for up
+        /// to `gopRequestTimeout`, and any viewer can start one by asking for a name nobody
+        /// publishes: over the limit, a play is answered "not found" at once.
+        public var maxConcurrentOpens = 64
 
         public init() {}
     }
@@ -65,6 +70,8 @@ public final class BusStreamSource: RemoteStreamSource {
     private let configuration: Configuration
     private let logger: Logger
     private let mirrors = NIOLockedValueBox<[StreamPath: Mirror]>([:])
+    /// Lookups in flight, and when a refusal was last logged (at most one line a second).
+    private let opening = NIOLockedValueBox<(count: Int, lastRefusalLog: NIODeadline)>((0, .distantPast))
     private let loop: any EventLoop
     /// Called with each new mirrored hub and its stream/rendition (the relay attaches HLS).
     private let onOpen: @Sendable (StreamHub, StreamPath, String) async -> Void
@@ -97,6 +104,25 @@ public final class BusStreamSource: RemoteStreamSource {
     }
 
     public func open(_ path: StreamPath, registry: StreamRegistry) async -> StreamHub? {
+        let limit = configuration.maxConcurrentOpens
+        let (admitted, logRefusal) = opening.withLockedValue { opening -> (Bool, Bool) in
+            guard opening.count < limit else {
+                let now = NIODeadline.now()
+                let log = now - opening.lastRefusalLog >= .seconds(1)
+                if log { opening.lastRefusalLog = now }
+                return (false, log)
+            }
+            opening.count += 1
+            return (true, false)
+        }
+        guard admitted else {
+            RelayMetrics.refusedOpens.increment()
+            if logRefusal {
+                logger.warning("too many bus lookups at once (\(limit)): answering not found", metadata: ["stream": "\(path)"])
+            }
+            return nil
+        }
+        defer { opening.withLockedValue { $0.count -= 1 } }
         var candidates: [(stream: StreamPath, rendition: String)] = [(path, "src")]
         if let underscore = path.name.lastIndex(of: "_"),
            let stream = try? StreamPath(app: path.app, name: String(path.name[..<underscore])) {

@@ -114,6 +114,9 @@ public struct HTTPFLVRoutes: Sendable {
 
 enum RelayMetrics {
     static let flvViewers = Meter(label: "estuary_httpflv_viewers")
+    /// Plays answered "not found" because `BusStreamSource.Configuration.maxConcurrentOpens`
+    /// lookups were already in flight.
+    static let refusedOpens = Counter(label: "estuary_relay_bus_lookups_refused_total")
 
     static func rejectedRequests(reason: String) {
         Counter(label: "estuary_http_requests_rejected_total", dimensions: [("reason", reason)]).increment()
