@@ -11,6 +11,20 @@ public struct HLSConfiguration: Sendable, Equatable {
     /// A rendition keeps at most this many bytes of segments (both variants); older
     /// segments go first, whatever the window says.
     public var maxRenditionBytes: Int = 64 << 20
+    /// The most the open (unfinished) segment may hold, both variants together: its LL-HLS
+    /// parts and what the MPEG-TS muxer buffers until the segment completes. Segments end
+    /// only at keyframes, so without a bound a publisher that stops sending them (or sends
+    /// one a minute at a high bitrate) grows one segment for as long as it likes, outside
+    /// the window's bound. A third of `maxRenditionBytes`: a finished segment joins the
+    /// window, which must still hold three of them, the shortest live playlist RFC 8216
+    /// (6.2.2) allows. With the defaults, 21 MiB: a 2 s segment at 44 Mbit/s, or a 20 s one
+    /// at 4.4 Mbit/s. Past it the segment is abandoned (or, at a keyframe, cut early).
+    public var maxOpenSegmentBytes: Int { maxRenditionBytes / 3 }
+    /// The most media the open segment may span: ten target durations (20 s by default).
+    /// Keyframe intervals of live encoders are 1–10 s; an open segment older than this has
+    /// lost its keyframes, and its parts (three a second) would keep growing the playlists
+    /// every blocking reload renders, even at a bitrate too low for `maxOpenSegmentBytes`.
+    public var maxOpenSegmentDuration: Duration { targetSegmentDuration * 10 }
     /// How long a blocking playlist reload or preload-hinted part may wait (the spec asks
     /// servers to answer within three target durations).
     public var blockingTimeout: Duration = .seconds(6)

@@ -56,6 +56,17 @@ public actor HLSRendition {
     public private(set) var peakBitrate = 0
     public private(set) var averageBitrate = 0
 
+    /// Why the segmenter gave up on an open segment (the `reason` label of
+    /// `estuary_hls_segments_abandoned_total`).
+    public enum AbandonReason: String, Sendable, Hashable, CaseIterable {
+        /// It would have held more than `HLSConfiguration.maxOpenSegmentBytes`.
+        case tooLarge = "too_large"
+        /// It would have spanned more than `HLSConfiguration.maxOpenSegmentDuration`.
+        case tooLong = "too_long"
+    }
+    /// Open segments abandoned so far, by reason.
+    public private(set) var abandonedSegments: [AbandonReason: Int] = [:]
+
     private struct Waiter {
         var id: UInt64
         var sequence: Int
@@ -98,6 +109,19 @@ public actor HLSRendition {
         wakeWaiters()
     }
 
+    /// Drops the open segment: no keyframe came before it grew past its bounds, and its
+    /// parts would otherwise stay until the next keyframe, which a broken publisher may
+    /// never send. The segmenter starts the next segment, a discontinuity, at the next
+    /// keyframe. Requests waiting on parts of the dropped segment are not answered here:
+    /// like any wait for media that does not come, each ends at `blockingTimeout` (a part
+    /// is then answered 404, a blocking reload with the playlist as it is).
+    public func abandonSegment(reason: AbandonReason) {
+        abandonedSegments[reason, default: 0] += 1
+        if let last = segments.last, last.duration == nil {
+            segments.removeLast()
+        }
+    }
+
     /// Closes the open segment with its duration and its MPEG-TS bytes.
     public func completeSegment(duration: Double, transportStream: ByteBuffer) {
         guard let last = segments.indices.last, segments[last].duration == nil else { return }
@@ -106,6 +130,20 @@ public actor HLSRendition {
         trimWindow()
         updateBitrates()
         wakeWaiters()
+    }
+
+    /// Applies one event of this rendition's segmenter (in order, as it produced them).
+    func apply(_ event: HLSSegmenter.Event) {
+        switch event {
+        case .describe(let description): setDescription(description)
+        case .initSection(let id, let data): addInitSection(id, data: data)
+        case .beginSegment(let sequence, let initSection, let discontinuity, let time):
+            beginSegment(sequence, initSection: initSection, discontinuity: discontinuity, programDateTime: time)
+        case .part(let part): addPart(part)
+        case .completeSegment(let duration, let ts): completeSegment(duration: duration, transportStream: ts)
+        case .abandonSegment(let reason): abandonSegment(reason: reason)
+        case .end: end()
+        }
     }
 
     /// The stream ended: playlists get EXT-X-ENDLIST and every waiter is answered.

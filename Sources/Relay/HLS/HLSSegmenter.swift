@@ -1,6 +1,7 @@
 import LibAV
 import Logging
 import Media
+import Metrics
 import NIOCore
 
 /// Cuts one rendition's frames into HLS segments: MPEG-TS for classic HLS and fMP4 parts
@@ -17,6 +18,8 @@ final class HLSSegmenter {
         case beginSegment(sequence: Int, initSection: Int, discontinuity: Bool, programDateTime: Double)
         case part(HLSRendition.Part)
         case completeSegment(duration: Double, transportStream: ByteBuffer)
+        /// The open segment grew past its bounds without a keyframe to end it: drop it.
+        case abandonSegment(HLSRendition.AbandonReason)
         case end
     }
 
@@ -38,6 +41,13 @@ final class HLSSegmenter {
     private var partHasFrames = false
     private var lastTimestamp: Int64 = 0
     private var failed = false
+    /// What the frames written into the open segment hold (see `openSegmentBytes`).
+    private var segmentBytes = 0
+    /// When an abandoned segment was last logged, and how many were abandoned since: a
+    /// publisher that never sends keyframes would otherwise log one every few seconds.
+    private var lastAbandonLog: ContinuousClock.Instant?
+    private var abandonsSinceLog = 0
+    static let abandonLogInterval: Duration = .seconds(60)
 
     init(configuration: HLSConfiguration, events: AsyncStream<Event>.Continuation, logger: Logger) {
         self.configuration = configuration
@@ -53,7 +63,25 @@ final class HLSSegmenter {
         if batch.ended { finish() }
     }
 
-    private func process(_ frame: MediaFrame) {
+    /// What the open segment holds, estimated from its frames: each payload is muxed
+    /// twice, into the MPEG-TS muxer's buffer (taken when the segment completes) and into
+    /// the fMP4 muxer (whose parts go to the rendition), plus `perFrameOverhead`. This
+    /// bounds what a publisher can make us hold; it is not an exact account (TS packet
+    /// headers, about 2 % of the payload, and moof headers are left out).
+    var openSegmentBytes: Int { segmentBytes }
+
+    /// What one frame adds beyond its payload: in MPEG-TS up to a packet (188 bytes) of
+    /// padding, the PES header and an access unit delimiter; in fMP4 a sample entry.
+    /// Counting it keeps a flood of tiny frames from holding many times what it is counted.
+    static let perFrameOverhead = 256
+
+    /// What writing `frame` adds to `openSegmentBytes`.
+    private static func cost(of frame: MediaFrame) -> Int {
+        2 * frame.payload.readableBytes + perFrameOverhead
+    }
+
+    /// Feeds one frame (batches go through here; tests feed frames directly).
+    func process(_ frame: MediaFrame) {
         if frame.isSequenceHeader {
             accept(configuration: frame)
             return
@@ -105,9 +133,15 @@ final class HLSSegmenter {
             try append(frame, independent: isCutPoint)
             return
         }
-        if isCutPoint, frame.timestamp - start >= milliseconds(configuration.targetSegmentDuration) {
+        let exceeded = limitExceeded(adding: frame, segmentStart: start)
+        if isCutPoint, exceeded != nil || frame.timestamp - start >= milliseconds(configuration.targetSegmentDuration) {
+            // A segment that would outgrow its bounds is cut early when it can be: a short
+            // segment is valid, an abandoned one is a gap.
             try closeSegment(at: frame.timestamp)
             try beginSegment(at: frame.timestamp, discontinuity: false)
+        } else if let exceeded {
+            abandonOpenSegment(exceeded, at: frame.timestamp, segmentStart: start)
+            return
         } else if let partBegan = partStart, partHasFrames, !hasVideo || frame.kind == .video,
                   frame.timestamp + 2 * frameStep - partBegan > milliseconds(configuration.partTargetDuration) {
             // Close the part early enough that even a late next frame (one step of
@@ -129,6 +163,39 @@ final class HLSSegmenter {
     private var recentSteps: [Int64] = []
     private var lastStepTimestamp: Int64?
 
+    /// Whether writing `frame` would take the open segment past
+    /// `HLSConfiguration.maxOpenSegmentBytes` or `maxOpenSegmentDuration`, and which.
+    private func limitExceeded(adding frame: MediaFrame, segmentStart start: Int64) -> HLSRendition.AbandonReason? {
+        if openSegmentBytes + Self.cost(of: frame) > configuration.maxOpenSegmentBytes {
+            return .tooLarge
+        }
+        if frame.timestamp - start > milliseconds(configuration.maxOpenSegmentDuration) {
+            return .tooLong
+        }
+        return nil
+    }
+
+    /// Gives up on the open segment, which no keyframe ended in time: the rendition drops
+    /// its parts, and resetting the muxers frees what they buffered (the TS segment so far,
+    /// the fMP4 part in progress). Like any reset, the next keyframe opens new muxers and
+    /// a segment marked as a discontinuity (with a new init section); frames until then
+    /// are skipped. Counted in `estuary_hls_segments_abandoned_total{reason}`.
+    private func abandonOpenSegment(_ reason: HLSRendition.AbandonReason, at timestamp: Int64, segmentStart start: Int64) {
+        HLSMetrics.abandonedSegment(reason: reason)
+        abandonsSinceLog += 1
+        let now = ContinuousClock().now
+        if lastAbandonLog.map({ now - $0 >= Self.abandonLogInterval }) ?? true {
+            let limit = reason == .tooLarge ? "\(configuration.maxOpenSegmentBytes) bytes" : "\(configuration.maxOpenSegmentDuration)"
+            logger.warning(
+                "HLS segment abandoned (\(reason.rawValue)): no keyframe within \(limit) (\(openSegmentBytes) bytes over \(timestamp - start) ms); waiting for the next keyframe; \(abandonsSinceLog) abandoned since the last report"
+            )
+            lastAbandonLog = now
+            abandonsSinceLog = 0
+        }
+        events.yield(.abandonSegment(reason))
+        resetMuxers()
+    }
+
     private func append(_ frame: MediaFrame, independent: Bool) throws {
         if !hasVideo || frame.kind == .video {
             if let last = lastStepTimestamp, frame.timestamp > last {
@@ -138,6 +205,7 @@ final class HLSSegmenter {
             lastStepTimestamp = frame.timestamp
         }
         if !partHasFrames { partIndependent = independent || partIndependent }
+        segmentBytes += Self.cost(of: frame)
         try transportStream?.write(frame)
         try fragmented?.write(frame)
         partHasFrames = true
@@ -148,8 +216,13 @@ final class HLSSegmenter {
         let video = try videoConfiguration.map { try VideoTrack(sequenceHeader: $0) }
         let audio = try audioConfiguration.map { try AudioTrack(sequenceHeader: $0) }
         hasVideo = video != nil
-        transportStream = try MemoryMuxer(container: .mpegTS, video: video, audio: audio)
-        let fragmented = try MemoryMuxer(container: .fragmentedMP4, video: video, audio: audio)
+        // Each muxer buffers at most one segment's worth (TS) or one part's (fMP4) before
+        // its output is taken, which the open-segment bound keeps to about half of
+        // `maxOpenSegmentBytes`; the muxers' own bound (writes fail past it, and the
+        // segmenter resets) is a backstop at twice that, not MemoryMuxer's default 64 MiB.
+        let buffered = configuration.maxOpenSegmentBytes
+        transportStream = try MemoryMuxer(container: .mpegTS, video: video, audio: audio, maximumBufferedBytes: buffered)
+        let fragmented = try MemoryMuxer(container: .fragmentedMP4, video: video, audio: audio, maximumBufferedBytes: buffered)
         self.fragmented = fragmented
         initSection += 1
         events.yield(.initSection(initSection, fragmented.initializationSegment()))
@@ -174,6 +247,7 @@ final class HLSSegmenter {
 
     private func beginSegment(at timestamp: Int64, discontinuity: Bool) throws {
         segmentStart = timestamp
+        segmentBytes = 0
         partStart = timestamp
         partHasFrames = false
         partIndependent = false
@@ -201,6 +275,7 @@ final class HLSSegmenter {
     private func resetMuxers() {
         transportStream = nil
         fragmented = nil
+        segmentBytes = 0
         if segmentStart != nil {
             // The open segment cannot be completed consistently; the next one is a discontinuity.
             segmentStart = nil
@@ -231,3 +306,11 @@ final class HLSSegmenter {
 
 @available(*, unavailable)
 extension HLSSegmenter: Sendable {}
+
+/// Counters of HLS segmenting. Labels have bounded cardinality (no stream names).
+enum HLSMetrics {
+    /// Open segments dropped because no keyframe ended them within their bounds.
+    static func abandonedSegment(reason: HLSRendition.AbandonReason) {
+        Counter(label: "estuary_hls_segments_abandoned_total", dimensions: [("reason", reason.rawValue)]).increment()
+    }
+}

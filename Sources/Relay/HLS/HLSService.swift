@@ -56,15 +56,7 @@ public actor HLSService {
         let retention = configuration.endedRetention
         Task { [weak self] in
             for await event in events {
-                switch event {
-                case .describe(let description): await target.setDescription(description)
-                case .initSection(let id, let data): await target.addInitSection(id, data: data)
-                case .beginSegment(let sequence, let initSection, let discontinuity, let time):
-                    await target.beginSegment(sequence, initSection: initSection, discontinuity: discontinuity, programDateTime: time)
-                case .part(let part): await target.addPart(part)
-                case .completeSegment(let duration, let ts): await target.completeSegment(duration: duration, transportStream: ts)
-                case .end: await target.end()
-                }
+                await target.apply(event)
             }
             await target.end()
             hub.unsubscribe(active)
