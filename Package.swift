@@ -41,11 +41,17 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // The RTMP protocol: handshake, chunk stream, messages, AMF0, and the server/client sessions.
+        // AMF0, the value encoding of RTMP commands and of FLV/RTMP metadata: values, bounded decoder, encoder.
+        .target(
+            name: "AMF0",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: strict
+        ),
+        // The RTMP protocol: handshake, chunk stream, messages, and the server/client sessions.
         .target(
             name: "RTMP",
             dependencies: [
-                "Media",
+                "AMF0", "Media",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -148,7 +154,7 @@ let package = Package(
         .executableTarget(
             name: "FanoutBench",
             dependencies: [
-                "Media", "RTMP",
+                "AMF0", "Media", "RTMP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -160,7 +166,7 @@ let package = Package(
         .executableTarget(
             name: "HLSLatencyBench",
             dependencies: [
-                "Media", "RTMP",
+                "AMF0", "Media", "RTMP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -216,7 +222,7 @@ let package = Package(
         .testTarget(
             name: "RTMPTests",
             dependencies: [
-                "RTMP", "Media",
+                "AMF0", "RTMP", "Media",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOTestUtils", package: "swift-nio"),
@@ -239,7 +245,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "Media", "RTMP",
+                "AMF0", "Media", "RTMP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -250,7 +256,7 @@ let package = Package(
         .target(
             name: "Transcode",
             dependencies: [
-                "LibAV", "Media", "RTMP",
+                "AMF0", "LibAV", "Media",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -307,19 +313,19 @@ if Context.environment["ESTUARY_FUZZ"] != nil {
     let nio: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
     // Each target with the modules it imports (CLibFuzzer is added to all).
     let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
-        ("FuzzChunkDecoder", ["RTMP", nio]), ("FuzzAMF0", ["RTMP", nio]), ("FuzzCommand", ["RTMP", nio]),
+        ("FuzzChunkDecoder", ["RTMP", nio]), ("FuzzAMF0", ["AMF0", nio]), ("FuzzCommand", ["AMF0", "RTMP", nio]),
         ("FuzzHandshake", ["RTMP", nio]), ("FuzzCodecConfig", ["Media", nio]), ("FuzzFLV", ["Media", nio]),
         ("FuzzMediaBus", ["Cluster", nio]),
         // A whole server connection on an EmbeddedChannel (docs/fuzzing.md).
         ("FuzzRTMPConnection", [
-            "RTMP", "Media", nio,
+            "AMF0", "RTMP", "Media", nio,
             .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // HTTP playback paths as the router hands them over (URI parsing from HummingbirdCore).
         ("FuzzHTTPPath", ["Relay", "Media", "Cluster", .product(name: "HummingbirdCore", package: "hummingbird")]),
         ("FuzzBusFrame", ["Cluster", "Media", nio]),
-        ("FuzzMetadata", ["RTMP", nio]),
+        ("FuzzMetadata", ["AMF0", "RTMP", nio]),
     ]
     package.targets.append(.target(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"))
     for target in fuzzTargets {

@@ -1,3 +1,4 @@
+import AMF0
 import NIOCore
 import NIOPosix
 import RTMP

@@ -1,8 +1,8 @@
 // libFuzzer target: AMF0. A value sequence that decodes must re-encode and decode equal.
+import AMF0
 import CLibFuzzer
 import Glibc
 import NIOCore
-import RTMP
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzzAMF0(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {

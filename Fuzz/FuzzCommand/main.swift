@@ -1,5 +1,6 @@
 // libFuzzer target: command and data message bodies (AMF0 → CommandMessage → RTMPCommand,
 // DataMessage → metadata), as the server session sees them.
+import AMF0
 import CLibFuzzer
 import Glibc
 import NIOCore

@@ -12,6 +12,7 @@
 // Asserted: nothing traps; the re-encoded body is within the bound and below 0xFFFFFF bytes;
 // it decodes again (same budget) to `onMetaData` and one value; and re-encoding that is a
 // fixed point (the same bytes), so metadata passed on again (relay, bus) does not drift.
+import AMF0
 import CLibFuzzer
 import Glibc
 import NIOCore

@@ -26,6 +26,7 @@
 // - no stream still has the connection as its publisher or as a subscriber, and the delegate
 //   was told exactly once of every publisher it accepted that it is gone;
 // - the node-wide reassembly budget is back to zero.
+import AMF0
 import CLibFuzzer
 import Glibc
 import Logging

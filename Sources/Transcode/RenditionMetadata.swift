@@ -1,6 +1,6 @@
+import AMF0
 import Media
 import NIOCore
-import RTMP
 
 /// The `onMetaData` a rendition's viewers receive: the rung's own picture size, frame rate
 /// and bit rates, not the source's (which the pipeline never forwards). Players such as
@@ -37,7 +37,8 @@ enum RenditionMetadata {
         }
         properties.append(AMF0Property("encoder", .string("Estuary")))
         var payload = ByteBuffer()
-        DataMessage(name: DataMessage.onMetaData, values: [.ecmaArray(properties)]).encode(into: &payload)
+        // A data message body (RTMP type 18, FLV script tag): the handler name, then the array.
+        AMF0Encoder().encode([.string("onMetaData"), .ecmaArray(properties)], into: &payload)
         return MediaFrame(kind: .script, timestamp: timestamp, payload: payload)
     }
 

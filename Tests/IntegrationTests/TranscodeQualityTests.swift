@@ -1,3 +1,4 @@
+import AMF0
 import Foundation
 import RTMP
 import NIOCore

@@ -1,3 +1,5 @@
+import AMF0
+
 // Answers a server session sends, shaped like nginx-rtmp's and SRS's so that ffmpeg, OBS and
 // librtmp (rtmpdump) accept them: ffmpeg looks for `_result` by transaction id and for the
 // `code` string of `onStatus`; librtmp additionally reads `fmsVer`/`capabilities`.

@@ -1,3 +1,4 @@
+import AMF0
 import NIOCore
 
 /// A command message (RTMP specification 7.1.1 and 7.2): a name, a transaction id, a command

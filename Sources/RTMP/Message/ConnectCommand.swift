@@ -1,3 +1,5 @@
+import AMF0
+
 /// The parameters of a `connect` command (RTMP specification 7.2.1.1).
 public struct ConnectCommand: Sendable, Equatable {
     /// The transaction id (1 from every known client); echo it in the `_result`.

@@ -1,3 +1,4 @@
+import AMF0
 import NIOCore
 
 /// A data message (type 18, AMF0; or type 15, AMF3 with a leading format byte; RTMP

@@ -1,3 +1,5 @@
+import AMF0
+
 /// Errors thrown while decoding typed messages from raw ``RTMPMessage`` payloads.
 public enum MessageError: Error, Equatable, Sendable {
     /// The payload is shorter than the message requires.

@@ -1,3 +1,5 @@
+import AMF0
+
 /// RTMP message type ids (RTMP specification, sections 5.4 and 7.1).
 public enum MessageType: UInt8, Sendable, CaseIterable {
     /// Set Chunk Size (5.4.1).

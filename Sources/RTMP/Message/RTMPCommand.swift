@@ -1,3 +1,5 @@
+import AMF0
+
 /// A command decoded once from a ``CommandMessage`` (RTMP specification 7.2), so the session
 /// layer switches over cases instead of strings.
 ///

@@ -1,3 +1,5 @@
+import AMF0
+
 /// Why the server closed an RTMP connection. Each case is logged once and counted in
 /// `estuary_rtmp_connections_closed_total{reason=…}`.
 public enum RTMPConnectionError: Error, Equatable, CustomStringConvertible {

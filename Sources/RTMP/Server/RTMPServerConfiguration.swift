@@ -1,3 +1,4 @@
+import AMF0
 import Media
 
 /// Settings of an RTMP listener.

@@ -1,3 +1,4 @@
+import AMF0
 import Logging
 import Media
 import Metrics

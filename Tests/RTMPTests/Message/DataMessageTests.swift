@@ -1,3 +1,4 @@
+@testable import AMF0
 import NIOCore
 import Testing
 

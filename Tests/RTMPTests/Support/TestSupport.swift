@@ -1,3 +1,4 @@
+@testable import AMF0
 import NIOCore
 
 /// A deterministic generator (SplitMix64) so handshake tests replay.
