@@ -213,7 +213,7 @@ let package = Package(
         .testTarget(
             name: "RelayTests",
             dependencies: [
-                "Relay", "Media", "Cluster",
+                "Relay", "Media", "Cluster", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -328,20 +328,29 @@ extension IntegrationTests.ClusterFailoverTests {
 }
 
 extension IntegrationTests.ClusterFailoverTests {
+    /// A coordinator and an ingest that requires stream keys, on one NATS server, and a key
+    /// the coordinator issued for `live/<name>` (its secret and its id).
+    static func keyedCluster(_ scenario: Scenario, keyFor name: String) async throws -> (coordinator: NodeProcess, ingest: NodeProcess, key: String, id: Int) {
+        let nats = try await NATSServerProcess.start(scenario)
+        let bus = ["--nats", nats.url]
+        let coordinator = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", Self.token] + bus)
+        let ingest = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1, requireStreamKeys: true), label: "ingest", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
+        let created = try await HTTPClient.request(
+            "POST", port: coordinator.httpPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(Self.token)"],
+            body: "{\"app\":\"live\",\"name\":\"\(name)\"}"
+        )
+        let json = (try? JSONSerialization.jsonObject(with: Data(created.bodyText.utf8)) as? [String: Any]) ?? [:]
+        guard created.status == 201, let key = json["key"] as? String, !key.isEmpty, let id = json["id"] as? Int else {
+            throw IntegrationFailure("creating a key answered \(created.status): \(created.bodyText)")
+        }
+        return (coordinator, ingest, key, id)
+    }
+
     @Test("Publishing needs a stream key from the coordinator; a verified key keeps working while the coordinator is down, an unverified one does not")
     func streamKeys() async throws {
         try await Scenario.run("cluster-stream-keys") { scenario in
             let media = try await MediaLibrary.shared.file(.small)
-            let nats = try await NATSServerProcess.start(scenario)
-            let bus = ["--nats", nats.url]
-            let coordinator = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", Self.token] + bus)
-            let ingest = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1, requireStreamKeys: true), label: "ingest", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
-            let created = try await HTTPClient.request("POST", port: coordinator.httpPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(Self.token)"], body: #"{"app":"live","name":"secure"}"#)
-            let json = (try? JSONSerialization.jsonObject(with: Data(created.bodyText.utf8)) as? [String: Any]) ?? [:]
-            guard created.status == 201, let key = json["key"] as? String, !key.isEmpty else {
-                try scenario.require(false, "creating a key answered \(created.status): \(created.bodyText)")
-                return
-            }
+            let (coordinator, ingest, key, _) = try await Self.keyedCluster(scenario, keyFor: "secure")
             let listed = try await HTTPClient.get(port: coordinator.httpPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(Self.token)"])
             scenario.check(listed.status == 200 && !listed.bodyText.contains(key), "the key list shows the secret, or fails: \(listed.status)")
 
@@ -402,17 +411,8 @@ extension IntegrationTests.ClusterFailoverTests {
     func revokedKey() async throws {
         try await Scenario.run("cluster-revoked-key") { scenario in
             let media = try await MediaLibrary.shared.file(.small)
-            let nats = try await NATSServerProcess.start(scenario)
-            let bus = ["--nats", nats.url]
-            let coordinator = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", Self.token] + bus)
-            let ingest = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1, requireStreamKeys: true), label: "ingest", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
+            let (coordinator, ingest, key, id) = try await Self.keyedCluster(scenario, keyFor: "revoked")
             let authorization = ["Authorization": "Bearer \(Self.token)"]
-            let created = try await HTTPClient.request("POST", port: coordinator.httpPort, path: "/api/v1/keys", headers: authorization, body: #"{"app":"live","name":"revoked"}"#)
-            let json = (try? JSONSerialization.jsonObject(with: Data(created.bodyText.utf8)) as? [String: Any]) ?? [:]
-            guard created.status == 201, let key = json["key"] as? String, let id = json["id"] as? Int else {
-                try scenario.require(false, "creating a key answered \(created.status): \(created.bodyText)")
-                return
-            }
             let url = ingest.rtmpURL("live", "revoked") + "?key=\(key)"
             let publisher = try scenario.publish(media, to: url, name: "publisher", loop: true)
             try await scenario.waitUntilLive(ingest, "live", "revoked")

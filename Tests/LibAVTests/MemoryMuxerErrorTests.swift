@@ -1,19 +1,14 @@
 import Media
 import NIOCore
+import TestSupport
 import Testing
 
 @testable import LibAV
 
 @Suite struct MemoryMuxerErrorTests {
-    /// A well-formed AVC sequence header (320x240 High profile, from x264) and AAC-LC
-    /// 44.1 kHz stereo, so these tests need no ffmpeg.
-    static let avcSequenceHeader: [UInt8] = [
-        0x17, 0x00, 0x00, 0x00, 0x00,
-        0x01, 0x64, 0x00, 0x0D, 0xFF, 0xE1, 0x00, 0x18, 0x67, 0x64, 0x00, 0x0D, 0xAC, 0xD9, 0x41, 0x41,
-        0xFA, 0x10, 0x00, 0x00, 0x03, 0x00, 0x10, 0x00, 0x00, 0x03, 0x03, 0xC0, 0xF1, 0x42, 0x99, 0x60,
-        0x01, 0x00, 0x06, 0x68, 0xEB, 0xE3, 0xCB, 0x22, 0xC0,
-    ]
-    static let aacSequenceHeader: [UInt8] = [0xAF, 0x00, 0x12, 0x10]
+    /// 320x240 High profile and AAC-LC 44.1 kHz stereo, so these tests need no ffmpeg.
+    static let avcSequenceHeader = SampleConfigurationRecords.avc320x240
+    static let aacSequenceHeader = SampleConfigurationRecords.aacLC44100Stereo
 
     static func frame(_ kind: MediaKind, _ bytes: [UInt8], timestamp: Int64 = 0) throws -> MediaFrame {
         try MediaFrame.classified(kind: kind, timestamp: timestamp, payload: ByteBuffer(bytes: bytes))

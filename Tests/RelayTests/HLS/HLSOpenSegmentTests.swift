@@ -1,6 +1,7 @@
 import Logging
 import Media
 import NIOCore
+import TestSupport
 import Testing
 
 @testable import Relay
@@ -10,14 +11,8 @@ import Testing
 /// sending them must not grow one without limit. Frames go through a real segmenter (libav
 /// muxers) into a rendition, as HLSService wires them, without a hub or sockets.
 @Suite struct HLSOpenSegmentTests {
-    /// The AVC sequence header of LibAVTests' MemoryMuxerErrorTests (320x240 High, from
-    /// x264): the muxers need a real SPS, not real pictures.
-    static let avcSequenceHeader: [UInt8] = [
-        0x17, 0x00, 0x00, 0x00, 0x00,
-        0x01, 0x64, 0x00, 0x0D, 0xFF, 0xE1, 0x00, 0x18, 0x67, 0x64, 0x00, 0x0D, 0xAC, 0xD9, 0x41, 0x41,
-        0xFA, 0x10, 0x00, 0x00, 0x03, 0x00, 0x10, 0x00, 0x00, 0x03, 0x03, 0xC0, 0xF1, 0x42, 0x99, 0x60,
-        0x01, 0x00, 0x06, 0x68, 0xEB, 0xE3, 0xCB, 0x22, 0xC0,
-    ]
+    /// A real SPS (320x240 High): the muxers need one, not real pictures.
+    static let avcSequenceHeader = SampleConfigurationRecords.avc320x240
 
     /// A coded H.264 frame of exactly `size` payload bytes: the FLV video tag header
     /// (keyframe or inter frame, AVC NALU, composition time 0), then one length-prefixed
