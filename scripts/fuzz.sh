@@ -80,11 +80,11 @@ for target in "${targets[@]}"; do
     tail -30 "$out/log.txt" >&2
     failed=1
   else
-    grep -E "stat::number_of_executed_units|cov:" "$out/log.txt" | tail -2 | sed "s/^/  /"
+    grep -aE "stat::number_of_executed_units|cov:" "$out/log.txt" | tail -2 | sed "s/^/  /"
   fi
   elapsed=$(awk -v start="$start" -v end="$EPOCHREALTIME" 'BEGIN { printf "%.1f", end - start }')
   units=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$out/log.txt" | tail -1)
-  coverage=$(grep -oE "cov: [0-9]+ ft: [0-9]+" "$out/log.txt" | tail -1 || true)
+  coverage=$(grep -aoE "cov: [0-9]+ ft: [0-9]+" "$out/log.txt" | tail -1 || true)
   cov=$(awk '{ print $2 }' <<< "$coverage")
   ft=$(awk '{ print $4 }' <<< "$coverage")
   rate=$(awk -v units="${units:-0}" -v elapsed="$elapsed" 'BEGIN { if (elapsed > 0) printf "%d", units / elapsed; else print 0 }')
