@@ -29,24 +29,32 @@ extension CoordinatorState {
     /// longer valid. An ingest that cannot be reached now is told with its next heartbeat.
     public func revokeStreamKey(id: Int64) async throws -> Bool {
         let time = now()
-        let revoked: (stream: StreamKey, ingests: [String])?? = try await store.write { db in
-            guard var record = try StreamKeyRecord.fetchOne(db, key: id) else { return .some(nil) }
-            guard record.revokedAt == nil else { return nil }
+        let outcome: RevocationOutcome = try await store.write { db in
+            guard var record = try StreamKeyRecord.fetchOne(db, key: id) else { return .unknownKey }
+            guard record.revokedAt == nil else { return .revokedBefore }
             record.revokedAt = time
             try record.update(db)
             try EventRecord.record(db, time: time, kind: "key.revoked", subject: "\(record.app)/\(record.name)", detail: "key \(id)")
             let ingests = try NodeRecord.all().aliveIngests().fetchAll(db).map(\.id)
-            return (StreamKey(app: record.app, name: record.name), ingests)
+            return .revoked(StreamKey(app: record.app, name: record.name), ingests: ingests)
         }
-        switch revoked {
-        case .none:
-            return true  // revoked before: nothing new to tell anyone
-        case .some(.none):
+        switch outcome {
+        case .unknownKey:
             return false
-        case .some(.some(let revoked)):
-            await pushRevocation(of: revoked.stream, to: revoked.ingests)
+        case .revokedBefore:
+            return true  // nothing new to tell anyone
+        case .revoked(let stream, let ingests):
+            await pushRevocation(of: stream, to: ingests)
             return true
         }
+    }
+
+    /// What the revocation's transaction found.
+    private enum RevocationOutcome: Sendable {
+        case unknownKey
+        case revokedBefore
+        /// Newly revoked: the ingests alive at that moment are to be told.
+        case revoked(StreamKey, ingests: [String])
     }
 
     /// Tells every ingest in `nodes` at once (each call bounded by the dispatch timeout);

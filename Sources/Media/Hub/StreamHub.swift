@@ -341,12 +341,7 @@ public final class StreamHub: Sendable {
     /// disconnect. Returns false when nobody publishes.
     @discardableResult
     public func evictPublisher() -> Bool {
-        let publisher = state.withLockedValue { state -> Publisher? in
-            defer { state.publisher = nil; state.statistics.hasPublisher = false }
-            return state.publisher
-        }
-        publisher?.evict()
-        return publisher != nil
+        evictPublisher(ifOwnedBy: nil)
     }
 
     public var isEnded: Bool { state.withLockedValue { $0.ended } }
@@ -358,9 +353,17 @@ public final class StreamHub: Sendable {
     /// publisher with valid credentials may resume the stream within its grace period: the
     /// owner's stream key was revoked. Returns true when a publisher was disconnected.
     public func evictPublisher(ownedBy owner: String) -> Bool {
+        evictPublisher(ifOwnedBy: owner)
+    }
+
+    /// Detaches the publisher (only if the stream is `owner`'s, forgetting the owner, when
+    /// one is given) and calls its `evict` outside the lock.
+    private func evictPublisher(ifOwnedBy owner: String?) -> Bool {
         let publisher = state.withLockedValue { state -> Publisher? in
-            guard state.owner == owner else { return nil }
-            state.owner = nil
+            if let owner {
+                guard state.owner == owner else { return nil }
+                state.owner = nil
+            }
             defer { state.publisher = nil; state.statistics.hasPublisher = false }
             return state.publisher
         }

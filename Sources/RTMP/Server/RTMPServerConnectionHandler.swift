@@ -638,9 +638,8 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         if batch.ended {
             send(UserControl.streamEOF(streamID: play.streamID).message())
             status(.status, .playUnpublishNotify, "\(play.path) ended", streamID: play.streamID)
-            closeAfterFlush()
+            closeAfterFlush()  // writes the two replies above
         }
-        writeReplies()
         context.flush()
         needsFlush = false
     }
