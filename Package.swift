@@ -41,6 +41,12 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Protocol-neutral publish and play sessions: requests, decisions, the one admission path.
+        .target(
+            name: "Session",
+            dependencies: ["Media"],
+            swiftSettings: strict
+        ),
         // AMF0, the value encoding of RTMP commands and of FLV/RTMP metadata: values, bounded decoder, encoder.
         .target(
             name: "AMF0",
@@ -51,7 +57,7 @@ let package = Package(
         .target(
             name: "RTMP",
             dependencies: [
-                "AMF0", "Media",
+                "AMF0", "Media", "Session",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -88,7 +94,7 @@ let package = Package(
         .target(
             name: "Ingest",
             dependencies: [
-                "Media", "RTMP", "Cluster",
+                "Media", "Session", "Cluster",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -101,7 +107,7 @@ let package = Package(
         .target(
             name: "Relay",
             dependencies: [
-                "Media", "RTMP", "LibAV", "Cluster",
+                "Media", "Session", "LibAV", "Cluster",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -135,7 +141,7 @@ let package = Package(
         .executableTarget(
             name: "Node",
             dependencies: [
-                "Media", "RTMP", "Ingest", "Relay", "Transcode", "LibAV", "Cluster", "Coordinator",
+                "Media", "Session", "RTMP", "Ingest", "Relay", "Transcode", "LibAV", "Cluster", "Coordinator",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -286,6 +292,16 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The node's own parts without sockets: its admission path (publish and play over any
+        // protocol), the relay's per-stream viewer reports, the transcode slots.
+        .testTarget(
+            name: "NodeTests",
+            dependencies: [
+                "Node", "Media", "Session", "Ingest", "Relay", "Cluster", "Transcode",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         // The coordinator on a temporary SQLite file, its admin API, its actor over a LocalBus.
         .testTarget(
             name: "CoordinatorTests",
@@ -318,7 +334,7 @@ if Context.environment["ESTUARY_FUZZ"] != nil {
         ("FuzzMediaBus", ["Cluster", nio]),
         // A whole server connection on an EmbeddedChannel (docs/fuzzing.md).
         ("FuzzRTMPConnection", [
-            "AMF0", "RTMP", "Media", nio,
+            "AMF0", "RTMP", "Media", "Session", nio,
             .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),

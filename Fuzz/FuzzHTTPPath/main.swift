@@ -8,6 +8,8 @@
 // accepted path is exactly a valid one and a refused path exactly an invalid one:
 // - a stream path component (StreamPath): 1-128 bytes of [A-Za-z0-9_.-], not starting with ".";
 // - `{name}.flv` names the stream `name`, and the parsed path reads back as the request;
+//   a name with `_` also offers, as its fallback, the rung after the last `_` of the stream
+//   before it, when both halves are valid; `/{app}/{name}/{rung}.flv` names that rung, only;
 // - an HLS file name: index.m3u8, llhls.m3u8, seg{N}.ts, seg{N}.m4s, init{N}.mp4,
 //   part{N}.{P}.m4s with N and P of 1-9 decimal digits; a parsed name rendered back the way
 //   HLSPlaylist writes names parses to the same resource, and so does every such name for
@@ -149,8 +151,38 @@ func checkFLV(app: String, file: String) {
         && grammarAllows(String(decoding: bytes.dropLast(4), as: UTF8.self))
     precondition((path != nil) == valid, "HTTP-FLV path /\(quoted(app))/\(quoted(file)) was \(path == nil ? "refused" : "accepted")")
     if let path {
-        precondition(path.app == app && path.name + ".flv" == file, "/\(quoted(app))/\(quoted(file)) read as \(path)")
-        checkSubject(path, rendition: "src")
+        let stream = path.primary.stream
+        precondition(path.primary.isSource && stream.app == app && stream.name + ".flv" == file, "/\(quoted(app))/\(quoted(file)) read as \(path)")
+        checkSubject(stream, rendition: "src")
+        let name = stream.name
+        var expectedFallback: (String, String)?
+        if let underscore = name.lastIndex(of: "_") {
+            let head = String(name[..<underscore]), tail = String(name[name.index(after: underscore)...])
+            if grammarAllows(head) && grammarAllows(tail) { expectedFallback = (head, tail) }
+        }
+        switch (path.fallback, expectedFallback) {
+        case (nil, nil):
+            break
+        case let (fallback?, (head, tail)?):
+            precondition(fallback.stream.app == app && fallback.stream.name == head && fallback.rendition == tail,
+                         "/\(quoted(app))/\(quoted(file)) fell back to \(fallback), not \(head)/\(tail)")
+            checkSubject(fallback.stream, rendition: tail)
+        default:
+            preconditionFailure("/\(quoted(app))/\(quoted(file)): fallback \(String(describing: path.fallback)) against the grammar")
+        }
+    }
+}
+
+func checkRenditionFLV(app: String, name: String, file: String) {
+    let path = HTTPFLVRoutes.renditionPath(app: app, name: name, file: file)
+    let bytes = Array(file.utf8)
+    let valid = bytes.count > 4 && bytes.suffix(4).elementsEqual(".flv".utf8) && grammarAllows(app) && grammarAllows(name)
+        && grammarAllows(String(decoding: bytes.dropLast(4), as: UTF8.self))
+    precondition((path != nil) == valid, "HTTP-FLV rung path /\(quoted(app))/\(quoted(name))/\(quoted(file)) was \(path == nil ? "refused" : "accepted")")
+    if let path {
+        precondition(path.fallback == nil && path.primary.stream.app == app && path.primary.stream.name == name
+                     && path.primary.rendition.map { $0 + ".flv" } == file, "/\(quoted(app))/\(quoted(name))/\(quoted(file)) read as \(path)")
+        checkSubject(path.primary.stream, rendition: path.primary.renditionName)
     }
 }
 
@@ -228,6 +260,7 @@ func fuzzHTTPPath(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         checkFLV(app: components[0], file: components[1])
     case 3:
         checkStreamPath(app: components[0], name: components[1])
+        checkRenditionFLV(app: components[0], name: components[1], file: components[2])
     case 4:
         if let path = checkStreamPath(app: components[0], name: components[1]) {
             checkSubject(path, rendition: components[2])

@@ -4,7 +4,7 @@
 // runs on an EmbeddedChannel. The target plays a client: it writes C0+C1 (fixed), reads
 // S0+S1+S2, writes C2 = S1, and then writes the fuzzer's bytes, cut into pieces, as the chunk
 // stream that follows the handshake. Between pieces the event loop runs, so publish and play
-// decisions (an RTMPImmediateServerDelegate's, applied on the next tick as an async
+// decisions (an ImmediateSessionAdmission's, applied on the next tick as an async
 // delegate's would be) land between reads, and messages that arrive before them are held.
 //
 // Input: 4 control bytes, then the client's chunk stream.
@@ -34,6 +34,7 @@ import Media
 import NIOCore
 import NIOEmbedded
 import RTMP
+import Session
 import Synchronization
 
 /// Deterministic randomness for S1, so a crash replays byte for byte.
@@ -131,12 +132,14 @@ enum Fixture {
 /// The policy of the fuzzed connection: decisions answered at once (an async delegate's answer
 /// would come from a Task on another thread, which an EmbeddedEventLoop cannot take). Names
 /// starting with `deny` are refused; publishing creates the stream; playing finds it or not.
-final class FuzzDelegate: RTMPImmediateServerDelegate, Sendable {
+final class FuzzDelegate: ImmediateSessionAdmission, Sendable {
     private struct State {
         var hubs: [StreamPath: StreamHub]
         var nextPublisher: StreamHub.PublisherID = 1
         /// Publishers accepted and not yet reported gone.
         var live: Set<StreamHub.PublisherID> = []
+        /// Viewers reported started and not yet reported gone.
+        var playing = 0
     }
 
     private let state: Mutex<State>
@@ -147,9 +150,9 @@ final class FuzzDelegate: RTMPImmediateServerDelegate, Sendable {
         state = Mutex(State(hubs: [Fixture.path("fixture"): Fixture.fixtureHub(), Fixture.path("ended"): ended]))
     }
 
-    func publishImmediately(_ request: RTMPPublishRequest) -> RTMPPublishDecision {
+    func publishImmediately(_ request: PublishRequest) -> PublishDecision {
         if request.path.name.hasPrefix("deny") {
-            return .reject(code: .publishDenied, description: "refused by the fuzz delegate")
+            return .refuse(.denied("refused by the fuzz delegate"))
         }
         let (hub, id) = state.withLock { state -> (StreamHub, StreamHub.PublisherID) in
             let hub = state.hubs[request.path]
@@ -164,21 +167,32 @@ final class FuzzDelegate: RTMPImmediateServerDelegate, Sendable {
             state.withLock { _ = $0.live.insert(id) }
             return .accept(hub: hub, id: id)
         default:
-            return .reject(code: .publishBadName, description: "\(request.path) is taken")
+            return .refuse(.badName("\(request.path) is taken"))
         }
     }
 
-    func playImmediately(_ request: RTMPPlayRequest) -> RTMPPlayDecision {
-        if request.path.name.hasPrefix("deny") {
-            return .reject(code: .playFailed, description: "refused by the fuzz delegate")
+    func playImmediately(_ request: PlayRequest) -> PlayDecision {
+        let path = request.path.primary
+        if path.stream.name.hasPrefix("deny") {
+            return .refuse(.denied("refused by the fuzz delegate"))
         }
-        guard let hub = state.withLock({ $0.hubs[request.path] }) else { return .notFound }
+        guard path.isSource, let hub = state.withLock({ $0.hubs[path.stream] }) else { return .refuse(.notFound("no such stream")) }
         return .accept(hub: hub)
     }
 
-    func unpublishedImmediately(_ path: StreamPath, id: StreamHub.PublisherID) {
+    func unpublishedImmediately(_ session: PublishSession) {
+        let (path, id) = (session.path, session.id)
         let known = state.withLock { $0.live.remove(id) != nil }
         precondition(known, "publisher \(id) of \(path) reported gone twice, or never accepted")
+    }
+
+    func playStartedImmediately(_ session: PlaySession) {
+        state.withLock { $0.playing += 1 }
+    }
+
+    func playEndedImmediately(_ session: PlaySession) {
+        let playing = state.withLock { $0.playing -= 1; return $0.playing }
+        precondition(playing >= 0, "a viewer of \(session.path) reported gone that never started")
     }
 
     /// After the connection closed, no stream may still hold it as publisher or subscriber (a
@@ -187,6 +201,8 @@ final class FuzzDelegate: RTMPImmediateServerDelegate, Sendable {
     func checkReleased() {
         let live = state.withLock { $0.live }
         precondition(live.isEmpty, "publisher(s) \(live.sorted()) never reported gone")
+        let playing = state.withLock { $0.playing }
+        precondition(playing == 0, "\(playing) viewer(s) never reported gone")
         for (path, hub) in state.withLock({ $0.hubs }) {
             precondition(!hub.hasPublisher, "\(path) still has a publisher after its connection closed")
             let subscribers = hub.statistics.subscribers
@@ -344,7 +360,7 @@ func runConnection(_ control: Control, body: [UInt8]) {
     let delegate = FuzzDelegate()
     let handler = RTMPServer.makeConnectionHandler(
         configuration: control.configuration(budget: budget),
-        delegate: delegate,
+        admission: delegate,
         rtmpFormat: Fixture.rtmpFormat,
         logger: Logger(label: "fuzz", factory: { _ in DiscardingLogHandler() }),
         random: FixedRandom()

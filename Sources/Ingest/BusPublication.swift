@@ -20,10 +20,9 @@ public final class BusPublication: Sendable {
     private let subscriber: HubSubscriber
     private let gopResponder: NIOLockedValueBox<BusSubscription?>
 
-    /// Starts forwarding `hub` as `rendition` of `stream` (by default the hub's own path,
-    /// rendition `src`).
-    public init(hub: StreamHub, bus: any Bus, stream: StreamPath? = nil, rendition: String = "src", logger: Logger) throws(BusError) {
-        let subject = try MediaBusSubject(path: stream ?? hub.path, rendition: rendition)
+    /// Starts forwarding `hub` on its rendition's subject (`src` for a source).
+    public init(hub: StreamHub, bus: any Bus, logger: Logger) throws(BusError) {
+        let subject = try MediaBusSubject(hub.path)
         self.subject = subject
         self.hub = hub
         let publisher = MediaBusPublisher(bus: bus, subject: subject, epoch: UInt32.random(in: 1...UInt32.max))

@@ -19,8 +19,8 @@ public actor BusPublications {
         self.logger = logger
     }
 
-    /// Starts forwarding `hub` (as rendition `rendition` of `stream`) unless it already is.
-    public func attach(_ hub: StreamHub, stream: StreamPath? = nil, rendition: String = "src") {
+    /// Starts forwarding `hub` (on its rendition's subject) unless it already is.
+    public func attach(_ hub: StreamHub) {
         // Hubs that ended have said so on the bus already; forget them.
         for (id, entry) in publications where entry.hub.isEnded {
             entry.publication.cancel()
@@ -29,7 +29,7 @@ public actor BusPublications {
         let id = ObjectIdentifier(hub)
         guard publications[id] == nil else { return }
         do {
-            let publication = try BusPublication(hub: hub, bus: bus, stream: stream, rendition: rendition, logger: logger)
+            let publication = try BusPublication(hub: hub, bus: bus, logger: logger)
             publications[id] = (hub, publication)
             logger.info("publishing to the bus", metadata: ["stream": "\(hub.path)", "subject": "\(publication.subject)"])
         } catch {

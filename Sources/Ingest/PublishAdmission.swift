@@ -1,7 +1,7 @@
 import Logging
 import Media
 import Metrics
-import RTMP
+import Session
 
 /// Decides who may publish: one publisher per stream, with takeover of an idle one.
 ///
@@ -9,9 +9,10 @@ import RTMP
 /// the server has noticed the old TCP connection is dead) takes over a stream whose
 /// publisher has been silent for `HubConfiguration.publisherIdleTakeover`; the old session
 /// is closed and viewers stay attached, with timestamps continuing. A second live encoder
-/// on the same key is refused with `NetStream.Publish.BadName`, as in nginx-rtmp and SRS.
-/// Taking over, or resuming within the grace period, needs the first publisher's credentials
-/// (its key, or its address without keys): anyone else gets `BadName` until the stream ends.
+/// on the same key is refused as a bad name (RTMP: `NetStream.Publish.BadName`), as in
+/// nginx-rtmp and SRS. Taking over, or resuming within the grace period, needs the first
+/// publisher's credentials (its key, or its address without keys): anyone else is refused
+/// the same way until the stream ends. Any protocol's publishers share these rules.
 public struct PublishAdmission: Sendable {
     public let registry: StreamRegistry
     private let logger: Logger
@@ -21,7 +22,7 @@ public struct PublishAdmission: Sendable {
         self.logger = logger
     }
 
-    public func publish(_ request: RTMPPublishRequest) async -> RTMPPublishDecision {
+    public func publish(_ request: PublishRequest) async -> PublishDecision {
         // Two attempts: the hub found may end between lookup and attach (grace expiry).
         for _ in 0..<2 {
             let (hub, id) = await registry.hubForPublishing(request.path)
@@ -34,22 +35,22 @@ public struct PublishAdmission: Sendable {
                 return .accept(hub: hub, id: id)
             case .busy(let idleFor):
                 logger.notice("refusing second publisher for \(request.path) from \(request.remoteAddress): current one active \(idleFor) ago")
-                return .reject(code: "NetStream.Publish.BadName", description: "\(request.path) is already being published")
+                return .refuse(.badName("\(request.path) is already being published"))
             case .notOwner:
                 logger.notice("refusing publisher for \(request.path) from \(request.remoteAddress): the stream's owner may resume it until its grace period ends")
                 IngestMetrics.refusedTakeovers.increment()
-                return .reject(code: "NetStream.Publish.BadName", description: "\(request.path) belongs to another publisher")
+                return .refuse(.badName("\(request.path) belongs to another publisher"))
             case .ended:
                 continue
             }
         }
-        return .reject(code: "NetStream.Publish.BadName", description: "\(request.path) is unavailable")
+        return .refuse(.badName("\(request.path) is unavailable"))
     }
 
     /// Who a publisher is, for taking over its own stream: its stream key when it has one
     /// (a phone changes address when it moves from Wi-Fi to mobile data), else its address.
-    static func owner(of request: RTMPPublishRequest) -> String {
-        if let key = StreamKeyVerifier.key(fromQuery: request.query), !key.isEmpty {
+    static func owner(of request: PublishRequest) -> String {
+        if let key = request.query.streamKey, !key.isEmpty {
             return "key:" + key
         }
         // `remoteAddress` is `host:port`; the port changes with every connection.

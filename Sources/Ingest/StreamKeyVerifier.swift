@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Media
 import NIOConcurrencyHelpers
+import Session
 
 /// Checks a publisher's stream key with the source of truth (the coordinator), with a
 /// short-lived cache so that publishing keeps working while the coordinator is briefly
@@ -129,12 +130,7 @@ public final class StreamKeyVerifier: Sendable {
 
     /// The key of a publish query (`key=…`; `streamKey=…` and `token=…` are accepted too).
     public static func key(fromQuery query: String) -> String? {
-        for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, ["key", "streamKey", "token"].contains(String(parts[0])) else { continue }
-            return String(parts[1]).removingPercentEncoding ?? String(parts[1])
-        }
-        return nil
+        StreamQuery(query).streamKey
     }
 
     private static func digest(_ path: StreamPath, _ key: String) -> [UInt8] {

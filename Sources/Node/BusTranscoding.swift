@@ -120,11 +120,11 @@ actor BusTranscoding {
                 if let localPlayback {
                     Task {
                         await registry.register(rendition.hub)
-                        await localPlayback.hls?.attach(rendition.hub, stream: path, rendition: rendition.plan.rung.name)
+                        await localPlayback.hls?.attach(rendition.hub)
                     }
                 }
                 do {
-                    let publication = try BusPublication(hub: rendition.hub, bus: bus, stream: path, rendition: rendition.plan.rung.name, logger: logger)
+                    let publication = try BusPublication(hub: rendition.hub, bus: bus, logger: logger)
                     publications.replace(rendition.plan.rung.name, with: publication)
                 } catch {
                     logger.error("cannot publish a rung to the bus: \(error)")

@@ -7,7 +7,7 @@ import NIOCore
 /// its configuration records, and the frame rate and per-track bit rates measured over the
 /// last seconds of heartbeats from the frames and bytes the hub took in (`IngestRateMeter`).
 actor IngestReporter {
-    private var meters: [StreamPath: IngestRateMeter] = [:]
+    private var meters: [RenditionPath: IngestRateMeter] = [:]
 
     /// Reports `hubs`, the ingest's own published hubs that have not ended. A hub whose
     /// publisher dropped is still reported through the grace period (its rates fall to
@@ -17,7 +17,7 @@ actor IngestReporter {
     func report(_ hubs: [StreamHub]) -> [StreamReport] {
         let now = ContinuousClock.now
         var reports: [StreamReport] = []
-        var seen = Set<StreamPath>()
+        var seen = Set<RenditionPath>()
         for hub in hubs.sorted(by: { "\($0.path)" < "\($1.path)" }) where !hub.isEnded {
             let path = hub.path
             seen.insert(path)
@@ -27,7 +27,7 @@ actor IngestReporter {
             facts.frameRate = rates.frameRate
             facts.videoBitRate = rates.videoBitRate
             facts.audioBitRate = rates.audioBitRate
-            reports.append(.publishing(app: path.app, name: path.name, facts: facts, bytes: Int64(statistics.bytesIn)))
+            reports.append(.publishing(app: path.stream.app, name: path.stream.name, facts: facts, bytes: Int64(statistics.bytesIn)))
         }
         meters = meters.filter { seen.contains($0.key) }
         return reports

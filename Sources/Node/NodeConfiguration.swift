@@ -312,6 +312,13 @@ struct NodeConfiguration: Sendable {
             for app in value.keys where !StreamPath.isValidComponent(app) {
                 throw ConfigurationError.invalidValue("ladders: invalid application name '\(app)'")
             }
+            // A rung's name is the last element of its URL (`app/name/480p`) and its bus
+            // subject's token, where `src` is the source's.
+            for (app, rungs) in value {
+                for rung in rungs where !StreamPath.isValidComponent(rung.name) || rung.name == "src" {
+                    throw ConfigurationError.invalidValue("ladders.\(app): invalid rung name '\(rung.name)' (letters, digits, _ - . and not 'src')")
+                }
+            }
             ladders = value.mapValues { Ladder(rungs: $0) }
         }
         if let value = file.nats {

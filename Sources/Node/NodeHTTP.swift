@@ -9,8 +9,8 @@ import Prometheus
 enum NodeHTTP {
     /// A router with CORS for every route, `/healthz` (the process answers), `/readyz` (it can do its job: for a
     /// cluster node, its bus is connected) and `/metrics` (Prometheus text).
-    static func router(metrics: PrometheusCollectorRegistry, ready: @escaping @Sendable () -> Bool = { true }) -> Router<BasicRequestContext> {
-        let router = Router()
+    static func router(metrics: PrometheusCollectorRegistry, ready: @escaping @Sendable () -> Bool = { true }) -> Router<NodeRequestContext> {
+        let router = Router(context: NodeRequestContext.self)
         // Browser players (hls.js, flv.js, mpegts.js) and dashboards live on other origins:
         // every answer carries CORS headers, errors and the router's own 404s included,
         // and preflights are answered. The playback routes also set the header themselves,
@@ -32,7 +32,7 @@ enum NodeHTTP {
         return router
     }
 
-    static func application(router: Router<BasicRequestContext>, configuration: NodeConfiguration, logger: Logger) -> some ApplicationProtocol {
+    static func application(router: Router<NodeRequestContext>, configuration: NodeConfiguration, logger: Logger) -> some ApplicationProtocol {
         let limiter = ConnectionLimiter(limits: configuration.httpConnectionLimits)
         let settings = configuration.httpGuard
         return Application(

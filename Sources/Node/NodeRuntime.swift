@@ -10,6 +10,7 @@ import NIOPosix
 import Prometheus
 import RTMP
 import Relay
+import Session
 import Transcode
 import ServiceLifecycle
 import Synchronization
@@ -115,16 +116,17 @@ struct NodeRuntime {
         }
         let coordinator = try $CoordinatorAPI.resolve(id: CoordinatorAddress.id(onNode: coordinatorNode), using: system)
 
-        // What happens to a hub once its publisher is accepted, in order.
-        var accepted: [@Sendable (StreamHub) async -> Void] = []
+        // Who hears of every session's start and end, in order (`SessionEvent`).
+        var observers: [any SessionObserver] = [SessionMetrics()]
         let hls = roles.contains(.relay) ? HLSService(configuration: configuration.hls, group: group, logger: logger) : nil
 
         var relayNode: RelayNode?
+        var hlsRoutes: HLSRoutes?
         if roles.contains(.relay), let hls {
             relayNode = try system.makeActor(named: RoleAddress.relay) { RelayNode(registry: registry, actorSystem: system) }
             if roles.contains(.ingest) {
                 // Local streams are segmented from their first frame.
-                accepted.append { hub in await hls.attach(hub) }
+                observers.append(HLSSegmenting(hls: hls))
             }
             let openRemote = remote.map { source in
                 Self.openRemoteRenditions(
@@ -132,7 +134,7 @@ struct NodeRuntime {
                     rungs: RungDirectory(coordinator: coordinator, ladders: configuration.ladders)
                 )
             }
-            HLSRoutes(service: hls, onRequest: openRemote).register(on: router)
+            hlsRoutes = HLSRoutes(service: hls, onRequest: openRemote)
         }
 
         var admission: PublishAdmission?
@@ -153,25 +155,8 @@ struct NodeRuntime {
                 IngestNode(registry: registry, reporter: reporter, published: published, keys: keys, logger: logger, actorSystem: system)
             }
             let publications = BusPublications(bus: bus, logger: logger)
-            let nodeID = configuration.nodeID
-            let announceLogger = logger
-            accepted.append { hub in
-                published.insert(hub)
-                await publications.attach(hub)
-                // The coordinator places the stream's job now rather than at the next
-                // heartbeat (which reports the stream anyway, should this call fail).
-                // The publisher never waits for it.
-                let start = StreamStart(app: hub.path.app, name: hub.path.name, ingestNode: nodeID, facts: IngestReporter.facts(of: hub))
-                Task {
-                    do {
-                        try await NodeActorSystem.$callTimeout.withValue(.seconds(1)) {
-                            try await coordinator.streamStarted(start)
-                        }
-                    } catch {
-                        announceLogger.debug("the coordinator learns of \(hub.path) with the next heartbeat", metadata: ["error": "\(error)"])
-                    }
-                }
-            }
+            observers.append(BusPublishing(publications: publications, published: published))
+            observers.append(CoordinatorAnnouncement(coordinator: coordinator, nodeID: configuration.nodeID, logger: logger))
         }
 
         var transcoding: BusTranscoding?
@@ -187,15 +172,14 @@ struct NodeRuntime {
         }
 
         if roles.contains(.ingest) || roles.contains(.relay) {
-            HTTPFLVRoutes(registry: registry, flvFormat: OutputFormat.flv, logger: logger).register(on: router)
-            let hooks = accepted
-            let delegate = NodeRTMPDelegate(
+            // One admission path for every protocol: RTMP publish and play, HTTP-FLV play.
+            let sessions = NodeAdmission(
                 admission: admission, playback: Playback(registry: registry), keys: keys, logger: logger,
-                ladders: configuration.ladders, maxStreams: configuration.maxStreams, transcodes: TranscodeSlots(limit: configuration.maxTranscodes)
-            ) { hub in
-                for hook in hooks { await hook(hub) }
-            }
-            services.append(.init(service: RTMPServer(configuration: configuration.rtmp, delegate: delegate, rtmpFormat: OutputFormat.rtmp, group: group, logger: logger)))
+                ladders: configuration.ladders, maxStreams: configuration.maxStreams, transcodes: TranscodeSlots(limit: configuration.maxTranscodes),
+                observers: observers
+            )
+            PlaybackRoutes(flv: HTTPFLVRoutes(admission: sessions, flvFormat: OutputFormat.flv, logger: logger), hls: hlsRoutes).register(on: router)
+            services.append(.init(service: RTMPServer(configuration: configuration.rtmp, admission: sessions, rtmpFormat: OutputFormat.rtmp, group: group, logger: logger)))
         }
 
         if !roles.subtracting([.coordinator]).isEmpty {
@@ -270,18 +254,18 @@ struct NodeRuntime {
     ) -> @Sendable (StreamPath) async -> Void {
         let absent = NegativeCache()
         return { path in
-            var candidates = [(path, "src")]
+            var candidates = [RenditionPath.source(path)]
             for rung in await rungs.names(of: path) {
-                if let rungPath = try? StreamPath(app: path.app, name: "\(path.name)_\(rung)") {
-                    candidates.append((rungPath, rung))
+                if let rungPath = try? RenditionPath(stream: path, rendition: rung) {
+                    candidates.append(rungPath)
                 }
             }
-            for (candidate, rendition) in candidates where !absent.contains(candidate) {
+            for candidate in candidates where !absent.contains(candidate) {
                 guard let hub = await registry.resolve(candidate) else {
                     absent.insert(candidate)
                     continue
                 }
-                if await hls.attach(hub, stream: path, rendition: rendition) {
+                if await hls.attach(hub) {
                     source.addInternalSubscriber(candidate)
                 }
             }
@@ -398,9 +382,9 @@ struct CoordinatorSweep: Service {
 /// Paths recently found on no node, so that HLS requests do not ask the bus for absent
 /// rungs on every playlist reload; entries expire after two seconds.
 final class NegativeCache: Sendable {
-    private let entries = Mutex<[StreamPath: ContinuousClock.Instant]>([:])
+    private let entries = Mutex<[RenditionPath: ContinuousClock.Instant]>([:])
 
-    func contains(_ path: StreamPath) -> Bool {
+    func contains(_ path: RenditionPath) -> Bool {
         entries.withLock { entries in
             guard let expiry = entries[path] else { return false }
             if expiry < .now {
@@ -414,7 +398,7 @@ final class NegativeCache: Sendable {
     /// The most names remembered: requests for random names must not grow the table.
     static let capacity = 4096
 
-    func insert(_ path: StreamPath) {
+    func insert(_ path: RenditionPath) {
         entries.withLock { entries in
             if entries.count >= Self.capacity {
                 let now = ContinuousClock.now

@@ -7,9 +7,9 @@ import Media
 /// the node.
 ///
 /// Viewers are RTMP and HTTP-FLV players (`StreamHub.Statistics.viewers`; an HLS player
-/// holds no connection to count), per hub: a rung's players are reported under the rung's
-/// path (`abr/demo_480p`), and the coordinator, which knows the stream's renditions,
-/// counts them for the stream.
+/// holds no connection to count), per stream: a rung's players (`abr/demo/480p`) count for
+/// the rung's stream (`abr/demo`). A stream whose name merely ends in `_480p` is a stream
+/// of its own.
 distributed actor RelayNode: RelayNodeAPI {
     typealias ActorSystem = NodeActorSystem
 
@@ -21,8 +21,17 @@ distributed actor RelayNode: RelayNodeAPI {
     }
 
     distributed func streams() async -> [StreamReport] {
-        await registry.streams
+        Self.reports(viewers: await registry.streams.map { ($0.key, $0.value.statistics.viewers) })
+    }
+
+    /// One report per stream, its renditions' viewers summed, in path order.
+    static func reports(viewers: [(RenditionPath, Int)]) -> [StreamReport] {
+        var byStream: [StreamPath: Int] = [:]
+        for (path, count) in viewers {
+            byStream[path.stream, default: 0] += count
+        }
+        return byStream
             .sorted { "\($0.key)" < "\($1.key)" }
-            .map { path, hub in StreamReport.playing(app: path.app, name: path.name, viewers: hub.statistics.viewers) }
+            .map { StreamReport.playing(app: $0.key.app, name: $0.key.name, viewers: $0.value) }
     }
 }

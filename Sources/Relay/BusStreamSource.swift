@@ -8,9 +8,10 @@ import NIOPosix
 
 /// A relay's streams, fed from the cluster bus on demand.
 ///
-/// When a viewer asks for a path the relay has no hub for, `open` looks for a node that
-/// publishes it: the path as a source (`media.<app>.<name>.src`) or, for `name_<rung>`,
-/// as a rung of `name` (`media.<app>.<name>.<rung>`). It subscribes to the media subject
+/// When a viewer asks for a rendition the relay has no hub for, `open` looks for a node
+/// that publishes it: a source on `media.<app>.<name>.src`, a rung on
+/// `media.<app>.<name>.<rung>` (which old-style `name_<rung>` names a viewer may use is
+/// the registry's business: `RequestedRendition`). It subscribes to the media subject
 /// first, then fetches the publisher's metadata, configuration records and GOP with one
 /// request (`MediaBusGOP`), publishes those into a new local hub, and then the live frames
 /// that arrived meanwhile (those not already in the GOP). The first viewer starts at once.
@@ -69,18 +70,18 @@ public final class BusStreamSource: RemoteStreamSource {
     private let bus: any Bus
     private let configuration: Configuration
     private let logger: Logger
-    private let mirrors = NIOLockedValueBox<[StreamPath: Mirror]>([:])
+    private let mirrors = NIOLockedValueBox<[RenditionPath: Mirror]>([:])
     /// Lookups in flight, and when a refusal was last logged (at most one line a second).
     private let opening = NIOLockedValueBox<(count: Int, lastRefusalLog: NIODeadline)>((0, .distantPast))
     private let loop: any EventLoop
-    /// Called with each new mirrored hub and its stream/rendition (the relay attaches HLS).
-    private let onOpen: @Sendable (StreamHub, StreamPath, String) async -> Void
+    /// Called with each new mirrored hub (the relay attaches HLS).
+    private let onOpen: @Sendable (StreamHub) async -> Void
 
     public init(
         bus: any Bus,
         configuration: Configuration = .init(),
         logger: Logger,
-        onOpen: @escaping @Sendable (StreamHub, StreamPath, String) async -> Void = { _, _, _ in }
+        onOpen: @escaping @Sendable (StreamHub) async -> Void = { _ in }
     ) {
         self.bus = bus
         self.configuration = configuration
@@ -90,20 +91,20 @@ public final class BusStreamSource: RemoteStreamSource {
     }
 
     /// Mirrors currently held (for tests and metrics).
-    public var openStreams: [StreamPath] { mirrors.withLockedValue { Array($0.keys) } }
+    public var openStreams: [RenditionPath] { mirrors.withLockedValue { Array($0.keys) } }
 
-    public func touch(_ path: StreamPath) {
+    public func touch(_ path: RenditionPath) {
         let mirror = mirrors.withLockedValue { $0[path] }
         mirror?.lastUse.withLockedValue { $0 = .now() }
     }
 
     /// Marks one of `path`'s hub subscribers as not a viewer (the HLS segmenter).
-    public func addInternalSubscriber(_ path: StreamPath) {
+    public func addInternalSubscriber(_ path: RenditionPath) {
         let mirror = mirrors.withLockedValue { $0[path] }
         mirror?.internalSubscribers.withLockedValue { $0 += 1 }
     }
 
-    public func open(_ path: StreamPath, registry: StreamRegistry) async -> StreamHub? {
+    public func open(_ path: RenditionPath, registry: StreamRegistry) async -> StreamHub? {
         let limit = configuration.maxConcurrentOpens
         let (admitted, logRefusal) = opening.withLockedValue { opening -> (Bool, Bool) in
             guard opening.count < limit else {
@@ -123,24 +124,11 @@ public final class BusStreamSource: RemoteStreamSource {
             return nil
         }
         defer { opening.withLockedValue { $0.count -= 1 } }
-        var candidates: [(stream: StreamPath, rendition: String)] = [(path, "src")]
-        if let underscore = path.name.lastIndex(of: "_"),
-           let stream = try? StreamPath(app: path.app, name: String(path.name[..<underscore])) {
-            let rung = String(path.name[path.name.index(after: underscore)...])
-            if StreamPath.isValidComponent(rung) {
-                candidates.append((stream, rung))
-            }
-        }
-        for candidate in candidates {
-            if let hub = await open(path, stream: candidate.stream, rendition: candidate.rendition, registry: registry) {
-                return hub
-            }
-        }
-        return nil
+        return await mirror(path, registry: registry)
     }
 
-    private func open(_ path: StreamPath, stream: StreamPath, rendition: String, registry: StreamRegistry) async -> StreamHub? {
-        guard let subject = try? MediaBusSubject(path: stream, rendition: rendition) else { return nil }
+    private func mirror(_ path: RenditionPath, registry: StreamRegistry) async -> StreamHub? {
+        guard let subject = try? MediaBusSubject(path: path.stream, rendition: path.renditionName) else { return nil }
         let feed = NIOLockedValueBox(Feed())
         let loop = loop
         let subscription: MediaBusSubscription
@@ -198,7 +186,7 @@ public final class BusStreamSource: RemoteStreamSource {
         }
         mirrors.withLockedValue { $0[path] = mirror }
         logger.info("relaying from the bus", metadata: ["stream": "\(path)", "subject": "\(subject)", "gop_frames": "\(gop.count)"])
-        await onOpen(hub, stream, rendition)
+        await onOpen(hub)
         watchIdle(path, mirror: mirror, registry: registry)
         return hub
     }
@@ -240,7 +228,7 @@ public final class BusStreamSource: RemoteStreamSource {
     /// Checks every second whether the mirror is still watched and still fed; ends it when
     /// it is not, and takes its hub out of `registry` (a relay-only node registers nothing
     /// else that would ever replace it, so ended mirrors would pile up there, one per path).
-    private func watchIdle(_ path: StreamPath, mirror: Mirror, registry: StreamRegistry) {
+    private func watchIdle(_ path: RenditionPath, mirror: Mirror, registry: StreamRegistry) {
         let grace = Self.timeAmount(configuration.idleGrace)
         let stale = Self.timeAmount(configuration.staleAfter)
         let mirrors = mirrors

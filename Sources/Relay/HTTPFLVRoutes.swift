@@ -3,47 +3,60 @@ import Logging
 import Media
 import Metrics
 import NIOCore
+import Session
 
-/// `GET /{app}/{name}.flv`: a live FLV stream over chunked HTTP, as flv.js, mpegts.js,
-/// ffplay and VLC play it.
+/// `GET /{app}/{name}.flv` (a stream) and `GET /{app}/{name}/{rung}.flv` (one of its rungs):
+/// a live FLV stream over chunked HTTP, as flv.js, mpegts.js, ffplay and VLC play it. The
+/// routes themselves are registered by `PlaybackRoutes`, beside HLS's.
 ///
 /// Each viewer is a hub subscriber reading the hub's shared FLV tag bytes; the response
 /// task wakes once per publisher burst and writes everything queued in one batch.
+///
+/// A request is a `PlayRequest` (transport `http-flv`) answered by the node's
+/// `SessionAdmission`, the same path an RTMP play takes: a refusal is a 404 (no such
+/// stream), 403 (denied) or 503 (capacity).
 public struct HTTPFLVRoutes: Sendable {
-    public let registry: StreamRegistry
+    public let admission: any SessionAdmission
     /// The index of the `FLVTagSerializer` among the hubs' serializers.
     public let flvFormat: Int
     private let logger: Logger
 
-    public init(registry: StreamRegistry, flvFormat: Int, logger: Logger) {
-        self.registry = registry
+    public init(admission: any SessionAdmission, flvFormat: Int, logger: Logger) {
+        self.admission = admission
         self.flvFormat = flvFormat
         self.logger = logger
     }
 
-    public func register<Context: RequestContext>(on router: Router<Context>) {
-        // The parameter names match the HLS routes' (`/:app/:name/…`): the router requires
-        // one name per position.
-        router.get("/:app/:name") { request, context in
-            try await self.stream(app: context.parameters.get("app") ?? "", file: context.parameters.get("name") ?? "")
-        }
-    }
-
-    /// The stream `/{app}/{file}` names: `file` is `{name}.flv`, and `app` and `name` make a
-    /// valid `StreamPath`; nil otherwise (a 404). Pure (FuzzHTTPPath checks it).
-    public static func streamPath(app: String, file: String) -> StreamPath? {
+    /// What `/{app}/{file}` names: `file` is `{name}.flv`, and `app` and `name` make a valid
+    /// `StreamPath` (its source, or for an old-style `name_rung` that rung when no stream of
+    /// that name is live); nil otherwise (a 404). Pure (FuzzHTTPPath checks it).
+    public static func streamPath(app: String, file: String) -> RequestedRendition? {
         guard file.hasSuffix(".flv") else { return nil }
-        return try? StreamPath(app: app, name: String(file.dropLast(4)))
+        return RequestedRendition(app: app, name: String(file.dropLast(4)))
     }
 
-    func stream(app: String, file: String) async throws -> Response {
-        guard let path = Self.streamPath(app: app, file: file) else {
+    /// What `/{app}/{name}/{file}` names: `file` is `{rung}.flv`, a rung of `app/name`.
+    public static func renditionPath(app: String, name: String, file: String) -> RequestedRendition? {
+        guard file.hasSuffix(".flv"), let stream = try? StreamPath(app: app, name: name),
+              let rung = try? RenditionPath(stream: stream, rendition: String(file.dropLast(4))) else { return nil }
+        return RequestedRendition(rung)
+    }
+
+    func stream(_ requested: RequestedRendition?, query: String, remoteAddress: String) async throws -> Response {
+        guard let path = requested else {
             RelayMetrics.rejectedRequests(reason: "bad_path")
             return Self.notFound()
         }
-        guard let hub = await registry.resolve(path) else {
-            return Self.notFound()
+        let request = PlayRequest(path: path, query: StreamQuery(query), remoteAddress: remoteAddress, transport: .httpFLV)
+        let hub: StreamHub
+        switch await admission.play(request) {
+        case .accept(let accepted):
+            hub = accepted
+        case .refuse(let refusal):
+            return Self.refused(refusal)
         }
+        let admission = admission
+        let session = PlaySession(path: hub.path, transport: .httpFLV, remoteAddress: remoteAddress)
         let format = flvFormat
         let records = hub.configurationRecords
         let preamble = FLVFileHeader.httpFLVPreamble(
@@ -62,8 +75,10 @@ public struct HTTPFLVRoutes: Sendable {
                 waker.yield()
             }
             RelayMetrics.flvViewers.increment()
+            await admission.playStarted(session)
             defer {
                 hub.unsubscribe(subscriber)
+                Task { await admission.playEnded(session) }
                 waker.finish()
                 RelayMetrics.flvViewers.decrement()
                 let statistics = subscriber.statistics
@@ -103,6 +118,22 @@ public struct HTTPFLVRoutes: Sendable {
     /// only the join takes more than one slice. The bytes and their order are the same;
     /// when the socket is full, the writer still waits for it between slices.
     static let maxTagsPerWrite = 16
+
+    /// A refusal as an HTTP answer: 404 for a stream that is not there, 403 when the
+    /// admission denies it, 503 when a capacity is reached.
+    static func refused(_ refusal: SessionRefusal) -> Response {
+        let status: HTTPResponse.Status = switch refusal.kind {
+        case .notFound, .badName: .notFound
+        case .denied: .forbidden
+        case .unavailable: .serviceUnavailable
+        }
+        if status == .notFound { return notFound() }
+        RelayMetrics.rejectedRequests(reason: status == .forbidden ? "denied" : "unavailable")
+        var headers = HTTPFields()
+        headers[.accessControlAllowOrigin] = "*"
+        headers[.contentType] = "text/plain; charset=utf-8"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: refusal.description + "\n")))
+    }
 
     static func notFound() -> Response {
         var headers = HTTPFields()

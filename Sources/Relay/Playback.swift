@@ -1,7 +1,8 @@
 import Media
-import RTMP
+import Session
 
-/// Answers play requests from the streams this process holds.
+/// Answers play requests, from any protocol, with the streams this process holds or (on a
+/// relay) can mirror from the bus.
 public struct Playback: Sendable {
     public let registry: StreamRegistry
 
@@ -9,8 +10,8 @@ public struct Playback: Sendable {
         self.registry = registry
     }
 
-    public func play(_ request: RTMPPlayRequest) async -> RTMPPlayDecision {
-        guard let hub = await registry.resolve(request.path) else { return .notFound }
+    public func play(_ request: PlayRequest) async -> PlayDecision {
+        guard let hub = await registry.resolve(request.path) else { return .refuse(.notFound("No such stream: \(request.path)")) }
         return .accept(hub: hub)
     }
 }

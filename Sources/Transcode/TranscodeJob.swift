@@ -405,9 +405,9 @@ final class TranscodeJob {
         if let existing = outputs[plan.rung.name] {
             return existing
         }
-        let path: StreamPath
+        let path: RenditionPath
         do {
-            path = try StreamPath(app: source.app, name: "\(source.name)_\(plan.rung.name)")
+            path = try RenditionPath(stream: source, rendition: plan.rung.name)
         } catch {
             logger.error("invalid rendition name", metadata: ["stream": "\(source)", "rung": "\(plan.rung.name)"])
             return nil

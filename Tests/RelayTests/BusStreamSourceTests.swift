@@ -22,7 +22,7 @@ struct BusStreamSourceTests {
             for index in 0..<5 {
                 group.addTask {
                     let path = try! StreamPath(app: "live", name: "nobody\(index)")
-                    let hub = await source.open(path, registry: registry)
+                    let hub = await source.open(.source(path), registry: registry)
                     #expect(hub == nil)
                     return ContinuousClock.now - start
                 }
@@ -36,7 +36,7 @@ struct BusStreamSourceTests {
         #expect(times.filter { $0 >= .seconds(1) }.count == 2, "finish times: \(times)")
         // The slots come back: a lookup after them is admitted (and waits its timeout again).
         let again = ContinuousClock.now
-        #expect(await source.open(try StreamPath(app: "live", name: "later"), registry: registry) == nil)
+        #expect(await source.open(.source(try StreamPath(app: "live", name: "later")), registry: registry) == nil)
         #expect(ContinuousClock.now - again >= .seconds(1))
         silent.cancel()
     }

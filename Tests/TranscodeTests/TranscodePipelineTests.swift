@@ -89,7 +89,9 @@ final class RenditionCollector: Sendable {
         for name in collector.names {
             let plan = try #require(collector.plan(name))
             let hub = try #require(collector.hub(name))
-            #expect(hub.path.description == "abr/demo_\(name)")
+            // The rung of abr/demo, addressed as abr/demo/<rung> (not a stream named demo_<rung>).
+            #expect(hub.path == (try RenditionPath(stream: StreamPath(app: "abr", name: "demo"), rendition: name)))
+            #expect(hub.path.description == "abr/demo/\(name)")
             #expect(hub.isEnded)
             let frames = collector.frames(name)
             let url = directory.file("\(name).flv")

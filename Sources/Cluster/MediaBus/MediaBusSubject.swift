@@ -22,6 +22,11 @@ public struct MediaBusSubject: Sendable, Hashable, CustomStringConvertible {
         self.subject = "media.\(Self.token(path.app)).\(Self.token(path.name)).\(renditionToken)"
     }
 
+    /// The subject of a hub's rendition: `src` for a source, the rung's name for a rung.
+    public init(_ rendition: RenditionPath) throws(BusError) {
+        try self.init(path: rendition.stream, rendition: rendition.renditionName)
+    }
+
     /// Every rendition of one stream: `media.<app>.<name>.*`.
     public static func allRenditions(of path: StreamPath) -> String {
         "media.\(token(path.app)).\(token(path.name)).*"

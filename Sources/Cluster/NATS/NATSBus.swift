@@ -262,7 +262,17 @@ public final class NATSBus: Bus {
             throw error
         }
         var connection: OpaquePointer?
-        let status = natsConnection_Connect(&connection, options)
+        var status = natsConnection_Connect(&connection, options)
+        if status == NATS_CONNECTION_AUTH_FAILED, configuration.credentialsFile != nil {
+            // cnats before 3.8.0 (Debian 12 has 3.4.1) drops `sig` from CONNECT when the
+            // nonce's signature starts with a zero byte (nats.c #705), about one connect in
+            // 256, and the server answers Authorization Violation. The server picks a new
+            // nonce per connection, so one more try makes that 1 in 65,536; credentials that
+            // are really refused are refused again within milliseconds.
+            events.logger.debug("NATS refused the credentials; trying once more (cnats nonce-signature bug)")
+            connection = nil
+            status = natsConnection_Connect(&connection, options)
+        }
         let pending = status == NATS_NOT_YET_CONNECTED && configuration.retryOnFailedConnect
         guard status == NATS_OK || pending, let connection else {
             // cnats freed the never-connected connection without posting callbacks.

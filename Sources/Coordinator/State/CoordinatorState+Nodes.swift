@@ -127,38 +127,6 @@ extension CoordinatorState {
         return moves
     }
 
-    /// Reports with a rung's players (`name_<rung>`, a rung of the application's ladder,
-    /// reported by a relay as a hub of its own) counted for their stream: a relay need not
-    /// know the ladders, the coordinator does.
-    func foldingRungViewers(_ reports: [StreamReport]) -> [StreamReport] {
-        var folded: [StreamReport] = []
-        var rungViewers: [StreamKey: Int] = [:]
-        for report in reports {
-            if report.publishing == nil, report.rungs == nil, let count = report.viewers,
-               let source = sourceOfRung(app: report.app, name: report.name) {
-                rungViewers[source, default: 0] += count
-            } else {
-                folded.append(report)
-            }
-        }
-        for (source, count) in rungViewers.sorted(by: { $0.key < $1.key }) {
-            if let index = folded.firstIndex(where: { $0.app == source.app && $0.name == source.name }) {
-                folded[index].viewers = (folded[index].viewers ?? 0) + count
-            } else {
-                folded.append(.playing(app: source.app, name: source.name, viewers: count))
-            }
-        }
-        return folded
-    }
-
-    /// The stream whose rung `app/name` is, if its name ends in `_<rung>` of the app's ladder.
-    private func sourceOfRung(app: String, name: String) -> StreamKey? {
-        for rung in configuration.ladders[app] ?? [] where name.hasSuffix("_\(rung.name)") && name.count > rung.name.count + 1 {
-            return StreamKey(app: app, name: String(name.dropLast(rung.name.count + 1)))
-        }
-        return nil
-    }
-
     /// Every node ever registered, by id.
     public func nodes() async throws -> [NodeSummary] {
         let jobs = try await store.read { db in try Placement.jobCounts(db) }
@@ -171,7 +139,8 @@ extension CoordinatorState {
         for key in viewers.keys {
             viewers[key]?[nodeID] = nil
         }
-        for report in foldingRungViewers(reports) {
+        // A relay counts a rung's players for the rung's stream (`RelayNode`).
+        for report in reports {
             if let count = report.viewers {
                 viewers[StreamKey(app: report.app, name: report.name), default: [:]][nodeID] = count
             }

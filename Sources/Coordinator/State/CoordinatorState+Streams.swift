@@ -103,7 +103,7 @@ extension CoordinatorState {
     public func liveStreams(onNode nodeID: String) async throws -> [StreamReport]? {
         guard let node = try await store.read({ db in try NodeRecord.fetchOne(db, key: nodeID) }) else { return nil }
         guard let dispatch else { throw CoordinatorError.nodeUnreachable(nodeID) }
-        return foldingRungViewers(try await dispatch.streams(of: nodeID, role: node.role))
+        return try await dispatch.streams(of: nodeID, role: node.role)
     }
 
     /// Pushes the current jobs of `streams` to their transcoders, without waiting for the

@@ -5,8 +5,8 @@
 public protocol RemoteStreamSource: Sendable {
     /// A hub fed from elsewhere for `path`, registered in `registry`; nil when no node
     /// publishes it.
-    func open(_ path: StreamPath, registry: StreamRegistry) async -> StreamHub?
+    func open(_ path: RenditionPath, registry: StreamRegistry) async -> StreamHub?
 
     /// A viewer asked for `path` (a playlist or segment request counts).
-    func touch(_ path: StreamPath)
+    func touch(_ path: RenditionPath)
 }

@@ -14,7 +14,10 @@ import NIOCore
 /// viewers stay attached. The lock is uncontended on the hot path (one publisher thread)
 /// and is held for O(subscribers) cheap appends per frame; wake-ups happen outside it.
 public final class StreamHub: Sendable {
-    public let path: StreamPath
+    /// The stream, or the rung of it, this hub carries.
+    public let path: RenditionPath
+    /// The stream this hub belongs to (its own for a source, the source's for a rung).
+    public var stream: StreamPath { path.stream }
     public let configuration: HubConfiguration
     private let serializers: [any FrameSerializer]
     private let allocator = ByteBufferAllocator()
@@ -91,7 +94,12 @@ public final class StreamHub: Sendable {
         var statistics = Statistics()
     }
 
-    public init(path: StreamPath, serializers: [any FrameSerializer], configuration: HubConfiguration = .init()) {
+    /// A hub for a stream's source.
+    public convenience init(path: StreamPath, serializers: [any FrameSerializer], configuration: HubConfiguration = .init()) {
+        self.init(path: .source(path), serializers: serializers, configuration: configuration)
+    }
+
+    public init(path: RenditionPath, serializers: [any FrameSerializer], configuration: HubConfiguration = .init()) {
         self.path = path
         self.serializers = serializers
         self.configuration = configuration

@@ -38,4 +38,5 @@ public struct StreamPath: Hashable, Sendable, CustomStringConvertible {
 public enum StreamPathError: Error, Equatable {
     case invalidApp(String)
     case invalidName(String)
+    case invalidRendition(String)
 }

@@ -1,4 +1,5 @@
-/// The streams this process knows, by path.
+/// The streams this process knows, by rendition: a stream's source is published here or
+/// mirrored from elsewhere, its rungs come from a transcoder.
 ///
 /// An actor: lookups and registrations happen once per connection, never per frame.
 /// A hub outlives its publisher by `publisherGrace`, so an encoder that reconnects (mobile
@@ -8,9 +9,9 @@ public actor StreamRegistry {
     public nonisolated let hubConfiguration: HubConfiguration
     /// How long a stream without a publisher keeps its viewers before it ends.
     public nonisolated let publisherGrace: Duration
-    private var hubs: [StreamPath: StreamHub] = [:]
+    private var hubs: [RenditionPath: StreamHub] = [:]
     /// Bumped whenever a publisher leaves, so a grace timer knows whether it is stale.
-    private var departures: [StreamPath: UInt64] = [:]
+    private var departures: [RenditionPath: UInt64] = [:]
     private var nextPublisherID: StreamHub.PublisherID = 1
 
     public init(serializers: [any FrameSerializer], hubConfiguration: HubConfiguration = .init(), publisherGrace: Duration = .seconds(10)) {
@@ -22,14 +23,28 @@ public actor StreamRegistry {
     /// Where streams not published here come from (a relay's bus), if anywhere.
     private var remoteSource: (any RemoteStreamSource)?
     /// Remote opens in flight, so that concurrent viewers of a new stream share one.
-    private var opening: [StreamPath: Task<StreamHub?, Never>] = [:]
+    private var opening: [RenditionPath: Task<StreamHub?, Never>] = [:]
 
     public func setRemoteSource(_ source: (any RemoteStreamSource)?) {
         remoteSource = source
     }
 
-    /// The live hub for `path`: a local one, or one the remote source opens for it.
+    /// The live hub for what a viewer asked for: each candidate in turn (the exact path,
+    /// then an old-style rung name's rung), local or opened by the remote source.
+    public func resolve(_ requested: RequestedRendition) async -> StreamHub? {
+        for candidate in requested.candidates {
+            if let hub = await resolve(candidate) { return hub }
+        }
+        return nil
+    }
+
+    /// The live source hub of `path`, local or remote.
     public func resolve(_ path: StreamPath) async -> StreamHub? {
+        await resolve(RenditionPath.source(path))
+    }
+
+    /// The live hub for `path`: a local one, or one the remote source opens for it.
+    public func resolve(_ path: RenditionPath) async -> StreamHub? {
         remoteSource?.touch(path)
         if let hub = hub(for: path) {
             return hub
@@ -45,8 +60,13 @@ public actor StreamRegistry {
         return hub
     }
 
-    /// The live hub for `path`, if any.
+    /// The live source hub of `path`, if any.
     public func hub(for path: StreamPath) -> StreamHub? {
+        hub(for: RenditionPath.source(path))
+    }
+
+    /// The live hub for `path`, if any.
+    public func hub(for path: RenditionPath) -> StreamHub? {
         guard let hub = hubs[path], !hub.isEnded else { return nil }
         return hub
     }
@@ -54,7 +74,12 @@ public actor StreamRegistry {
     /// The hub a publisher should attach to, created if needed, with a fresh publisher id.
     /// `configuration` replaces the registry's for a hub created now (a mirror of another
     /// node's hub keeps that hub's timeline, so it does not re-base jumps).
-    public func hubForPublishing(_ path: StreamPath, configuration: HubConfiguration? = nil) -> (StreamHub, StreamHub.PublisherID) {
+    public func hubForPublishing(_ stream: StreamPath, configuration: HubConfiguration? = nil) -> (StreamHub, StreamHub.PublisherID) {
+        hubForPublishing(.source(stream), configuration: configuration)
+    }
+
+    /// The same for any rendition: a relay mirrors rungs from the bus as it mirrors sources.
+    public func hubForPublishing(_ path: RenditionPath, configuration: HubConfiguration? = nil) -> (StreamHub, StreamHub.PublisherID) {
         let id = nextPublisherID
         nextPublisherID &+= 1
         if let hub = hubs[path], !hub.isEnded { return (hub, id) }
@@ -80,7 +105,7 @@ public actor StreamRegistry {
     /// the path over since (a new mirror or publisher) stays. `departures` is left as it
     /// is: resetting a path's ticket could let an old grace timer match a later departure
     /// and end a publisher's hub before its grace period is over.
-    public func forget(_ path: StreamPath, hub: StreamHub) {
+    public func forget(_ path: RenditionPath, hub: StreamHub) {
         guard let current = hubs[path], current === hub else { return }
         hubs[path] = nil
     }
@@ -90,7 +115,11 @@ public actor StreamRegistry {
 
     /// Called when publisher `id` leaves `path`. If nobody publishes again within the
     /// grace period, the stream ends and its viewers are closed.
-    public func publisherLeft(_ path: StreamPath, id: StreamHub.PublisherID) {
+    public func publisherLeft(_ stream: StreamPath, id: StreamHub.PublisherID) {
+        publisherLeft(RenditionPath.source(stream), id: id)
+    }
+
+    public func publisherLeft(_ path: RenditionPath, id: StreamHub.PublisherID) {
         // The connection usually detached already (synchronously, so a reconnect can take
         // over at once); what matters is whether anyone publishes now.
         guard let hub = hubs[path] else { return }
@@ -105,7 +134,7 @@ public actor StreamRegistry {
         }
     }
 
-    private func endIfAbandoned(_ path: StreamPath, ticket: UInt64) {
+    private func endIfAbandoned(_ path: RenditionPath, ticket: UInt64) {
         guard departures[path] == ticket, let hub = hubs[path], !hub.hasPublisher else { return }
         hubs[path] = nil
         departures[path] = nil
@@ -120,5 +149,6 @@ public actor StreamRegistry {
         for hub in all { hub.end() }
     }
 
-    public var streams: [StreamPath: StreamHub] { hubs.filter { !$0.value.isEnded } }
+    /// Every live hub, sources and rungs.
+    public var streams: [RenditionPath: StreamHub] { hubs.filter { !$0.value.isEnded } }
 }

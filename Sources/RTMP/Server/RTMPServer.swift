@@ -1,5 +1,6 @@
 import Logging
 import Media
+import Session
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -10,7 +11,7 @@ import ServiceLifecycle
 /// stream is over (`onStatus`), and closes the connections.
 public final class RTMPServer: Service, Sendable {
     private let configuration: RTMPServerConfiguration
-    private let delegate: any RTMPServerDelegate
+    private let admission: any SessionAdmission
     private let rtmpFormat: Int
     private let group: any EventLoopGroup
     private let logger: Logger
@@ -21,9 +22,9 @@ public final class RTMPServer: Service, Sendable {
     /// - Parameters:
     ///   - rtmpFormat: the index of the `RTMPChunkSerializer` among the hubs' serializers.
     ///   - onBound: called with the listening port once bound (useful with port 0).
-    public init(configuration: RTMPServerConfiguration, delegate: any RTMPServerDelegate, rtmpFormat: Int, group: any EventLoopGroup, logger: Logger, onBound: (@Sendable (Int) -> Void)? = nil) {
+    public init(configuration: RTMPServerConfiguration, admission: any SessionAdmission, rtmpFormat: Int, group: any EventLoopGroup, logger: Logger, onBound: (@Sendable (Int) -> Void)? = nil) {
         self.configuration = configuration
-        self.delegate = delegate
+        self.admission = admission
         self.rtmpFormat = rtmpFormat
         self.group = group
         self.logger = logger
@@ -34,7 +35,7 @@ public final class RTMPServer: Service, Sendable {
 
     public func run() async throws {
         let configuration = configuration
-        let delegate = delegate
+        let admission = admission
         let rtmpFormat = rtmpFormat
         let logger = logger
         let connections = connections
@@ -70,7 +71,7 @@ public final class RTMPServer: Service, Sendable {
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
-                        RTMPServerConnectionHandler(configuration: configuration, delegate: delegate, rtmpFormat: rtmpFormat, logger: logger)
+                        RTMPServerConnectionHandler(configuration: configuration, admission: admission, rtmpFormat: rtmpFormat, logger: logger)
                     )
                 }
             }

@@ -1,6 +1,7 @@
 import AMF0
 import Logging
 import Media
+import Session
 import Metrics
 import NIOCore
 
@@ -10,7 +11,8 @@ import NIOCore
 /// A single handler owns the whole connection so that bytes are counted exactly (for
 /// acknowledgements) and messages go from the socket to the hub with no pipeline hops.
 /// Protocol parsing is done by the pure `ServerHandshake` and `ChunkDecoder`; session
-/// policy (who may publish or play) is the delegate's.
+/// policy (who may publish or play) is the node's `SessionAdmission`: the handler turns
+/// `publish` and `play` into protocol-neutral `PublishRequest`s and `PlayRequest`s.
 final class RTMPServerConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -23,7 +25,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
 
     private enum Role {
         case none
-        /// Waiting for the delegate's answer; messages that arrive meanwhile are held.
+        /// Waiting for the admission's answer; messages that arrive meanwhile are held.
         case pending
         case publishing(PublishContext)
         case playing(PlayContext)
@@ -40,7 +42,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     private struct PlayContext {
         var hub: StreamHub
         var subscriber: HubSubscriber
-        var path: StreamPath
+        var path: RenditionPath
         /// The serialiser index this viewer reads, or nil when it needs its own chunking
         /// (a message stream id other than the shared one).
         var sharedFormat: Int?
@@ -48,7 +50,10 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     }
 
     private let configuration: RTMPServerConfiguration
-    private let delegate: any RTMPServerDelegate
+    private let admission: any SessionAdmission
+    /// The last session notification (publisher gone, viewer started or left) sent to an
+    /// async admission: each waits for the one before, so observers see them in order.
+    private var lastNotification: Task<Void, Never>?
     private let rtmpFormat: Int
     private var logger: Logger
     private var phase: Phase
@@ -90,9 +95,9 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     static let connectionChunkStreamID: UInt32 = 3
     static let streamChunkStreamID: UInt32 = 5
 
-    init(configuration: RTMPServerConfiguration, delegate: any RTMPServerDelegate, rtmpFormat: Int, logger: Logger, random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
+    init(configuration: RTMPServerConfiguration, admission: any SessionAdmission, rtmpFormat: Int, logger: Logger, random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
         self.configuration = configuration
-        self.delegate = delegate
+        self.admission = admission
         self.rtmpFormat = rtmpFormat
         self.logger = logger
         self.phase = .handshake(ServerHandshake(random: random))
@@ -324,7 +329,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         guard app == nil else { return }
         let app = connect.app.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
         let trimmed = app.hasSuffix("/") ? String(app.dropLast()) : app
-        guard StreamPath.isValidComponent(trimmed) else {
+        guard Self.isValidApplication(trimmed) else {
             send(CommandMessage.connectError(transactionID: connect.transactionID, description: "invalid application name").message(chunkStreamID: Self.connectionChunkStreamID))
             throw .invalidStreamName(trimmed)
         }
@@ -366,6 +371,14 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         }
     }
 
+    /// An application is `app`, or `app/name` for a viewer of one of the stream's rungs
+    /// (`rtmp://host/app/name/rung`: RTMP clients send what precedes the last path element
+    /// as the application). Publishing needs the first form (`streamPath(from:)`).
+    static func isValidApplication(_ app: String) -> Bool {
+        let parts = app.split(separator: "/", omittingEmptySubsequences: false)
+        return (1...2).contains(parts.count) && parts.allSatisfy { StreamPath.isValidComponent($0) }
+    }
+
     /// Splits `name?query` and validates the name; an invalid one is answered with
     /// `rejection` on the stream before the connection closes.
     private func streamPath(from rawName: String, rejection: StatusCode, streamID: UInt32) throws(RTMPConnectionError) -> (StreamPath, String) {
@@ -389,29 +402,29 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         sessionTimer = nil
         role = .pending
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let request = RTMPPublishRequest(path: path, query: query, publishType: type, remoteAddress: remoteAddress, evict: {
+        let request = PublishRequest(path: path, query: StreamQuery(query), remoteAddress: remoteAddress, transport: .rtmp, evict: {
             bound.eventLoop.execute { bound.value.fail(.evicted) }
         })
-        let delegate = delegate
-        let promise = context.eventLoop.makePromise(of: RTMPPublishDecision.self)
-        if let immediate = delegate as? any RTMPImmediateServerDelegate {
+        let admission = admission
+        let promise = context.eventLoop.makePromise(of: PublishDecision.self)
+        if let immediate = admission as? any ImmediateSessionAdmission {
             // On the next tick, as a Task's answer would come: messages in this read are held.
             let decision = immediate.publishImmediately(request)
             context.eventLoop.execute { promise.succeed(decision) }
         } else {
-            promise.completeWithTask { await delegate.publish(request) }
+            promise.completeWithTask { await admission.publish(request) }
         }
         promise.futureResult.assumeIsolated().whenSuccess { decision in
             self.resolvePublish(decision, path: path, streamID: streamID)
         }
     }
 
-    private func resolvePublish(_ decision: RTMPPublishDecision, path: StreamPath, streamID: UInt32) {
+    private func resolvePublish(_ decision: PublishDecision, path: StreamPath, streamID: UInt32) {
         guard case .pending = role, case .session = phase else {
             // The connection went away while we waited: give the stream back.
             if case .accept(let hub, let id) = decision {
                 hub.detachPublisher(id: id)
-                notifyUnpublished(path, id: id)
+                notifyUnpublished(PublishSession(path: path, hub: hub, id: id, transport: .rtmp, remoteAddress: remoteAddress))
             }
             return
         }
@@ -425,10 +438,10 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             RTMPMetrics.publishes.increment()
             armIdleTimer()
             replayPending()
-        case .reject(let code, let description):
-            logger.notice("publish of \(path) refused: \(code.rawValue)")
+        case .refuse(let refusal):
+            logger.notice("publish of \(path) refused: \(refusal.publishStatus.rawValue)")
             RTMPMetrics.refusedPublishes.increment()
-            status(.error, code, description, streamID: streamID)
+            status(.error, refusal.publishStatus, refusal.description, streamID: streamID)
             closeAfterFlush()
         }
         flushIfNeeded()
@@ -436,29 +449,36 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
 
     private func startPlay(rawName: String, streamID: UInt32) throws(RTMPConnectionError) {
         guard case .none = role else { return }
-        let (path, query) = try streamPath(from: rawName, rejection: .playStreamNotFound, streamID: streamID)
+        let parts = rawName.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let name = parts.first.map(String.init) ?? ""
+        let query = parts.count > 1 ? String(parts[1]) : ""
+        guard let path = RequestedRendition(app: app ?? "", name: name) else {
+            status(.error, .playStreamNotFound, "Invalid stream name", streamID: streamID)
+            throw .invalidStreamName(name)
+        }
         guard let context else { return }
         sessionTimer?.cancel()
         sessionTimer = nil
         role = .pending
-        let delegate = delegate
-        let request = RTMPPlayRequest(path: path, query: query, remoteAddress: remoteAddress)
-        let promise = context.eventLoop.makePromise(of: RTMPPlayDecision.self)
-        if let immediate = delegate as? any RTMPImmediateServerDelegate {
+        let admission = admission
+        let request = PlayRequest(path: path, query: StreamQuery(query), remoteAddress: remoteAddress, transport: .rtmp)
+        let promise = context.eventLoop.makePromise(of: PlayDecision.self)
+        if let immediate = admission as? any ImmediateSessionAdmission {
             let decision = immediate.playImmediately(request)
             context.eventLoop.execute { promise.succeed(decision) }
         } else {
-            promise.completeWithTask { await delegate.play(request) }
+            promise.completeWithTask { await admission.play(request) }
         }
         promise.futureResult.assumeIsolated().whenSuccess { decision in
             self.resolvePlay(decision, path: path, streamID: streamID)
         }
     }
 
-    private func resolvePlay(_ decision: RTMPPlayDecision, path: StreamPath, streamID: UInt32) {
+    private func resolvePlay(_ decision: PlayDecision, path requested: RequestedRendition, streamID: UInt32) {
         guard case .pending = role, case .session = phase, let context else { return }
         switch decision {
         case .accept(let hub):
+            let path = hub.path
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             let shared = streamID == RTMPChunkSerializer.streamID && encoder.chunkSize == RTMPChunkSerializer.chunkSize
             let subscriber = HubSubscriber(format: shared ? rtmpFormat : nil, maxQueueBytes: hub.configuration.subscriberQueueBytes) { _ in
@@ -473,16 +493,14 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             send(DataMessage.sampleAccess().message(streamID: streamID))
             flushIfNeeded()
             RTMPMetrics.plays.increment()
+            notifyPlay(PlaySession(path: path, transport: .rtmp, remoteAddress: remoteAddress), started: true)
             if !hub.subscribe(subscriber) {
                 status(.status, .playUnpublishNotify, "\(path) ended", streamID: streamID)
                 closeAfterFlush()
             }
-        case .notFound:
-            logger.debug("play of unknown stream \(path)")
-            status(.error, .playStreamNotFound, "No such stream: \(path)", streamID: streamID)
-            closeAfterFlush()
-        case .reject(let code, let description):
-            status(.error, code, description, streamID: streamID)
+        case .refuse(let refusal):
+            logger.debug("play of \(requested) refused: \(refusal)")
+            status(.error, refusal.playStatus, refusal.description, streamID: streamID)
             closeAfterFlush()
         }
         flushIfNeeded()
@@ -696,14 +714,36 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         send(Acknowledgement(sequenceNumber: UInt32(truncatingIfNeeded: bytesReceived)).message())
     }
 
-    /// Tells the delegate that publisher `id` of `path` is gone: at once for an immediate
-    /// delegate, from a Task otherwise.
-    private func notifyUnpublished(_ path: StreamPath, id: StreamHub.PublisherID) {
-        let delegate = delegate
-        if let immediate = delegate as? any RTMPImmediateServerDelegate {
-            immediate.unpublishedImmediately(path, id: id)
+    /// Tells the admission that publisher `id` of `path` is gone: at once for an immediate
+    /// admission, from a Task otherwise.
+    private func notifyUnpublished(_ session: PublishSession) {
+        let admission = admission
+        if let immediate = admission as? any ImmediateSessionAdmission {
+            immediate.unpublishedImmediately(session)
         } else {
-            Task { await delegate.unpublished(path, id: id) }
+            let previous = lastNotification
+            lastNotification = Task {
+                await previous?.value
+                await admission.unpublished(session)
+            }
+        }
+    }
+
+    /// Tells the admission that this connection's viewer started (`started`) or left.
+    private func notifyPlay(_ session: PlaySession, started: Bool) {
+        let admission = admission
+        if let immediate = admission as? any ImmediateSessionAdmission {
+            started ? immediate.playStartedImmediately(session) : immediate.playEndedImmediately(session)
+        } else {
+            let previous = lastNotification
+            lastNotification = Task {
+                await previous?.value
+                if started {
+                    await admission.playStarted(session)
+                } else {
+                    await admission.playEnded(session)
+                }
+            }
         }
     }
 
@@ -716,10 +756,11 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             // Frames from this connection's last read must reach viewers before the end.
             publish.hub.flush(force: true)
             publish.hub.detachPublisher(id: id)
-            notifyUnpublished(path, id: id)
+            notifyUnpublished(PublishSession(path: path, hub: publish.hub, id: id, transport: .rtmp, remoteAddress: remoteAddress))
             logger.info("unpublished")
         case .playing(let play):
             play.hub.unsubscribe(play.subscriber)
+            notifyPlay(PlaySession(path: play.path, transport: .rtmp, remoteAddress: remoteAddress), started: false)
             let stats = play.subscriber.statistics
             if stats.skips > 0 {
                 logger.info("viewer left after \(stats.skips) queue overflows (\(stats.droppedFrames) frames skipped)")

@@ -12,7 +12,8 @@ import NIOCore
 /// | `/{app}/{name}/{rendition}/llhls.m3u8`, `init{I}.mp4`, `seg{N}.m4s`, `part{N}.{P}.m4s` | LL-HLS media playlist, init sections, segments, parts |
 ///
 /// Every name is parsed strictly (no file system is involved, so traversal has nothing to
-/// reach); anything else is a 404, malformed query values a 400.
+/// reach); anything else is a 404, malformed query values a 400. The routes are registered
+/// by `PlaybackRoutes`, which shares their path shapes with HTTP-FLV's.
 public struct HLSRoutes: Sendable {
     public let service: HLSService
     /// Called with the stream of every request before it is looked up: a relay uses it to
@@ -22,23 +23,6 @@ public struct HLSRoutes: Sendable {
     public init(service: HLSService, onRequest: (@Sendable (StreamPath) async -> Void)? = nil) {
         self.service = service
         self.onRequest = onRequest
-    }
-
-    public func register<Context: RequestContext>(on router: Router<Context>) {
-        // Hummingbird's router needs one parameter name per position, so the master
-        // playlist's file name sits in the position that deeper paths use for the rendition.
-        router.get("/:app/:name/:rendition") { request, context in
-            try await self.master(app: context.parameters.get("app") ?? "", name: context.parameters.get("name") ?? "", file: context.parameters.get("rendition") ?? "")
-        }
-        router.get("/:app/:name/:rendition/:file") { request, context in
-            try await self.media(
-                app: context.parameters.get("app") ?? "",
-                name: context.parameters.get("name") ?? "",
-                rendition: context.parameters.get("rendition") ?? "",
-                file: context.parameters.get("file") ?? "",
-                query: request.uri.queryParameters
-            )
-        }
     }
 
     func master(app: String, name: String, file: String) async throws -> Response {

@@ -21,16 +21,16 @@ public actor HLSService {
         self.logger = logger
     }
 
-    /// Starts segmenting `hub` as rendition `rendition` of stream `stream` (by default the
-    /// hub's own path: a source is rendition `src`; a transcoded rung is attached under its
-    /// source's path), once per hub.
+    /// Starts segmenting `hub` as its rendition of its stream (a source is rendition `src`,
+    /// a rung is listed under its source's path), once per hub.
     /// Returns false when the hub was attached already.
     @discardableResult
-    public func attach(_ hub: StreamHub, stream: StreamPath? = nil, rendition: String = "src") -> Bool {
+    public func attach(_ hub: StreamHub) -> Bool {
         let hubID = ObjectIdentifier(hub)
         guard !attachedHubs.contains(hubID) else { return false }
         attachedHubs.insert(hubID)
-        let path = stream ?? hub.path
+        let path = hub.stream
+        let rendition = hub.path.renditionName
         let target = HLSRendition(name: rendition, configuration: configuration)
         streams[path, default: [:]][rendition] = target
 

@@ -27,6 +27,9 @@ enum MediaKind: String, Sendable, CaseIterable {
     case gopSmallAudioVideo
     /// 640x360 30 fps H.264 Main with 2 s GOPs only, 6 s.
     case gopVideoOnly
+    /// 640x360 30 fps H.264 Main with 1 s GOPs + AAC-LC 44.1 kHz stereo, 12 s: a viewer that
+    /// lost frames resumes at the next keyframe, at most 1 s away.
+    case shortGOPAudioVideo
     /// 640x360 30 fps with moving film grain (so the rungs' rate control reaches its
     /// target, as with camera input), 2 s GOPs, + AAC-LC 44.1 kHz stereo, 18 s.
     case noisyGOPAudioVideo
@@ -53,6 +56,9 @@ enum MediaKind: String, Sendable, CaseIterable {
             return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30"] + sine + Self.twoSecondGOPs + audio + ["-t", "12"]
         case .gopSmallAudioVideo:
             return ["-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30"] + sine + Self.twoSecondGOPs + audio + ["-t", "6"]
+        case .shortGOPAudioVideo:
+            let oneSecondGOPs = Self.twoSecondGOPs.map { $0 == "60" ? "30" : $0 }
+            return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30"] + sine + oneSecondGOPs + audio + ["-t", "12"]
         case .gopVideoOnly:
             return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30"] + Self.twoSecondGOPs + ["-t", "6"]
         case .noisyGOPAudioVideo:

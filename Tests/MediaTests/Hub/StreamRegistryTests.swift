@@ -25,7 +25,7 @@ import Testing
         #expect(found == nil)
         #expect(await registry.entryCount == 1)
 
-        await registry.forget(Self.path, hub: hub)
+        await registry.forget(.source(Self.path), hub: hub)
         #expect(await registry.entryCount == 0)
         let streams = await registry.streams
         #expect(streams.isEmpty)
@@ -39,14 +39,14 @@ import Testing
         let second = await mirror(in: registry)
         #expect(first !== second)
 
-        await registry.forget(Self.path, hub: first)
+        await registry.forget(.source(Self.path), hub: first)
         let current = await registry.hub(for: Self.path)
         #expect(current === second)
         #expect(await registry.entryCount == 1)
 
         // Nor does a hub that was never registered, live or not.
         let stranger = StreamHub(path: Self.path, serializers: [])
-        await registry.forget(Self.path, hub: stranger)
+        await registry.forget(.source(Self.path), hub: stranger)
         let stillCurrent = await registry.hub(for: Self.path)
         #expect(stillCurrent === second)
         #expect(await registry.entryCount == 1)

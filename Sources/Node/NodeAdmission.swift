@@ -1,0 +1,89 @@
+import Ingest
+import Logging
+import Media
+import Relay
+import Session
+import Transcode
+
+/// The node's one admission path, for every protocol (RTMP publish and play, HTTP-FLV play;
+/// SRT and edges next): publish through the ingest's admission (with a stream key check
+/// where keys are required, and the node's capacities); play through the relay's playback.
+/// A node without publish admission (a relay) refuses publishers. Every session's start and
+/// end goes to the `observers`, in order (`SessionEvent`): that is how an accepted hub
+/// reaches HLS, the bus and the coordinator, and where hooks and recording will attach.
+struct NodeAdmission: SessionAdmission {
+    let admission: PublishAdmission?
+    let playback: Playback
+    /// Set when publishing needs a stream key (`requireStreamKeys`).
+    var keys: StreamKeyVerifier? = nil
+    let logger: Logger
+    /// Ladders by application: their publishes are counted against `transcodes`. A rung is
+    /// addressed as `app/name/rung`, which no publish can name, so a stream called
+    /// `demo_480p` is simply a stream (`RenditionPath`).
+    var ladders: [String: Ladder] = [:]
+    /// The most streams (hubs, with their GOP caches and segmenters) a node carries; a
+    /// publish of a new stream over it is refused.
+    var maxStreams: Int? = nil
+    /// Streams this node accepts into applications with a ladder, at most `limit` at once.
+    var transcodes = TranscodeSlots(limit: nil)
+    /// Told of every session's start and end, in this order.
+    var observers: [any SessionObserver] = []
+
+    func publish(_ request: PublishRequest) async -> PublishDecision {
+        guard let admission else {
+            return .refuse(.badName("this node is a relay: publish to an ingest node"))
+        }
+        let ladder = ladders[request.path.app]
+        if let keys {
+            let decision = await keys.check(request.path, key: request.query.streamKey)
+            if case .refused(let why) = decision {
+                logger.notice("publish refused", metadata: ["stream": "\(request.path)", "from": "\(request.remoteAddress)", "protocol": "\(request.transport)", "reason": "\(why)"])
+                return .refuse(.denied(why))
+            }
+        }
+        if let limit = maxStreams, await admission.registry.hub(for: request.path) == nil,
+           await admission.registry.streams.count >= limit {
+            logger.notice("publish refused", metadata: ["stream": "\(request.path)", "from": "\(request.remoteAddress)", "reason": "the node's \(limit) streams are live"])
+            NodeMetrics.refusedPublishes(reason: "stream_capacity")
+            return .refuse(.unavailable("this node carries at most \(limit) streams; try again later"))
+        }
+        if ladder != nil, !transcodes.reserve(request.path) {
+            logger.notice("publish refused", metadata: ["stream": "\(request.path)", "from": "\(request.remoteAddress)", "reason": "transcoding capacity (\(transcodes.limit ?? 0) streams) reached"])
+            NodeMetrics.refusedPublishes(reason: "transcode_capacity")
+            return .refuse(.unavailable("this node transcodes at most \(transcodes.limit ?? 0) streams; try again later"))
+        }
+        let decision = await admission.publish(request)
+        switch decision {
+        case .accept(let hub, let id):
+            if ladder != nil { transcodes.bind(request.path, to: id) }
+            await notify(.publishStarted(PublishSession(path: request.path, hub: hub, id: id, transport: request.transport, remoteAddress: request.remoteAddress)))
+        case .refuse:
+            if ladder != nil { transcodes.cancel(request.path) }
+        }
+        return decision
+    }
+
+    func unpublished(_ session: PublishSession) async {
+        transcodes.release(session.path, id: session.id)
+        await admission?.unpublished(session.path, id: session.id)
+        await notify(.publishEnded(session))
+    }
+
+    func play(_ request: PlayRequest) async -> PlayDecision {
+        await playback.play(request)
+    }
+
+    func playStarted(_ session: PlaySession) async {
+        await notify(.playStarted(session))
+    }
+
+    func playEnded(_ session: PlaySession) async {
+        await notify(.playEnded(session))
+    }
+
+    private func notify(_ event: SessionEvent) async {
+        for observer in observers {
+            await observer.observe(event)
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import Hummingbird
+import Media
+import NIOCore
+
+/// Every playback URL of a node, on one router.
+///
+/// | path | answered by |
+/// | --- | --- |
+/// | `/{app}/{name}.flv` | HTTP-FLV, the stream (or an old-style `name_rung`, see `RequestedRendition`) |
+/// | `/{app}/{name}/{rung}.flv` | HTTP-FLV, one of the stream's rungs |
+/// | `/{app}/{name}/index.m3u8`, `llhls.m3u8` | HLS master playlists |
+/// | `/{app}/{name}/{rendition}/{file}` | HLS media playlists, segments, parts |
+///
+/// HTTP-FLV and HLS share the three-component shape, and Hummingbird's router takes one
+/// parameter name per position, so the routes are registered once here and dispatched by
+/// the file name. A node without one of the two answers its paths with 404.
+public struct PlaybackRoutes: Sendable {
+    public let flv: HTTPFLVRoutes?
+    public let hls: HLSRoutes?
+
+    public init(flv: HTTPFLVRoutes?, hls: HLSRoutes?) {
+        self.flv = flv
+        self.hls = hls
+    }
+
+    public func register<Context: RemoteAddressRequestContext>(on router: Router<Context>) {
+        router.get("/:app/:name") { request, context in
+            guard let flv = self.flv else { return HTTPFLVRoutes.notFound() }
+            let app = context.parameters.get("app") ?? ""
+            return try await flv.stream(
+                HTTPFLVRoutes.streamPath(app: app, file: context.parameters.get("name") ?? ""),
+                query: request.uri.query ?? "", remoteAddress: Self.describe(context.remoteAddress)
+            )
+        }
+        router.get("/:app/:name/:rendition") { request, context in
+            let app = context.parameters.get("app") ?? ""
+            let name = context.parameters.get("name") ?? ""
+            let file = context.parameters.get("rendition") ?? ""
+            if file.hasSuffix(".flv") {
+                guard let flv = self.flv else { return HTTPFLVRoutes.notFound() }
+                return try await flv.stream(
+                    HTTPFLVRoutes.renditionPath(app: app, name: name, file: file),
+                    query: request.uri.query ?? "", remoteAddress: Self.describe(context.remoteAddress)
+                )
+            }
+            guard let hls = self.hls else { return HLSRoutes.status(.notFound) }
+            return try await hls.master(app: app, name: name, file: file)
+        }
+        router.get("/:app/:name/:rendition/:file") { request, context in
+            guard let hls = self.hls else { return HLSRoutes.status(.notFound) }
+            return try await hls.media(
+                app: context.parameters.get("app") ?? "",
+                name: context.parameters.get("name") ?? "",
+                rendition: context.parameters.get("rendition") ?? "",
+                file: context.parameters.get("file") ?? "",
+                query: request.uri.queryParameters
+            )
+        }
+    }
+
+    /// `host:port`, as RTMP's requests carry it.
+    static func describe(_ address: SocketAddress?) -> String {
+        guard let address, let host = address.ipAddress else { return "" }
+        return address.port.map { "\(host):\($0)" } ?? host
+    }
+}

@@ -1,0 +1,54 @@
+import Media
+
+/// What happens to sessions, for observers: the coordinator's announcement, the bus
+/// publication, HLS segmenting, metrics; webhooks and recording next. An observer is told
+/// in order, after the admission decided and before the protocol answers the client, so a
+/// stream is on the bus and segmented from its first frame.
+public enum SessionEvent: Sendable {
+    /// A publisher was accepted into `hub` (a new stream, or one resumed within its grace).
+    case publishStarted(PublishSession)
+    /// That publisher left: it disconnected, unpublished, was evicted or kicked. The stream
+    /// itself lives on through its grace period.
+    case publishEnded(PublishSession)
+    /// A viewer was accepted.
+    case playStarted(PlaySession)
+    /// That viewer left.
+    case playEnded(PlaySession)
+}
+
+/// An accepted publisher.
+public struct PublishSession: Sendable {
+    public let path: StreamPath
+    public let hub: StreamHub
+    public let id: StreamHub.PublisherID
+    public let transport: StreamProtocol
+    public let remoteAddress: String
+
+    public init(path: StreamPath, hub: StreamHub, id: StreamHub.PublisherID, transport: StreamProtocol, remoteAddress: String) {
+        self.path = path
+        self.hub = hub
+        self.id = id
+        self.transport = transport
+        self.remoteAddress = remoteAddress
+    }
+}
+
+/// An accepted viewer: what it plays (the hub's rendition, whichever address it used).
+public struct PlaySession: Sendable {
+    public let path: RenditionPath
+    public let transport: StreamProtocol
+    public let remoteAddress: String
+
+    public init(path: RenditionPath, transport: StreamProtocol, remoteAddress: String) {
+        self.path = path
+        self.transport = transport
+        self.remoteAddress = remoteAddress
+    }
+}
+
+/// Something that wants to know about sessions. Called from the session's own task, one
+/// event at a time per session; an observer that has slow work to do (an HTTP hook) must
+/// hand it off rather than hold the publisher's admission.
+public protocol SessionObserver: Sendable {
+    func observe(_ event: SessionEvent) async
+}

@@ -1,0 +1,10 @@
+/// The wire protocol a session arrived over. Admission, logs and (later) hooks see it; the
+/// publish and play state machines do not depend on it.
+public enum StreamProtocol: String, Sendable, Hashable, CustomStringConvertible {
+    case rtmp
+    case httpFLV = "http-flv"
+    case hls
+    case srt
+
+    public var description: String { rawValue }
+}

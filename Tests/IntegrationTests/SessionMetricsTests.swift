@@ -1,0 +1,44 @@
+import Foundation
+import Testing
+
+extension IntegrationTests {
+    /// Sessions of every protocol go through one admission path, whose observers count them
+    /// (`estuary_sessions_started_total`, `estuary_sessions_active`, by kind and protocol).
+    @Suite("Sessions")
+    struct SessionMetricsTests {
+        @Test("An RTMP publisher, an RTMP viewer and an HTTP-FLV viewer are counted as sessions while they last, by protocol")
+        func sessionsAreCountedByKindAndProtocol() async throws {
+            try await Scenario.run("session-metrics") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let node = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1))
+                let publisher = try scenario.publish(media, to: node.rtmpURL("live", "sessions"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(node, "live", "sessions")
+                let flv = try await scenario.openViewer(node, "live", "sessions")
+                try scenario.require(await flv.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(10)), "the HTTP-FLV viewer got no media")
+                let rtmp = try scenario.startProbe(node.rtmpURL("live", "sessions"), name: "rtmp-viewer")
+
+                func active(_ kind: String, _ transport: String) async -> Double {
+                    (try? await node.metrics().sum("estuary_sessions_active", labels: ["kind": kind, "protocol": transport])) ?? -1
+                }
+                var seen: [Double] = []
+                let counted = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) {
+                    seen = [await active("publish", "rtmp"), await active("play", "rtmp"), await active("play", "http-flv")]
+                    return seen == [1, 1, 1]
+                }
+                scenario.check(counted, "active sessions (publish rtmp, play rtmp, play http-flv): \(seen), expected [1, 1, 1]")
+
+                await rtmp.killNow()
+                await flv.connection.close()
+                _ = await publisher.stop()
+                let ended = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) {
+                    seen = [await active("publish", "rtmp"), await active("play", "rtmp"), await active("play", "http-flv")]
+                    return seen == [0, 0, 0]
+                }
+                scenario.check(ended, "active sessions after everyone left: \(seen), expected [0, 0, 0]")
+                let started = try await node.metrics()
+                scenario.check(started.sum("estuary_sessions_started_total", labels: ["kind": "play", "protocol": "http-flv"]) >= 2,
+                               "HTTP-FLV plays started (waitUntilLive's probe and the viewer) are not counted")
+            }
+        }
+    }
+}
