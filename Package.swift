@@ -94,7 +94,7 @@ let package = Package(
         .target(
             name: "Ingest",
             dependencies: [
-                "Media", "Session", "Cluster",
+                "Media", "Session",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -107,7 +107,7 @@ let package = Package(
         .target(
             name: "Relay",
             dependencies: [
-                "Media", "Session", "LibAV", "Cluster",
+                "Media", "Session", "LibAV",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),

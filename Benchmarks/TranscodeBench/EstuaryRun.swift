@@ -24,7 +24,7 @@ enum EstuaryRun {
             serializers: [FLVTagSerializer()],
             logger: logger
         ) { rendition in
-            let viewer = HubSubscriber(format: 0, maxQueueBytes: 64 << 20, coalescesWakeUps: false) { subscriber in
+            let viewer = HubSubscriber(format: .flvTag, maxQueueBytes: 64 << 20, coalescesWakeUps: false) { subscriber in
                 _ = subscriber.drain()
             }
             rendition.hub.subscribe(viewer)

@@ -69,7 +69,6 @@ enum Bounds {
 /// Streams the delegate knows in app `live` before any input: `fixture` has metadata,
 /// configuration records and a short GOP (a play of it gets media), `ended` has ended.
 enum Fixture {
-    static let rtmpFormat = 1
     static let serializers: [any FrameSerializer] = [FLVTagSerializer(), RTMPChunkSerializer()]
 
     static var hubConfiguration: HubConfiguration {
@@ -361,7 +360,6 @@ func runConnection(_ control: Control, body: [UInt8]) {
     let handler = RTMPServer.makeConnectionHandler(
         configuration: control.configuration(budget: budget),
         admission: delegate,
-        rtmpFormat: Fixture.rtmpFormat,
         logger: Logger(label: "fuzz", factory: { _ in DiscardingLogHandler() }),
         random: FixedRandom()
     )

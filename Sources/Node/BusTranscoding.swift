@@ -13,7 +13,7 @@ import Transcode
 /// where relays find it. Assignments are idempotent: one already running is left alone.
 ///
 /// On a node that also plays streams (`--role all`), each rung is also a hub of the
-/// node's registry (`abr/demo_480p` over RTMP and HTTP-FLV) and an HLS rendition of its
+/// node's registry (`abr/demo/480p` over RTMP and HTTP-FLV) and an HLS rendition of its
 /// source, exactly as a relay would mirror it, without the trip through the bus.
 actor BusTranscoding {
     /// Where a node that plays its own streams puts the rungs.

@@ -18,8 +18,11 @@ struct NodeAdmission: SessionAdmission {
     var keys: StreamKeyVerifier? = nil
     let logger: Logger
     /// Ladders by application: their publishes are counted against `transcodes`. A rung is
-    /// addressed as `app/name/rung`, which no publish can name, so a stream called
-    /// `demo_480p` is simply a stream (`RenditionPath`).
+    /// addressed as `app/name/rung`, which no publish can name. A stream called `demo_480p`
+    /// is a stream of its own, but its name is also the old address of the 480p rung of
+    /// `demo` (`RequestedRendition`), which the stream would take over for old players: on
+    /// an open ingest (no stream keys) such names stay refused in applications with a
+    /// ladder; with keys, only the key's owner can publish it.
     var ladders: [String: Ladder] = [:]
     /// The most streams (hubs, with their GOP caches and segmenters) a node carries; a
     /// publish of a new stream over it is refused.
@@ -34,6 +37,11 @@ struct NodeAdmission: SessionAdmission {
             return .refuse(.badName("this node is a relay: publish to an ingest node"))
         }
         let ladder = ladders[request.path.app]
+        if keys == nil, let ladder, let rung = ladder.rungs.first(where: { request.path.name.hasSuffix("_\($0.name)") && request.path.name.count > $0.name.count + 1 }) {
+            logger.notice("publish refused", metadata: ["stream": "\(request.path)", "from": "\(request.remoteAddress)", "reason": "the old address of a \(rung.name) rung, on an open ingest"])
+            NodeMetrics.refusedPublishes(reason: "rendition_name")
+            return .refuse(.badName("\(request.path.name) is the old address of a transcoded rung; publish it with a stream key"))
+        }
         if let keys {
             let decision = await keys.check(request.path, key: request.query.streamKey)
             if case .refused(let why) = decision {

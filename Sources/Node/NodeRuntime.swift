@@ -52,6 +52,48 @@ struct NodeRuntime {
     }
 
     func run() async throws {
+        let context = try await makeContext()
+        let roles = context.roles
+        // Each role's parts, built in the order they call each other: the coordinator first
+        // (the others call it as they start), the relay's HLS before the transcoder that
+        // feeds it, the listeners once both halves of the admission exist.
+        let coordinator = roles.contains(.coordinator) ? try await CoordinatorAssembly(context) : nil
+        let relay = roles.contains(.relay) ? try RelayAssembly(context) : nil
+        let ingest = roles.contains(.ingest) ? try IngestAssembly(context) : nil
+        let transcode = roles.contains(.transcode) ? try TranscodeAssembly(context, hls: relay?.hls) : nil
+        let listeners = ingest != nil || relay != nil ? ListenerAssembly(context, ingest: ingest, relay: relay) : nil
+        let link = roles.subtracting([.coordinator]).isEmpty ? nil : CoordinatorLinkAssembly(context, ingest: ingest, transcode: transcode, relay: relay)
+
+        let configuration = context.configuration
+        let logger = context.logger
+        let services: [ServiceGroupConfiguration.ServiceConfiguration] =
+            [.init(service: NodeHTTP.application(router: context.router, configuration: configuration, logger: logger))]
+            + (coordinator?.services ?? []) + (listeners?.services ?? []) + (link?.services ?? [])
+            + [.init(service: StreamShutdown(registry: context.registry))]
+        let serviceGroup = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let listens = listeners != nil ? "RTMP :\(configuration.rtmp.port), " : ""
+        let busName = configuration.nats?.redactedServers ?? "in-process"
+        logger.info("Estuary node (role \(role.rawValue), id \(configuration.nodeID)): \(listens)HTTP :\(configuration.httpPort), bus \(busName)")
+        do {
+            try await serviceGroup.run()
+        } catch let error as RTMPListenerBindError {
+            throw NodeStartupError.cannotListen("RTMP", "\(error.host):\(error.port)", flag: "--rtmp-port", Self.reason(error.underlying))
+        } catch let error as IOError where [EADDRINUSE, EACCES, EADDRNOTAVAIL].contains(error.errnoCode) {
+            // Hummingbird's bind error: the only other listener.
+            throw NodeStartupError.cannotListen("HTTP", "\(configuration.bindHost):\(configuration.httpPort)", flag: "--http-port", Self.reason(error))
+        }
+        // The actor system holds actors weakly: the assemblies keep them until here.
+        withExtendedLifetime((coordinator?.actor, ingest?.node, transcode?.worker, relay?.node)) {}
+        await coordinator?.close()
+        if let nats = context.nats {
+            await nats.close()
+        } else {
+            (context.bus as? LocalBus)?.close()
+        }
+    }
+
+    /// The bus, actor system, registry and router the roles share.
+    private func makeContext() async throws -> NodeContext {
         let roles = Self.hostedRoles(role, configuration: configuration)
         var logger = Logger(label: "estuary")
         logger[metadataKey: "node"] = "\(configuration.nodeID)"
@@ -76,351 +118,28 @@ struct NodeRuntime {
         }
         let coordinatorNode = roles.contains(.coordinator) ? configuration.nodeID : configuration.coordinatorNode
         let system = try NodeActorSystem(nodeID: configuration.nodeID, bus: bus, logger: logger)
-        let registry = StreamRegistry(serializers: OutputFormat.serializers, hubConfiguration: configuration.hub, publisherGrace: configuration.publisherGrace)
+        let registry = StreamRegistry(serializers: [FLVTagSerializer(), RTMPChunkSerializer()], hubConfiguration: configuration.hub, publisherGrace: configuration.publisherGrace)
         // Streams of other nodes, mirrored on demand; a node alone has none to find.
         let remote = nats != nil && (roles.contains(.relay) || roles.contains(.transcode)) ? BusStreamSource(bus: bus, logger: logger) : nil
         await registry.setRemoteSource(remote)
-        let group = MultiThreadedEventLoopGroup.singleton
         // Ready: the bus is connected and, for a node with a coordinator link, the coordinator
         // has answered at least once.
         let coordinatorStatus = CoordinatorLink.Status()
         let linked = !roles.subtracting([.coordinator]).isEmpty
         let router = NodeHTTP.router(metrics: metrics) { (nats?.isConnected ?? true) && (!linked || coordinatorStatus.hasAnswered) }
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-
-        // The coordinator first: the other roles of this process call it from their start.
-        var coordinatorStore: CoordinatorStore?
-        var coordinatorActor: Coordinator?
-        if roles.contains(.coordinator) {
-            let store = try await CoordinatorStore.open(at: configuration.databasePath)
-            coordinatorStore = store
-            let ladders = configuration.ladders.mapValues { ladder in
-                ladder.rungs.map { RungSpec(name: $0.name, width: 0, height: $0.height, bitRate: $0.videoBitRate) }
-            }
-            let state = try await CoordinatorState.load(store: store, configuration: CoordinatorConfiguration(ladders: ladders), logger: logger)
-            await state.setDispatch(NodeDispatch(system: system))
-            // Kept alive for the node's lifetime: the actor system holds actors weakly.
-            coordinatorActor = try system.makeActor(named: CoordinatorAddress.actorName) { Coordinator(state: state, actorSystem: system) }
-            // Other nodes reach the actor once its subscription is on the server.
-            try? await nats?.flush()
-            let token: String
-            if let configured = configuration.adminToken {
-                token = configured
-            } else {
-                token = (0..<4).map { _ in String(UInt64.random(in: .min ... .max), radix: 16) }.joined()
-                logger.warning("no admin token configured (--admin-token or ESTUARY_ADMIN_TOKEN): the admin API refuses every request")
-            }
-            CoordinatorAdminRoutes(state: state, bearerToken: token).register(on: router)
-            services.append(.init(service: CoordinatorSweep(state: state)))
-            logger.info("coordinator state in \(configuration.databasePath)")
-        }
-        let coordinator = try $CoordinatorAPI.resolve(id: CoordinatorAddress.id(onNode: coordinatorNode), using: system)
-
-        // Who hears of every session's start and end, in order (`SessionEvent`).
-        var observers: [any SessionObserver] = [SessionMetrics()]
-        let hls = roles.contains(.relay) ? HLSService(configuration: configuration.hls, group: group, logger: logger) : nil
-
-        var relayNode: RelayNode?
-        var hlsRoutes: HLSRoutes?
-        if roles.contains(.relay), let hls {
-            relayNode = try system.makeActor(named: RoleAddress.relay) { RelayNode(registry: registry, actorSystem: system) }
-            if roles.contains(.ingest) {
-                // Local streams are segmented from their first frame.
-                observers.append(HLSSegmenting(hls: hls))
-            }
-            let openRemote = remote.map { source in
-                Self.openRemoteRenditions(
-                    registry: registry, source: source, hls: hls,
-                    rungs: RungDirectory(coordinator: coordinator, ladders: configuration.ladders)
-                )
-            }
-            hlsRoutes = HLSRoutes(service: hls, onRequest: openRemote)
-        }
-
-        var admission: PublishAdmission?
-        var keys: StreamKeyVerifier?
-        var ingestNode: IngestNode?
-        if roles.contains(.ingest) {
-            admission = PublishAdmission(registry: registry, logger: logger)
-            if configuration.requireStreamKeys {
-                keys = StreamKeyVerifier(logger: logger) { path, key in
-                    try await NodeActorSystem.$callTimeout.withValue(.seconds(1)) {
-                        try await coordinator.verifyStreamKey(app: path.app, name: path.name, key: key)
-                    }
-                }
-            }
-            let reporter = IngestReporter()
-            let published = PublishedHubs()
-            ingestNode = try system.makeActor(named: RoleAddress.ingest) {
-                IngestNode(registry: registry, reporter: reporter, published: published, keys: keys, logger: logger, actorSystem: system)
-            }
-            let publications = BusPublications(bus: bus, logger: logger)
-            observers.append(BusPublishing(publications: publications, published: published))
-            observers.append(CoordinatorAnnouncement(coordinator: coordinator, nodeID: configuration.nodeID, logger: logger))
-        }
-
-        var transcoding: BusTranscoding?
-        var transcodeWorker: TranscodeWorker?
-        if roles.contains(.transcode) {
-            let playsLocally = roles.contains(.relay) || roles.contains(.ingest)
-            let jobs = BusTranscoding(
-                bus: bus, registry: registry, ladders: configuration.ladders,
-                localPlayback: playsLocally ? .init(hls: hls) : nil, logger: logger
-            )
-            transcoding = jobs
-            transcodeWorker = try system.makeActor(named: RoleAddress.transcodeWorker) { TranscodeWorker(transcoding: jobs, actorSystem: system) }
-        }
-
-        if roles.contains(.ingest) || roles.contains(.relay) {
-            // One admission path for every protocol: RTMP publish and play, HTTP-FLV play.
-            let sessions = NodeAdmission(
-                admission: admission, playback: Playback(registry: registry), keys: keys, logger: logger,
-                ladders: configuration.ladders, maxStreams: configuration.maxStreams, transcodes: TranscodeSlots(limit: configuration.maxTranscodes),
-                observers: observers
-            )
-            PlaybackRoutes(flv: HTTPFLVRoutes(admission: sessions, flvFormat: OutputFormat.flv, logger: logger), hls: hlsRoutes).register(on: router)
-            services.append(.init(service: RTMPServer(configuration: configuration.rtmp, admission: sessions, rtmpFormat: OutputFormat.rtmp, group: group, logger: logger)))
-        }
-
-        if !roles.subtracting([.coordinator]).isEmpty {
-            let kickLogger = logger
-            let link = CoordinatorLink(
-                system: system, coordinatorNode: coordinatorNode, nodeID: configuration.nodeID, role: role,
-                advertiseHost: configuration.advertiseHost, logger: logger,
-                report: { [ingestNode, transcodeWorker, relayNode] in
-                    // Load steers transcode placement: the rungs this node encodes and the
-                    // publishers it holds, whole numbers, so that nodes equally busy tie and
-                    // placement falls back to the rungs it assigned since their last
-                    // heartbeat. Viewers are cheap.
-                    let published = (try? await ingestNode?.streams()) ?? []
-                    let jobs = (try? await transcodeWorker?.jobs()) ?? []
-                    let played = (try? await relayNode?.streams()) ?? []
-                    let load = Double(jobs.reduce(0) { $0 + ($1.rungs?.count ?? 0) } + published.count)
-                    return .init(load: load, streams: StreamReport.merged(published + jobs + played))
-                },
-                handle: { [ingestNode, transcoding] instruction in
-                    switch instruction {
-                    case .transcode, .stopTranscode:
-                        await transcoding?.handle(instruction)
-                    case .kick(let app, let name):
-                        if (try? await ingestNode?.kick(app: app, name: name)) != true {
-                            kickLogger.notice("a kick for a stream this node does not publish", metadata: ["stream": "\(app)/\(name)"])
-                        }
-                    case .keyRevoked(let app, let name):
-                        _ = try? await ingestNode?.keyRevoked(app: app, name: name)
-                    case .register:
-                        break
-                    }
-                },
-                status: coordinatorStatus
-            )
-            services.append(.init(service: link))
-        }
-
-        services.insert(.init(service: NodeHTTP.application(router: router, configuration: configuration, logger: logger)), at: 0)
-        services.append(.init(service: StreamShutdown(registry: registry)))
-        let serviceGroup = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        let listens = roles.contains(.ingest) || roles.contains(.relay) ? "RTMP :\(configuration.rtmp.port), " : ""
-        let busName = configuration.nats?.redactedServers ?? "in-process"
-        logger.info("Estuary node (role \(role.rawValue), id \(configuration.nodeID)): \(listens)HTTP :\(configuration.httpPort), bus \(busName)")
-        do {
-            try await serviceGroup.run()
-        } catch let error as RTMPListenerBindError {
-            throw NodeStartupError.cannotListen("RTMP", "\(error.host):\(error.port)", flag: "--rtmp-port", Self.reason(error.underlying))
-        } catch let error as IOError where [EADDRINUSE, EACCES, EADDRNOTAVAIL].contains(error.errnoCode) {
-            // Hummingbird's bind error: the only other listener.
-            throw NodeStartupError.cannotListen("HTTP", "\(configuration.bindHost):\(configuration.httpPort)", flag: "--http-port", Self.reason(error))
-        }
-        withExtendedLifetime((coordinatorActor, ingestNode, transcodeWorker, relayNode)) {}
-        try? await coordinatorStore?.close()
-        if let nats {
-            await nats.close()
-        } else {
-            (bus as? LocalBus)?.close()
-        }
+        return NodeContext(
+            role: role, roles: roles, configuration: configuration, logger: logger,
+            nats: nats, bus: bus, system: system, registry: registry, remote: remote,
+            router: router, group: MultiThreadedEventLoopGroup.singleton,
+            coordinatorNode: coordinatorNode,
+            coordinator: try $CoordinatorAPI.resolve(id: CoordinatorAddress.id(onNode: coordinatorNode), using: system),
+            coordinatorStatus: coordinatorStatus
+        )
     }
 
     /// The system's words for a socket error (`Address already in use`), without NIO's call name.
     private static func reason(_ error: any Error) -> String {
         if let io = error as? IOError { return String(cString: strerror(io.errnoCode)) }
         return "\(error)"
-    }
-
-    /// For a relay: HLS asks for a stream by its source path. Opens the source and its rungs
-    /// (as the coordinator's lookup names them) from the bus, and segments each as a
-    /// rendition.
-    private static func openRemoteRenditions(
-        registry: StreamRegistry, source: BusStreamSource, hls: HLSService, rungs: RungDirectory
-    ) -> @Sendable (StreamPath) async -> Void {
-        let absent = NegativeCache()
-        return { path in
-            var candidates = [RenditionPath.source(path)]
-            for rung in await rungs.names(of: path) {
-                if let rungPath = try? RenditionPath(stream: path, rendition: rung) {
-                    candidates.append(rungPath)
-                }
-            }
-            for candidate in candidates where !absent.contains(candidate) {
-                guard let hub = await registry.resolve(candidate) else {
-                    absent.insert(candidate)
-                    continue
-                }
-                if await hls.attach(hub) {
-                    source.addInternalSubscriber(candidate)
-                }
-            }
-        }
-    }
-}
-
-/// Which rungs a stream has, for a relay's HLS: the coordinator knows (`lookup`: the
-/// renditions of the live session, whatever ladder the coordinator was configured with);
-/// while it cannot be asked, the relay's own ladder for the application stands in.
-///
-/// A list of rungs is kept 5 s, so players polling playlists do not each call the
-/// coordinator; an empty answer (not live yet) or a stand-in only 1 s, so a player that
-/// asks at go-live gets the rungs in its next master playlist. Concurrent requests for
-/// one stream share one call. At most `capacity` streams are remembered.
-final class RungDirectory: Sendable {
-    private enum Entry {
-        case known([String], until: ContinuousClock.Instant)
-        case asking(Task<[String], Never>)
-    }
-
-    private let coordinator: $CoordinatorAPI
-    private let ladders: [String: Ladder]
-    private let entries = Mutex<[StreamPath: Entry]>([:])
-
-    /// The most streams remembered. HLS requests need no credentials and every name one
-    /// asks about becomes an entry: requests for random names must not grow the table
-    /// (expired entries are only swept when a new name is asked about, so expiry alone
-    /// would not bound it under a flood of new names).
-    static let capacity = 4096
-
-    init(coordinator: $CoordinatorAPI, ladders: [String: Ladder]) {
-        self.coordinator = coordinator
-        self.ladders = ladders
-    }
-
-    func names(of path: StreamPath) async -> [String] {
-        let now = ContinuousClock.now
-        let cached = entries.withLock { entries -> [String]? in
-            if case .known(let names, let until) = entries[path], until > now { return names }
-            return nil
-        }
-        if let cached { return cached }
-        let task = entries.withLock { entries -> Task<[String], Never> in
-            switch entries[path] {
-            case .known(let names, let until) where until > now:
-                return Task { names }
-            case .asking(let task):
-                return task
-            default:
-                Self.makeRoom(in: &entries, now: now)
-                let task = Task { await self.ask(path) }
-                entries[path] = .asking(task)
-                return task
-            }
-        }
-        return await task.value
-    }
-
-    private func ask(_ path: StreamPath) async -> [String] {
-        let coordinator = coordinator
-        var names: [String]
-        var keep = Duration.seconds(1)
-        do {
-            let location = try await NodeActorSystem.$callTimeout.withValue(.seconds(1)) {
-                try await coordinator.lookup(app: path.app, name: path.name)
-            }
-            // Not live according to the coordinator: only the source can be asked for.
-            names = location?.renditions.map(\.rung.name) ?? []
-            if !names.isEmpty { keep = .seconds(5) }
-        } catch {
-            names = ladders[path.app]?.rungs.map(\.name) ?? []
-        }
-        let until = ContinuousClock.now + keep
-        entries.withLock { entries in
-            // Gone if the table was full meanwhile: answered, not cached.
-            if entries[path] != nil { entries[path] = .known(names, until: until) }
-        }
-        return names
-    }
-
-    /// Drops expired answers; then, while the table is full, the answer closest to expiry
-    /// (the oldest of those kept as long) or, if every entry is a lookup in flight, any
-    /// one of them (its callers still get their answer, it is just not cached).
-    private static func makeRoom(in entries: inout [StreamPath: Entry], now: ContinuousClock.Instant) {
-        entries = entries.filter {
-            if case .known(_, let until) = $0.value { return until > now }
-            return true
-        }
-        while entries.count >= capacity {
-            var oldest: (path: StreamPath, until: ContinuousClock.Instant)?
-            for (path, entry) in entries {
-                guard case .known(_, let until) = entry else { continue }
-                if let current = oldest, current.until <= until { continue }
-                oldest = (path, until)
-            }
-            guard let victim = oldest?.path ?? entries.keys.first else { return }
-            entries[victim] = nil
-        }
-    }
-}
-
-/// The coordinator's sweep for dead nodes, as a service of the node.
-struct CoordinatorSweep: Service {
-    let state: CoordinatorState
-
-    func run() async throws {
-        await cancelWhenGracefulShutdown {
-            await state.run()
-        }
-    }
-}
-
-/// Paths recently found on no node, so that HLS requests do not ask the bus for absent
-/// rungs on every playlist reload; entries expire after two seconds.
-final class NegativeCache: Sendable {
-    private let entries = Mutex<[RenditionPath: ContinuousClock.Instant]>([:])
-
-    func contains(_ path: RenditionPath) -> Bool {
-        entries.withLock { entries in
-            guard let expiry = entries[path] else { return false }
-            if expiry < .now {
-                entries[path] = nil
-                return false
-            }
-            return true
-        }
-    }
-
-    /// The most names remembered: requests for random names must not grow the table.
-    static let capacity = 4096
-
-    func insert(_ path: RenditionPath) {
-        entries.withLock { entries in
-            if entries.count >= Self.capacity {
-                let now = ContinuousClock.now
-                entries = entries.filter { $0.value >= now }
-                // Still full of live entries: forget them all, it is only a cache.
-                if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
-            }
-            entries[path] = .now + .seconds(2)
-        }
-    }
-
-    var count: Int { entries.withLock { $0.count } }
-}
-
-/// Why a node could not start; one line for the operator, and a non-zero exit.
-enum NodeStartupError: Error, CustomStringConvertible {
-    case cannotListen(String, String, flag: String, String)
-
-    var description: String {
-        switch self {
-        case .cannotListen(let listener, let address, let flag, let reason):
-            "cannot listen for \(listener) on \(address): \(reason) (choose another port with \(flag))"
-        }
     }
 }

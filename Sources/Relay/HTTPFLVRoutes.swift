@@ -17,13 +17,10 @@ import Session
 /// stream), 403 (denied) or 503 (capacity).
 public struct HTTPFLVRoutes: Sendable {
     public let admission: any SessionAdmission
-    /// The index of the `FLVTagSerializer` among the hubs' serializers.
-    public let flvFormat: Int
     private let logger: Logger
 
-    public init(admission: any SessionAdmission, flvFormat: Int, logger: Logger) {
+    public init(admission: any SessionAdmission, logger: Logger) {
         self.admission = admission
-        self.flvFormat = flvFormat
         self.logger = logger
     }
 
@@ -57,7 +54,7 @@ public struct HTTPFLVRoutes: Sendable {
         }
         let admission = admission
         let session = PlaySession(path: hub.path, transport: .httpFLV, remoteAddress: remoteAddress)
-        let format = flvFormat
+        let format = OutputFormat.flvTag
         let records = hub.configurationRecords
         let preamble = FLVFileHeader.httpFLVPreamble(
             hasAudio: records.audio != nil || records.video == nil,
@@ -145,9 +142,6 @@ public struct HTTPFLVRoutes: Sendable {
 
 enum RelayMetrics {
     static let flvViewers = Meter(label: "estuary_httpflv_viewers")
-    /// Plays answered "not found" because `BusStreamSource.Configuration.maxConcurrentOpens`
-    /// lookups were already in flight.
-    static let refusedOpens = Counter(label: "estuary_relay_bus_lookups_refused_total")
 
     static func rejectedRequests(reason: String) {
         Counter(label: "estuary_http_requests_rejected_total", dimensions: [("reason", reason)]).increment()

@@ -10,9 +10,10 @@ public protocol SessionAdmission: Sendable {
     /// A publisher accepted by `publish` disconnected, unpublished or was evicted.
     func unpublished(_ session: PublishSession) async
     func play(_ request: PlayRequest) async -> PlayDecision
-    /// A viewer accepted by `play` started receiving media: the protocol says so once it
-    /// has subscribed, and `playEnded` once it has unsubscribed, so the two always pair
-    /// (an accepted HTTP request whose body never runs has neither).
+    /// A viewer accepted by `play` is being served: the protocol says so as it starts
+    /// answering (RTMP after `Play.Start`, HTTP-FLV once its response runs), and
+    /// `playEnded` once it has unsubscribed, so the two always pair (an accepted HTTP
+    /// request whose body never runs has neither).
     func playStarted(_ session: PlaySession) async
     /// That viewer left.
     func playEnded(_ session: PlaySession) async

@@ -1,9 +1,10 @@
 import Media
 
 /// What happens to sessions, for observers: the coordinator's announcement, the bus
-/// publication, HLS segmenting, metrics; webhooks and recording next. An observer is told
-/// in order, after the admission decided and before the protocol answers the client, so a
-/// stream is on the bus and segmented from its first frame.
+/// publication, HLS segmenting, metrics; webhooks and recording next. Observers are told in
+/// order. `publishStarted` comes after the admission accepted and before the protocol
+/// answers the publisher, so a stream is on the bus and segmented from its first frame;
+/// `playStarted` as the protocol starts serving the viewer.
 public enum SessionEvent: Sendable {
     /// A publisher was accepted into `hub` (a new stream, or one resumed within its grace).
     case publishStarted(PublishSession)

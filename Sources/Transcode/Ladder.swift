@@ -1,7 +1,8 @@
 /// One rendition of an adaptive-bitrate ladder: a target height, video bit rate and an
 /// optional frame-rate cap. The width follows from the source's aspect ratio.
 public struct LadderRung: Sendable, Hashable, Codable {
-    /// The rendition name, used in stream names (`demo_480p`) and playlists.
+    /// The rendition name: the last element of its address (`abr/demo/480p`) and of its bus
+    /// subject, and its name in playlists.
     public var name: String
     /// Target picture height in pixels (rounded down to even when planned).
     public var height: Int

@@ -130,7 +130,7 @@ extension IntegrationTests {
             }
         }
 
-        @Test("Publishing to a rung's address is refused (BadName), and publishes over the transcode cap are Denied")
+        @Test("Publishing a rendition's name is refused (BadName), and publishes over the transcode cap are Denied")
         func renditionNamesAndTranscodeCap() async throws {
             try await Scenario.run("rendition-names") { scenario in
                 var config = NodeConfig()
@@ -142,10 +142,12 @@ extension IntegrationTests {
                 func publish(_ name: String, app: String = "abr") async throws -> (RTMPRawClient, String) {
                     try await RTMPRawClient.publishing(scenario, port: node.rtmpPort, app: app, name: name)
                 }
-                // A rung is `abr/demo/144p` (application `abr/demo`, stream `144p`): nobody may
-                // publish there. (`abr/demo_144p` is an ordinary stream name: RenditionPathTests.)
-                let (_, rendition) = try await publish("144p", app: "abr/demo")
-                scenario.check(rendition == "NetStream.Publish.BadName", "publishing to abr/demo/144p (a rung's address) got \(rendition)")
+                let (_, rendition) = try await publish("demo_144p")
+                scenario.check(rendition == "NetStream.Publish.BadName", "publishing abr/demo_144p (a rendition name) got \(rendition)")
+                // A rung's own address is `abr/demo/144p` (application `abr/demo`, stream `144p`):
+                // nobody may publish there either.
+                let (_, rungAddress) = try await publish("144p", app: "abr/demo")
+                scenario.check(rungAddress == "NetStream.Publish.BadName", "publishing to abr/demo/144p (a rung's address) got \(rungAddress)")
                 let (first, started) = try await publish("one")
                 scenario.check(started == "NetStream.Publish.Start", "the first abr publish got \(started)")
                 let (_, second) = try await publish("two")
@@ -165,6 +167,7 @@ extension IntegrationTests {
                 let (_, again) = try await publish("two")
                 scenario.check(again == "NetStream.Publish.Start", "an abr publish after the first left got \(again)")
                 let metrics = try await node.metrics()
+                scenario.check(metrics.sum("estuary_publishes_refused_total", labels: ["reason": "rendition_name"]) >= 1, "rendition refusal not counted")
                 scenario.check(metrics.sum("estuary_rtmp_connections_closed_total", labels: ["reason": "invalid_stream_name"]) >= 1, "the refusal of a rung's address is not counted")
                 scenario.check(metrics.sum("estuary_publishes_refused_total", labels: ["reason": "transcode_capacity"]) >= 1, "capacity refusal not counted")
                 scenario.check(metrics.sum("estuary_publishes_refused_total", labels: ["reason": "stream_capacity"]) >= 1, "stream cap refusal not counted")

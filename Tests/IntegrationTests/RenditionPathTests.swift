@@ -5,7 +5,8 @@ extension IntegrationTests {
     /// A stream named like a rung (`abr/demo_240p`) and the 240p rung of `abr/demo` are two
     /// things with two addresses: the rung is `abr/demo/240p` (RTMP, HTTP-FLV, HLS), the
     /// stream is `abr/demo_240p`. The old `abr/demo_240p` address of the rung keeps working
-    /// while no stream of that name is live.
+    /// while no stream of that name is live. Such a name is publishable with a stream key
+    /// (an open ingest refuses it: AdmissionTests), so the node here requires keys.
     @Suite("Rendition paths")
     struct RenditionPathTests {
         @Test("A publisher of abr/demo_240p and the 240p rung of abr/demo stay apart over RTMP, HTTP-FLV and HLS; the old rung URL works while the name is free")
@@ -15,8 +16,22 @@ extension IntegrationTests {
                 let source = try await MediaLibrary.shared.file(.gopAudioVideo)
                 // The look-alike is 320x180, so every answer below tells which one a URL reached.
                 let lookalike = try await MediaLibrary.shared.file(.gopSmallAudioVideo)
-                let node = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1))
-                _ = try scenario.publish(source, to: node.rtmpURL("abr", "demo"), name: "publisher", loop: true)
+                let token = "rendition-admin-token"
+                let node = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1, requireStreamKeys: true), arguments: ["--admin-token", token])
+                func key(for name: String) async throws -> String {
+                    let created = try await HTTPClient.request(
+                        "POST", port: node.httpPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(token)"],
+                        body: "{\"app\":\"abr\",\"name\":\"\(name)\"}"
+                    )
+                    let json = (try? JSONSerialization.jsonObject(with: Data(created.bodyText.utf8)) as? [String: Any]) ?? [:]
+                    guard created.status == 201, let key = json["key"] as? String else {
+                        throw IntegrationFailure("creating a key for abr/\(name) answered \(created.status): \(created.bodyText)")
+                    }
+                    return key
+                }
+                let demoKey = try await key(for: "demo")
+                let lookalikeKey = try await key(for: "demo_240p")
+                _ = try scenario.publish(source, to: node.rtmpURL("abr", "demo") + "?key=\(demoKey)", name: "publisher", loop: true)
                 try await scenario.waitUntilLive(node, "abr", "demo")
                 // `waitUntilLive` asks for /abr/demo/240p.flv: the rung's own address.
                 try await scenario.waitUntilLive(node, "abr", "demo/240p", timeout: .seconds(15))
@@ -30,7 +45,7 @@ extension IntegrationTests {
                 // Before the look-alike: the old address reaches the rung.
                 scenario.check(try await size(node.flvURL("abr", "demo_240p"), "probe-legacy-flv") == "426x240", "the old rung URL does not play the rung before the name is taken")
 
-                let publisher = try scenario.publish(lookalike, to: node.rtmpURL("abr", "demo_240p"), name: "lookalike", loop: true)
+                let publisher = try scenario.publish(lookalike, to: node.rtmpURL("abr", "demo_240p") + "?key=\(lookalikeKey)", name: "lookalike", loop: true)
                 var seen = ""
                 let taken = await eventually(timeout: .seconds(15), interval: .milliseconds(500)) {
                     seen = (try? await size(node.flvURL("abr", "demo_240p"), "probe-lookalike-wait")) ?? "error"

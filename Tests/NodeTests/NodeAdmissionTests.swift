@@ -14,16 +14,16 @@ import Transcode
 struct NodeAdmissionTests {
     static let logger = Logger(label: "node-tests")
 
-    static func admission(registry: StreamRegistry, ingest: Bool = true, maxStreams: Int? = nil, transcodes: Int? = nil) -> NodeAdmission {
+    static func admission(registry: StreamRegistry, ingest: Bool = true, maxStreams: Int? = nil, transcodes: Int? = nil, keys: StreamKeyVerifier? = nil) -> NodeAdmission {
         NodeAdmission(
             admission: ingest ? PublishAdmission(registry: registry, logger: logger) : nil,
-            playback: Playback(registry: registry), logger: logger,
+            playback: Playback(registry: registry), keys: keys, logger: logger,
             ladders: ["abr": .default], maxStreams: maxStreams, transcodes: TranscodeSlots(limit: transcodes)
         )
     }
 
-    static func publish(_ admission: NodeAdmission, _ app: String, _ name: String, from address: String = "10.0.0.1:5000", transport: StreamProtocol = .rtmp) async throws -> PublishDecision {
-        await admission.publish(PublishRequest(path: try StreamPath(app: app, name: name), query: StreamQuery(), remoteAddress: address, transport: transport, evict: {}))
+    static func publish(_ admission: NodeAdmission, _ app: String, _ name: String, from address: String = "10.0.0.1:5000", transport: StreamProtocol = .rtmp, query: String = "") async throws -> PublishDecision {
+        await admission.publish(PublishRequest(path: try StreamPath(app: app, name: name), query: StreamQuery(query), remoteAddress: address, transport: transport, evict: {}))
     }
 
     static func play(_ admission: NodeAdmission, _ app: String, _ name: String, transport: StreamProtocol = .httpFLV) async throws -> PlayDecision {
@@ -102,12 +102,25 @@ struct NodeAdmissionTests {
     }
 
     /// `abr/demo_240p` is a stream of its own; the rung of `abr/demo` is `abr/demo/240p`, and
-    /// the old address falls back to the rung only while no such stream is live.
-    @Test func aStreamNamedLikeARungIsPublishableAndWinsItsNameOverTheRung() async throws {
+    /// the old address falls back to the rung only while no such stream is live. Publishing
+    /// such a name takes a stream key: an open ingest refuses it in a ladder's application.
+    @Test func aStreamNamedLikeARungIsPublishableWithAKeyAndWinsItsNameOverTheRung() async throws {
         let registry = StreamRegistry(serializers: [])
-        let admission = Self.admission(registry: registry)
+        guard case .refuse(let open) = try await Self.publish(Self.admission(registry: registry), "abr", "demo_240p") else {
+            Issue.record("an open ingest accepted abr/demo_240p, the old address of a rung")
+            return
+        }
+        #expect(open.kind == .badName)
+        // Outside a ladder's application the name is an ordinary one.
+        guard case .accept = try await Self.publish(Self.admission(registry: registry), "live", "demo_240p") else {
+            Issue.record("live/demo_240p was refused")
+            return
+        }
+
+        let keys = StreamKeyVerifier(logger: Self.logger) { _, key in key == "secret" }
+        let admission = Self.admission(registry: registry, keys: keys)
         let demo = try StreamPath(app: "abr", name: "demo")
-        _ = try await Self.publish(admission, "abr", "demo")
+        _ = try await Self.publish(admission, "abr", "demo", query: "key=secret")
         let rung = StreamHub(path: try RenditionPath(stream: demo, rendition: "240p"), serializers: [])
         await registry.register(rung)
 
@@ -117,7 +130,7 @@ struct NodeAdmissionTests {
         }
         #expect(legacy === rung)
 
-        guard case .accept(let lookalike, _) = try await Self.publish(admission, "abr", "demo_240p") else {
+        guard case .accept(let lookalike, _) = try await Self.publish(admission, "abr", "demo_240p", query: "key=secret") else {
             Issue.record("publishing abr/demo_240p was refused")
             return
         }

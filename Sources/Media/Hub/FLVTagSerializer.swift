@@ -5,6 +5,8 @@ import NIOCore
 public struct FLVTagSerializer: FrameSerializer {
     public init() {}
 
+    public var format: OutputFormat { .flvTag }
+
     public func serialize(_ frame: MediaFrame, allocator: ByteBufferAllocator) -> ByteBuffer {
         FLVTagEncoder.encode(frame, allocator: allocator)
     }

@@ -8,5 +8,7 @@ import NIOCore
 /// viewer instead of a copy. Serializers must therefore produce bytes that are identical
 /// for every viewer (absolute timestamps, one message stream id).
 public protocol FrameSerializer: Sendable {
+    /// The format this serializer writes: a hub keeps one serializer per format.
+    var format: OutputFormat { get }
     func serialize(_ frame: MediaFrame, allocator: ByteBufferAllocator) -> ByteBuffer
 }

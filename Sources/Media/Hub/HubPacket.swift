@@ -1,7 +1,7 @@
 import NIOCore
 
 /// A frame as it leaves a hub: the normalised frame plus its serialisations, one slot per
-/// output format the hub knows (nil until a subscriber of that format needs it).
+/// `OutputFormat` (nil until a subscriber of that format needs it).
 ///
 /// A struct of references: copying it into a thousand queues copies no media bytes.
 public struct HubPacket: Sendable {
@@ -14,12 +14,12 @@ public struct HubPacket: Sendable {
     /// The bytes for `format`; hubs fill every format that has subscribers before
     /// enqueueing, so a subscriber's own format is always present.
     @inlinable
-    public func bytes(for format: Int) -> ByteBuffer? {
-        format < wire.count ? wire[format] : nil
+    public func bytes(for format: OutputFormat) -> ByteBuffer? {
+        wire[format.rawValue]
     }
 
     /// The size charged against a subscriber's queue bound.
-    func cost(format: Int?) -> Int {
+    func cost(format: OutputFormat?) -> Int {
         if let format, let buffer = bytes(for: format) { return buffer.readableBytes }
         return frame.payload.readableBytes
     }

@@ -15,7 +15,7 @@ import NIOCore
 /// drains everything at once and writes it with one flush.
 public final class HubSubscriber: Sendable {
     /// Which serialisation this subscriber reads (`nil`: it reads `HubPacket.frame`).
-    public let format: Int?
+    public let format: OutputFormat?
     /// The byte bound of the queue.
     public let maxQueueBytes: Int
     /// Viewer connections coalesce wake-ups (`HubConfiguration.wakeInterval`); internal
@@ -48,12 +48,12 @@ public final class HubSubscriber: Sendable {
     }
 
     /// - Parameters:
-    ///   - format: the index of the hub serializer this subscriber writes, or nil for raw frames.
+    ///   - format: the format this subscriber writes, or nil for raw frames.
     ///   - maxQueueBytes: the queue bound; see `HubConfiguration.subscriberQueueBytes`.
     ///   - coalescesWakeUps: whether wake-ups are limited to one per wake interval.
     ///   - wake: called (from the publisher's thread) with this subscriber when data is
     ///     waiting; it should only schedule a `drain()` on the consumer's own thread.
-    public init(format: Int?, maxQueueBytes: Int, coalescesWakeUps: Bool = true, wake: @escaping @Sendable (HubSubscriber) -> Void) {
+    public init(format: OutputFormat?, maxQueueBytes: Int, coalescesWakeUps: Bool = true, wake: @escaping @Sendable (HubSubscriber) -> Void) {
         self.format = format
         self.maxQueueBytes = maxQueueBytes
         self.coalescesWakeUps = coalescesWakeUps

@@ -14,9 +14,10 @@ public struct RenditionPath: Hashable, Sendable, CustomStringConvertible {
         RenditionPath(stream: stream, validRendition: nil)
     }
 
-    /// Rung `rendition` of `stream`; the rung name follows the stream name rule.
+    /// Rung `rendition` of `stream`; the rung name follows the stream name rule and is not
+    /// `src`, the source's name where renditions are listed side by side.
     public init(stream: StreamPath, rendition: String) throws(StreamPathError) {
-        guard StreamPath.isValidComponent(rendition) else {
+        guard StreamPath.isValidComponent(rendition), rendition != "src" else {
             throw .invalidRendition(String(rendition.prefix(StreamPath.maxComponentLength)))
         }
         self.init(stream: stream, validRendition: rendition)

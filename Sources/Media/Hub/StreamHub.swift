@@ -19,7 +19,8 @@ public final class StreamHub: Sendable {
     /// The stream this hub belongs to (its own for a source, the source's for a rung).
     public var stream: StreamPath { path.stream }
     public let configuration: HubConfiguration
-    private let serializers: [any FrameSerializer]
+    /// One slot per `OutputFormat` (by raw value): the hub's serializer for it, if any.
+    private let serializers: [(any FrameSerializer)?]
     private let allocator = ByteBufferAllocator()
     private let state: NIOLockedValueBox<State>
 
@@ -88,7 +89,7 @@ public final class StreamHub: Sendable {
         var coalescedSubscribers: [HubSubscriber] = []
         var immediateSubscribers: [HubSubscriber] = []
         var lastWake: NIODeadline = .distantPast
-        /// Subscribers per serializer index: formats nobody reads are not serialised.
+        /// Subscribers per `OutputFormat` (by raw value): formats nobody reads are not serialised.
         var demand: [Int]
         var ended = false
         var statistics = Statistics()
@@ -99,11 +100,17 @@ public final class StreamHub: Sendable {
         self.init(path: .source(path), serializers: serializers, configuration: configuration)
     }
 
+    /// `serializers`: one per output format the hub serves (a second of the same format
+    /// replaces the first).
     public init(path: RenditionPath, serializers: [any FrameSerializer], configuration: HubConfiguration = .init()) {
         self.path = path
-        self.serializers = serializers
+        var byFormat = [(any FrameSerializer)?](repeating: nil, count: OutputFormat.allCases.count)
+        for serializer in serializers {
+            byFormat[serializer.format.rawValue] = serializer
+        }
+        self.serializers = byFormat
         self.configuration = configuration
-        var state = State(demand: Array(repeating: 0, count: serializers.count))
+        var state = State(demand: Array(repeating: 0, count: OutputFormat.allCases.count))
         if let threshold = configuration.timestampJumpThreshold {
             let (seconds, attoseconds) = threshold.components
             state.normalizer = TimestampNormalizer(jumpThreshold: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
@@ -197,13 +204,13 @@ public final class StreamHub: Sendable {
         }
     }
 
-    private static func ingest(_ frame: MediaFrame, into state: inout State, serializers: [any FrameSerializer], allocator: ByteBufferAllocator, configuration: HubConfiguration) {
+    private static func ingest(_ frame: MediaFrame, into state: inout State, serializers: [(any FrameSerializer)?], allocator: ByteBufferAllocator, configuration: HubConfiguration) {
         if frame.kind == .video { state.hasVideo = true }
         let isConfiguration = frame.isSequenceHeader || frame.kind == .script
         let isSyncPoint = isConfiguration || (frame.kind == .video && frame.isKeyframe) || (frame.kind == .audio && !state.hasVideo)
         var packet = HubPacket(frame: frame, isSyncPoint: isSyncPoint, wire: Array(repeating: nil, count: serializers.count))
         for (index, count) in state.demand.enumerated() where count > 0 {
-            packet.wire[index] = serializers[index].serialize(frame, allocator: allocator)
+            packet.wire[index] = serializers[index]?.serialize(frame, allocator: allocator)
         }
 
         if isConfiguration {
@@ -283,14 +290,15 @@ public final class StreamHub: Sendable {
             state.rebuildSubscriberLists()
             state.statistics.subscribers = state.subscribers.count
             state.statistics.viewers = state.subscribers.values.reduce(0) { $0 + ($1.format == nil ? 0 : 1) }
-            if let format = subscriber.format, format < state.demand.count {
-                state.demand[format] += 1
+            if let format = subscriber.format, let serializer = serializers[format.rawValue] {
+                let slot = format.rawValue
+                state.demand[slot] += 1
                 // Cached packets may predate this format's first subscriber: fill them in place.
-                fill(format, in: &state.metadata)
-                fill(format, in: &state.audioSequenceHeader)
-                fill(format, in: &state.videoSequenceHeader)
-                for index in state.gop.indices where state.gop[index].wire[format] == nil {
-                    state.gop[index].wire[format] = serializers[format].serialize(state.gop[index].frame, allocator: allocator)
+                fill(slot, in: &state.metadata)
+                fill(slot, in: &state.audioSequenceHeader)
+                fill(slot, in: &state.videoSequenceHeader)
+                for index in state.gop.indices where state.gop[index].wire[slot] == nil {
+                    state.gop[index].wire[slot] = serializer.serialize(state.gop[index].frame, allocator: allocator)
                 }
             }
             for packet in [state.metadata, state.audioSequenceHeader, state.videoSequenceHeader] {
@@ -303,9 +311,9 @@ public final class StreamHub: Sendable {
         return added
     }
 
-    private func fill(_ format: Int, in packet: inout HubPacket?) {
-        guard var value = packet, value.wire[format] == nil else { return }
-        value.wire[format] = serializers[format].serialize(value.frame, allocator: allocator)
+    private func fill(_ slot: Int, in packet: inout HubPacket?) {
+        guard var value = packet, value.wire[slot] == nil, let serializer = serializers[slot] else { return }
+        value.wire[slot] = serializer.serialize(value.frame, allocator: allocator)
         packet = value
     }
 
@@ -315,7 +323,7 @@ public final class StreamHub: Sendable {
             state.rebuildSubscriberLists()
             state.statistics.subscribers = state.subscribers.count
             state.statistics.viewers = state.subscribers.values.reduce(0) { $0 + ($1.format == nil ? 0 : 1) }
-            if let format = subscriber.format, format < state.demand.count { state.demand[format] -= 1 }
+            if let format = subscriber.format, serializers[format.rawValue] != nil { state.demand[format.rawValue] -= 1 }
         }
     }
 

@@ -30,9 +30,17 @@ public actor StreamRegistry {
     }
 
     /// The live hub for what a viewer asked for: each candidate in turn (the exact path,
-    /// then an old-style rung name's rung), local or opened by the remote source.
+    /// then an old-style rung name's rung) among local hubs first, then from the remote
+    /// source, so an old rung address the relay already mirrors never costs a bus lookup.
     public func resolve(_ requested: RequestedRendition) async -> StreamHub? {
-        for candidate in requested.candidates {
+        let candidates = requested.candidates
+        for candidate in candidates {
+            if let hub = hub(for: candidate) {
+                remoteSource?.touch(candidate)
+                return hub
+            }
+        }
+        for candidate in candidates {
             if let hub = await resolve(candidate) { return hub }
         }
         return nil

@@ -1,3 +1,4 @@
+import Cluster
 import Ingest
 import Session
 

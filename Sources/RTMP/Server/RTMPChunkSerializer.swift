@@ -17,6 +17,8 @@ public struct RTMPChunkSerializer: FrameSerializer {
 
     public init() {}
 
+    public var format: OutputFormat { .rtmpChunks }
+
     public func serialize(_ frame: MediaFrame, allocator: ByteBufferAllocator) -> ByteBuffer {
         Self.serialize(frame, streamID: Self.streamID, chunkSize: Self.chunkSize, allocator: allocator)
     }

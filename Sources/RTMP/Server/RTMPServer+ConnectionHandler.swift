@@ -9,15 +9,13 @@ extension RTMPServer {
     /// ``ImmediateSessionAdmission``: an async admission answers from a Task on another thread.
     ///
     /// - Parameters:
-    ///   - rtmpFormat: the index of the `RTMPChunkSerializer` among the hubs' serializers.
     ///   - random: fills S1 (a seeded generator makes a connection replay byte for byte).
     public static func makeConnectionHandler(
         configuration: RTMPServerConfiguration,
         admission: any SessionAdmission,
-        rtmpFormat: Int,
         logger: Logger,
         random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
     ) -> any ChannelHandler {
-        RTMPServerConnectionHandler(configuration: configuration, admission: admission, rtmpFormat: rtmpFormat, logger: logger, random: random)
+        RTMPServerConnectionHandler(configuration: configuration, admission: admission, logger: logger, random: random)
     }
 }

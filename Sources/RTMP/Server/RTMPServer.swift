@@ -12,7 +12,6 @@ import ServiceLifecycle
 public final class RTMPServer: Service, Sendable {
     private let configuration: RTMPServerConfiguration
     private let admission: any SessionAdmission
-    private let rtmpFormat: Int
     private let group: any EventLoopGroup
     private let logger: Logger
     private let connections = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
@@ -20,12 +19,10 @@ public final class RTMPServer: Service, Sendable {
     private let onBound: (@Sendable (Int) -> Void)?
 
     /// - Parameters:
-    ///   - rtmpFormat: the index of the `RTMPChunkSerializer` among the hubs' serializers.
     ///   - onBound: called with the listening port once bound (useful with port 0).
-    public init(configuration: RTMPServerConfiguration, admission: any SessionAdmission, rtmpFormat: Int, group: any EventLoopGroup, logger: Logger, onBound: (@Sendable (Int) -> Void)? = nil) {
+    public init(configuration: RTMPServerConfiguration, admission: any SessionAdmission, group: any EventLoopGroup, logger: Logger, onBound: (@Sendable (Int) -> Void)? = nil) {
         self.configuration = configuration
         self.admission = admission
-        self.rtmpFormat = rtmpFormat
         self.group = group
         self.logger = logger
         self.onBound = onBound
@@ -36,7 +33,6 @@ public final class RTMPServer: Service, Sendable {
     public func run() async throws {
         let configuration = configuration
         let admission = admission
-        let rtmpFormat = rtmpFormat
         let logger = logger
         let connections = connections
         let limiter = ConnectionLimiter(limits: configuration.connectionLimits)
@@ -71,7 +67,7 @@ public final class RTMPServer: Service, Sendable {
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
-                        RTMPServerConnectionHandler(configuration: configuration, admission: admission, rtmpFormat: rtmpFormat, logger: logger)
+                        RTMPServerConnectionHandler(configuration: configuration, admission: admission, logger: logger)
                     )
                 }
             }

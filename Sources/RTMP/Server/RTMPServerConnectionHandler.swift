@@ -43,9 +43,9 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         var hub: StreamHub
         var subscriber: HubSubscriber
         var path: RenditionPath
-        /// The serialiser index this viewer reads, or nil when it needs its own chunking
+        /// The shared format this viewer reads (`.rtmpChunks`), or nil when it needs its own chunking
         /// (a message stream id other than the shared one).
-        var sharedFormat: Int?
+        var sharedFormat: OutputFormat?
         var streamID: UInt32
     }
 
@@ -54,7 +54,6 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     /// The last session notification (publisher gone, viewer started or left) sent to an
     /// async admission: each waits for the one before, so observers see them in order.
     private var lastNotification: Task<Void, Never>?
-    private let rtmpFormat: Int
     private var logger: Logger
     private var phase: Phase
     private var role: Role = .none
@@ -95,10 +94,9 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     static let connectionChunkStreamID: UInt32 = 3
     static let streamChunkStreamID: UInt32 = 5
 
-    init(configuration: RTMPServerConfiguration, admission: any SessionAdmission, rtmpFormat: Int, logger: Logger, random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
+    init(configuration: RTMPServerConfiguration, admission: any SessionAdmission, logger: Logger, random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
         self.configuration = configuration
         self.admission = admission
-        self.rtmpFormat = rtmpFormat
         self.logger = logger
         self.phase = .handshake(ServerHandshake(random: random))
         self.decoder = ChunkDecoder(limits: configuration.chunkLimits)
@@ -412,7 +410,13 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             let decision = immediate.publishImmediately(request)
             context.eventLoop.execute { promise.succeed(decision) }
         } else {
-            promise.completeWithTask { await admission.publish(request) }
+            // After this connection's earlier notifications (a publisher that unpublished and
+            // publishes again): observers see the old session end before the new one starts.
+            let previous = lastNotification
+            promise.completeWithTask {
+                await previous?.value
+                return await admission.publish(request)
+            }
         }
         promise.futureResult.assumeIsolated().whenSuccess { decision in
             self.resolvePublish(decision, path: path, streamID: streamID)
@@ -481,10 +485,10 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             let path = hub.path
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             let shared = streamID == RTMPChunkSerializer.streamID && encoder.chunkSize == RTMPChunkSerializer.chunkSize
-            let subscriber = HubSubscriber(format: shared ? rtmpFormat : nil, maxQueueBytes: hub.configuration.subscriberQueueBytes) { _ in
+            let subscriber = HubSubscriber(format: shared ? .rtmpChunks : nil, maxQueueBytes: hub.configuration.subscriberQueueBytes) { _ in
                 bound.eventLoop.execute { bound.value.drainSubscriber() }
             }
-            role = .playing(PlayContext(hub: hub, subscriber: subscriber, path: path, sharedFormat: shared ? rtmpFormat : nil, streamID: streamID))
+            role = .playing(PlayContext(hub: hub, subscriber: subscriber, path: path, sharedFormat: shared ? .rtmpChunks : nil, streamID: streamID))
             logger[metadataKey: "stream"] = "\(path)"
             logger.debug("playing")
             send(UserControl.streamBegin(streamID: streamID).message())

@@ -12,6 +12,7 @@ import Testing
     /// Counts serialisations, to prove each frame is serialised once per format.
     final class CountingSerializer: FrameSerializer {
         let count = NIOLockedValueBox(0)
+        var format: OutputFormat { .flvTag }
         func serialize(_ frame: MediaFrame, allocator: ByteBufferAllocator) -> ByteBuffer {
             count.withLockedValue { $0 += 1 }
             return FLVTagEncoder.encode(frame, allocator: allocator)
@@ -57,7 +58,7 @@ import Testing
                       Self.video(66, keyframe: true), Self.audio(70), Self.video(100, keyframe: false)] {
             hub.publish(frame, publisher: 1)
         }
-        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in }
+        let subscriber = HubSubscriber(format: .flvTag, maxQueueBytes: 1 << 20) { _ in }
         #expect(hub.subscribe(subscriber))
         let packets = subscriber.drain().packets
         let kinds = packets.map { ($0.frame.kind, $0.frame.isSequenceHeader, $0.frame.timestamp) }
@@ -75,16 +76,16 @@ import Testing
         let serializer = CountingSerializer()
         let hub = makeHub(serializer: serializer)
         try attach(hub)
-        let subscribers = (0..<50).map { _ in HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in } }
+        let subscribers = (0..<50).map { _ in HubSubscriber(format: .flvTag, maxQueueBytes: 1 << 20) { _ in } }
         for subscriber in subscribers { hub.subscribe(subscriber) }
         hub.publish(Self.video(0, keyframe: true), publisher: 1)
         hub.publish(Self.audio(5), publisher: 1)
         #expect(serializer.count.withLockedValue { $0 } == 2)
         let batches = subscribers.map { $0.drain().packets }
-        let firstAddress = batches[0][0].bytes(for: 0)?.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) }
+        let firstAddress = batches[0][0].bytes(for: .flvTag)?.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) }
         for batch in batches {
             #expect(batch.count == 2)
-            let address = batch[0].bytes(for: 0)?.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) }
+            let address = batch[0].bytes(for: .flvTag)?.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) }
             #expect(address == firstAddress, "every subscriber must get the same storage, not a copy")
         }
     }
@@ -96,19 +97,19 @@ import Testing
         hub.publish(Self.video(0, keyframe: true), publisher: 1)
         hub.publish(Self.video(33, keyframe: false), publisher: 1)
         #expect(serializer.count.withLockedValue { $0 } == 0)
-        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in }
+        let subscriber = HubSubscriber(format: .flvTag, maxQueueBytes: 1 << 20) { _ in }
         hub.subscribe(subscriber)
         #expect(serializer.count.withLockedValue { $0 } == 2)  // the cached GOP, filled in once
         let packets = subscriber.drain().packets
-        #expect(packets.allSatisfy { $0.bytes(for: 0) != nil })
+        #expect(packets.allSatisfy { $0.bytes(for: .flvTag) != nil })
     }
 
     @Test func overflowingSubscriberSkipsToNextKeyframeAndOthersAreUnaffected() throws {
         let hub = makeHub()
         try attach(hub)
         hub.publish(Self.videoSequenceHeader(), publisher: 1)
-        let slow = HubSubscriber(format: 0, maxQueueBytes: 1000) { _ in }
-        let fast = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in }
+        let slow = HubSubscriber(format: .flvTag, maxQueueBytes: 1000) { _ in }
+        let fast = HubSubscriber(format: .flvTag, maxQueueBytes: 1 << 20) { _ in }
         hub.subscribe(slow)
         hub.subscribe(fast)
         _ = slow.drain()
@@ -132,7 +133,7 @@ import Testing
     @Test func configurationRecordsSurviveAnOverflow() throws {
         let hub = makeHub()
         try attach(hub)
-        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 600) { _ in }
+        let subscriber = HubSubscriber(format: .flvTag, maxQueueBytes: 600) { _ in }
         hub.subscribe(subscriber)
         hub.publish(Self.videoSequenceHeader(), publisher: 1)
         hub.publish(Self.video(0, keyframe: true), publisher: 1)
@@ -146,7 +147,7 @@ import Testing
         let hub = makeHub()
         try attach(hub)
         let wakes = NIOLockedValueBox(0)
-        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in wakes.withLockedValue { $0 += 1 } }
+        let subscriber = HubSubscriber(format: .flvTag, maxQueueBytes: 1 << 20) { _ in wakes.withLockedValue { $0 += 1 } }
         hub.subscribe(subscriber)  // an empty hub: nothing to replay, no wake
         #expect(wakes.withLockedValue { $0 } == 0)
         let start = NIODeadline.uptimeNanoseconds(5_000_000_000)
@@ -174,7 +175,7 @@ import Testing
         try attach(hub)
         let viewerWakes = NIOLockedValueBox(0)
         let segmenterWakes = NIOLockedValueBox(0)
-        let viewer = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in viewerWakes.withLockedValue { $0 += 1 } }
+        let viewer = HubSubscriber(format: .flvTag, maxQueueBytes: 1 << 20) { _ in viewerWakes.withLockedValue { $0 += 1 } }
         let segmenter = HubSubscriber(format: nil, maxQueueBytes: 1 << 20, coalescesWakeUps: false) { _ in segmenterWakes.withLockedValue { $0 += 1 } }
         hub.subscribe(viewer)
         hub.subscribe(segmenter)
@@ -193,7 +194,7 @@ import Testing
         let hub = makeHub()
         try attach(hub)
         hub.publish(Self.videoSequenceHeader(), publisher: 1)
-        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in }
+        let subscriber = HubSubscriber(format: .flvTag, maxQueueBytes: 1 << 20) { _ in }
         hub.subscribe(subscriber)
         #expect(subscriber.drain().packets.count == 1)
         hub.publish(Self.videoSequenceHeader(timestamp: 5000), publisher: 1)
@@ -264,11 +265,11 @@ import Testing
     @Test func endingTheHubEndsEverySubscriber() throws {
         let hub = makeHub()
         try attach(hub)
-        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in }
+        let subscriber = HubSubscriber(format: .flvTag, maxQueueBytes: 1 << 20) { _ in }
         hub.subscribe(subscriber)
         hub.end()
         #expect(subscriber.drain().ended)
-        #expect(hub.subscribe(HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in }) == false)
+        #expect(hub.subscribe(HubSubscriber(format: .flvTag, maxQueueBytes: 1 << 20) { _ in }) == false)
         #expect(hub.attachPublisher(id: 9) {} == .ended)
     }
 
@@ -280,7 +281,7 @@ import Testing
         hub.publish(Self.video(0, keyframe: true), publisher: 1)
         for index in 1...20 { hub.publish(Self.video(Int64(index) * 33, keyframe: false), publisher: 1) }
         #expect(hub.statistics.gopFrames <= 10)
-        let subscriber = HubSubscriber(format: 0, maxQueueBytes: 1 << 20) { _ in }
+        let subscriber = HubSubscriber(format: .flvTag, maxQueueBytes: 1 << 20) { _ in }
         hub.subscribe(subscriber)
         // A new viewer is never handed frames it cannot decode.
         #expect(subscriber.drain().packets.allSatisfy { $0.frame.isKeyframe } )

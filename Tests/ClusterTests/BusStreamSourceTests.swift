@@ -1,9 +1,8 @@
-import Cluster
 import Logging
 import Media
 import Testing
 
-@testable import Relay
+@testable import Cluster
 
 /// The relay's lookups on the bus: any viewer can start one by asking for a name, and each
 /// holds a subscription for up to the GOP request's timeout, so only so many run at once.

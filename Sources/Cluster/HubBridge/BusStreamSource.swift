@@ -1,4 +1,3 @@
-import Cluster
 import Logging
 import Media
 import Metrics
@@ -117,7 +116,7 @@ public final class BusStreamSource: RemoteStreamSource {
             return (true, false)
         }
         guard admitted else {
-            RelayMetrics.refusedOpens.increment()
+            HubBridgeMetrics.refusedOpens.increment()
             if logRefusal {
                 logger.warning("too many bus lookups at once (\(limit)): answering not found", metadata: ["stream": "\(path)"])
             }
@@ -271,4 +270,10 @@ public final class BusStreamSource: RemoteStreamSource {
     private static func timeAmount(_ duration: Duration) -> TimeAmount {
         .nanoseconds(Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
+}
+
+enum HubBridgeMetrics {
+    /// Plays answered "not found" because `BusStreamSource.Configuration.maxConcurrentOpens`
+    /// lookups were already in flight.
+    static let refusedOpens = Counter(label: "estuary_relay_bus_lookups_refused_total")
 }

@@ -1,4 +1,3 @@
-import Cluster
 import Logging
 import Media
 

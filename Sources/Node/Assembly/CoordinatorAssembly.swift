@@ -1,0 +1,44 @@
+import Cluster
+import Coordinator
+import Logging
+import Transcode
+import ServiceLifecycle
+
+/// `coordinator`: the `Coordinator` actor on its SQLite store, its sweep for dead nodes,
+/// and the admin API on the node's router. Built first: the other roles of the process call
+/// it as they start.
+struct CoordinatorAssembly {
+    let store: CoordinatorStore
+    /// Kept alive for the node's lifetime: the actor system holds actors weakly.
+    let actor: Coordinator
+    let services: [ServiceGroupConfiguration.ServiceConfiguration]
+
+    init(_ context: NodeContext) async throws {
+        let configuration = context.configuration
+        let store = try await CoordinatorStore.open(at: configuration.databasePath)
+        self.store = store
+        let ladders = configuration.ladders.mapValues { ladder in
+            ladder.rungs.map { RungSpec(name: $0.name, width: 0, height: $0.height, bitRate: $0.videoBitRate) }
+        }
+        let state = try await CoordinatorState.load(store: store, configuration: CoordinatorConfiguration(ladders: ladders), logger: context.logger)
+        await state.setDispatch(NodeDispatch(system: context.system))
+        let system = context.system
+        actor = try system.makeActor(named: CoordinatorAddress.actorName) { Coordinator(state: state, actorSystem: system) }
+        // Other nodes reach the actor once its subscription is on the server.
+        try? await context.nats?.flush()
+        let token: String
+        if let configured = configuration.adminToken {
+            token = configured
+        } else {
+            token = (0..<4).map { _ in String(UInt64.random(in: .min ... .max), radix: 16) }.joined()
+            context.logger.warning("no admin token configured (--admin-token or ESTUARY_ADMIN_TOKEN): the admin API refuses every request")
+        }
+        CoordinatorAdminRoutes(state: state, bearerToken: token).register(on: context.router)
+        services = [.init(service: CoordinatorSweep(state: state))]
+        context.logger.info("coordinator state in \(configuration.databasePath)")
+    }
+
+    func close() async {
+        try? await store.close()
+    }
+}

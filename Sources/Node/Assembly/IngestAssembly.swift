@@ -1,0 +1,38 @@
+import Cluster
+import Logging
+import Ingest
+import Media
+import Session
+
+/// `ingest`: its side of the node's admission (one publisher per stream, stream keys when
+/// required), the `IngestNode` actor (kicks, revocations, reports), and the observers that
+/// put every accepted stream on the bus and announce it to the coordinator.
+struct IngestAssembly {
+    let admission: PublishAdmission
+    let keys: StreamKeyVerifier?
+    let node: IngestNode
+    let observers: [any SessionObserver]
+
+    init(_ context: NodeContext) throws {
+        let registry = context.registry
+        let logger = context.logger
+        admission = PublishAdmission(registry: registry, logger: logger)
+        let coordinator = context.coordinator
+        let keys = context.configuration.requireStreamKeys ? StreamKeyVerifier(logger: logger) { path, key in
+            try await NodeActorSystem.$callTimeout.withValue(.seconds(1)) {
+                try await coordinator.verifyStreamKey(app: path.app, name: path.name, key: key)
+            }
+        } : nil
+        self.keys = keys
+        let reporter = IngestReporter()
+        let published = PublishedHubs()
+        let system = context.system
+        node = try system.makeActor(named: RoleAddress.ingest) {
+            IngestNode(registry: registry, reporter: reporter, published: published, keys: keys, logger: logger, actorSystem: system)
+        }
+        observers = [
+            BusPublishing(publications: BusPublications(bus: context.bus, logger: logger), published: published),
+            CoordinatorAnnouncement(coordinator: coordinator, nodeID: context.configuration.nodeID, logger: logger),
+        ]
+    }
+}

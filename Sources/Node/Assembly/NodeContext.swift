@@ -1,0 +1,32 @@
+import Cluster
+import Hummingbird
+import Logging
+import Media
+import NIOCore
+import NIOPosix
+import Relay
+
+/// What every role of one process shares: its configuration and logger, the bus and the
+/// actor system on it, the stream registry, the HTTP router, and the coordinator's address.
+/// Each role's assembly takes what it needs from here; none reaches into another's.
+struct NodeContext {
+    let role: NodeRole
+    /// The roles this process hosts (`NodeRuntime.hostedRoles`).
+    let roles: Set<NodeRole>
+    let configuration: NodeConfiguration
+    let logger: Logger
+    /// The cluster's NATS connection, or nil for a node alone on its in-process bus.
+    let nats: NATSBus?
+    let bus: any Bus
+    let system: NodeActorSystem
+    let registry: StreamRegistry
+    /// Streams of other nodes, mirrored on demand: a relay's or transcoder's in a cluster.
+    let remote: BusStreamSource?
+    let router: Router<NodeRequestContext>
+    let group: any EventLoopGroup
+    /// The node id of the coordinator, and its actor as seen from here.
+    let coordinatorNode: String
+    let coordinator: $CoordinatorAPI
+    /// Set once the coordinator has answered (`/readyz`).
+    let coordinatorStatus: CoordinatorLink.Status
+}

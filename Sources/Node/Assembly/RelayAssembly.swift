@@ -1,0 +1,60 @@
+import Cluster
+import Logging
+import Media
+import Relay
+import Session
+
+/// `relay`: HLS for every stream it plays (segmented from the first frame for streams
+/// published in this process, opened from the bus on a viewer's request otherwise), the
+/// `RelayNode` actor that reports viewers, and its side of the node's admission: playback.
+struct RelayAssembly {
+    let hls: HLSService
+    let routes: HLSRoutes
+    let playback: Playback
+    let node: RelayNode
+    /// Observers of this process's sessions that the relay needs.
+    let observers: [any SessionObserver]
+
+    init(_ context: NodeContext) throws {
+        let hls = HLSService(configuration: context.configuration.hls, group: context.group, logger: context.logger)
+        self.hls = hls
+        let registry = context.registry
+        let system = context.system
+        node = try system.makeActor(named: RoleAddress.relay) { RelayNode(registry: registry, actorSystem: system) }
+        playback = Playback(registry: registry)
+        // Streams published in this process are segmented from their first frame.
+        observers = context.roles.contains(.ingest) ? [HLSSegmenting(hls: hls)] : []
+        let openRemote = context.remote.map { source in
+            Self.openRemoteRenditions(
+                registry: registry, source: source, hls: hls,
+                rungs: RungDirectory(coordinator: context.coordinator, ladders: context.configuration.ladders)
+            )
+        }
+        routes = HLSRoutes(service: hls, onRequest: openRemote)
+    }
+
+    /// HLS asks for a stream by its source path. Opens the source and its rungs (as the
+    /// coordinator's lookup names them) from the bus, and segments each as a rendition.
+    private static func openRemoteRenditions(
+        registry: StreamRegistry, source: BusStreamSource, hls: HLSService, rungs: RungDirectory
+    ) -> @Sendable (StreamPath) async -> Void {
+        let absent = NegativeCache()
+        return { path in
+            var candidates = [RenditionPath.source(path)]
+            for rung in await rungs.names(of: path) {
+                if let rungPath = try? RenditionPath(stream: path, rendition: rung) {
+                    candidates.append(rungPath)
+                }
+            }
+            for candidate in candidates where !absent.contains(candidate) {
+                guard let hub = await registry.resolve(candidate) else {
+                    absent.insert(candidate)
+                    continue
+                }
+                if await hls.attach(hub) {
+                    source.addInternalSubscriber(candidate)
+                }
+            }
+        }
+    }
+}

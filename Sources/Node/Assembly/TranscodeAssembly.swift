@@ -1,0 +1,22 @@
+import Cluster
+import Logging
+import Relay
+
+/// `transcode`: the jobs the coordinator places here (`BusTranscoding`) and the
+/// `TranscodeWorker` actor it places them through. In a process that also plays, rungs go
+/// into the shared registry and HLS too.
+struct TranscodeAssembly {
+    let transcoding: BusTranscoding
+    let worker: TranscodeWorker
+
+    init(_ context: NodeContext, hls: HLSService?) throws {
+        let playsLocally = context.roles.contains(.relay) || context.roles.contains(.ingest)
+        let jobs = BusTranscoding(
+            bus: context.bus, registry: context.registry, ladders: context.configuration.ladders,
+            localPlayback: playsLocally ? .init(hls: hls) : nil, logger: context.logger
+        )
+        transcoding = jobs
+        let system = context.system
+        worker = try system.makeActor(named: RoleAddress.transcodeWorker) { TranscodeWorker(transcoding: jobs, actorSystem: system) }
+    }
+}
