@@ -184,6 +184,14 @@ extension IntegrationTests {
                         scenario.check(probe.succeeded && report?.video?.width == width && report?.video?.height == height && report?.audio?.codecName == "aac",
                                        "\(label) \(name).flv: \(report?.video?.width ?? 0)x\(report?.video?.height ?? 0) \(report?.audio?.codecName ?? "no audio"): \(probe)")
                     }
+                    // The rungs' own addresses, mirrored from the bus: HTTP-FLV `/abr/all/240p.flv` and
+                    // RTMP application `abr/all`, stream `240p` (the old `all_240p` form is above).
+                    for (label2, url) in [("flv", relay.flvURL("abr", "all/240p")), ("rtmp", relay.rtmpURL("abr/all", "240p"))] {
+                        let probe = try await scenario.run("ffprobe", ["-v", "error", "-read_intervals", "%+2", "-show_entries", "stream=index,codec_type,codec_name,width,height", "-of", "json", url], name: "\(label)-rung-\(label2)", timeout: .seconds(20))
+                        let report = try? ProbeReport.decode(probe.stdout)
+                        scenario.check(probe.succeeded && report?.video?.width == 426 && report?.video?.height == 240,
+                                       "\(label) \(url): \(report?.video?.width ?? 0)x\(report?.video?.height ?? 0): \(probe)")
+                    }
                     var master = ""
                     let listed = await eventually(timeout: .seconds(15), interval: .milliseconds(500)) {
                         guard let response = try? await scenario.hlsGet(relay, "/abr/all/index.m3u8"), response.status == 200 else { return false }
