@@ -54,6 +54,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     /// The last session notification (publisher gone, viewer started or left) sent to an
     /// async admission: each waits for the one before, so observers see them in order.
     private var lastNotification: Task<Void, Never>?
+    private var notificationGeneration: UInt64 = 0
     private var logger: Logger
     private var phase: Phase
     private var role: Role = .none
@@ -725,10 +726,25 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         if let immediate = admission as? any ImmediateSessionAdmission {
             immediate.unpublishedImmediately(session)
         } else {
-            let previous = lastNotification
-            lastNotification = Task {
-                await previous?.value
-                await admission.unpublished(session)
+            chained { await admission.unpublished(session) }
+        }
+    }
+
+    /// Runs `body` in a Task after this connection's earlier notifications. The handler
+    /// holds the last Task only until it has run: a finished Task still takes about a
+    /// kilobyte (its allocator's first slab), which every long-lived viewer would carry.
+    private func chained(_ body: @escaping @Sendable () async -> Void) {
+        let previous = lastNotification
+        notificationGeneration &+= 1
+        let generation = notificationGeneration
+        let bound = context.map { NIOLoopBound(self, eventLoop: $0.eventLoop) }
+        lastNotification = Task {
+            await previous?.value
+            await body()
+            guard let bound else { return }
+            bound.eventLoop.execute {
+                let handler = bound.value
+                if handler.notificationGeneration == generation { handler.lastNotification = nil }
             }
         }
     }
@@ -739,9 +755,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         if let immediate = admission as? any ImmediateSessionAdmission {
             started ? immediate.playStartedImmediately(session) : immediate.playEndedImmediately(session)
         } else {
-            let previous = lastNotification
-            lastNotification = Task {
-                await previous?.value
+            chained {
                 if started {
                     await admission.playStarted(session)
                 } else {
