@@ -10,16 +10,6 @@ public struct StreamQuery: Sendable, Hashable, CustomStringConvertible {
         self.raw = raw
     }
 
-    /// The value of the first `name=value` pair, percent-decoded when that decodes.
-    public func value(of name: String) -> String? {
-        for pair in raw.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, parts[0] == name else { continue }
-            return String(parts[1]).removingPercentEncoding ?? String(parts[1])
-        }
-        return nil
-    }
-
     /// A publisher's stream key: `key=…`, or the `streamKey=…` and `token=…` that some
     /// encoders' settings call it; the first of them in the query.
     public var streamKey: String? {
