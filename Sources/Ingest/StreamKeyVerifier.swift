@@ -3,7 +3,6 @@ import Foundation
 import Logging
 import Media
 import NIOConcurrencyHelpers
-import Session
 
 /// Checks a publisher's stream key with the source of truth (the coordinator), with a
 /// short-lived cache so that publishing keeps working while the coordinator is briefly
@@ -127,11 +126,6 @@ public final class StreamKeyVerifier: Sendable {
 
     /// The number of cached answers (for tests and status).
     public var cachedAnswers: Int { cache.withLockedValue { $0.count } }
-
-    /// The key of a publish query (`key=…`; `streamKey=…` and `token=…` are accepted too).
-    public static func key(fromQuery query: String) -> String? {
-        StreamQuery(query).streamKey
-    }
 
     private static func digest(_ path: StreamPath, _ key: String) -> [UInt8] {
         Array(SHA256.hash(data: Array("\(path.app)/\(path.name)\u{0}\(key)".utf8)))

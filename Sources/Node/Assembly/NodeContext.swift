@@ -3,8 +3,6 @@ import Hummingbird
 import Logging
 import Media
 import NIOCore
-import NIOPosix
-import Relay
 
 /// What every role of one process shares: its configuration and logger, the bus and the
 /// actor system on it, the stream registry, the HTTP router, and the coordinator's address.
