@@ -103,7 +103,7 @@ public final class AACEncoder {
         var payload = allocator.buffer(capacity: 2 + audioSpecificConfig.readableBytes)
         payload.writeBytes([0xAF, 0x00])
         payload.writeImmutableBuffer(audioSpecificConfig)
-        return MediaFrame(kind: .audio, timestamp: timestamp, isSequenceHeader: true, payload: payload)
+        return MediaFrame(timestamp: timestamp, audio: .legacyAAC(.sequenceHeader), payload: payload)
     }
 
     /// Adds resampled audio (planar float at the encoder's rate and channels) and returns
@@ -196,7 +196,7 @@ public final class AACEncoder {
         payload.writeBytes([0xAF, 0x01])
         payload.writeBytes(UnsafeRawBufferPointer(start: data, count: Int(packet.pointee.size)))
         statistics.bytesOut += payload.readableBytes
-        return MediaFrame(kind: .audio, timestamp: timestamp, payload: payload)
+        return MediaFrame(timestamp: timestamp, audio: .legacyAAC(.raw), payload: payload)
     }
 }
 

@@ -133,10 +133,7 @@ public final class AudioDecoder {
     /// the sample frames that became ready. Throws, after counting the frame as corrupt,
     /// when libavcodec rejects it; the decoder stays usable.
     public func decode(_ frame: MediaFrame, headerLength: Int) throws(AVError) -> [AudioFrame] {
-        let payload = frame.payload
-        guard payload.readableBytes > headerLength,
-              let body = payload.getSlice(at: payload.readerIndex + headerLength, length: payload.readableBytes - headerLength)
-        else {
+        guard let body = frame.codecData(from: headerLength), body.readableBytes > 0 else {
             return []
         }
         let size = body.readableBytes

@@ -29,7 +29,7 @@ public struct AudioTrack: Sendable {
         }
         let header: AudioTagHeader
         do {
-            header = try AudioTagHeader(from: frame.payload)
+            header = try frame.audioTagHeader()
         } catch {
             throw .invalidTagHeader(error)
         }
@@ -39,10 +39,7 @@ public struct AudioTrack: Sendable {
         guard header.isSequenceHeader else {
             throw .notASequenceHeader(.audio)
         }
-        guard let bytes = frame.payload.getSlice(
-            at: frame.payload.readerIndex + header.headerLength,
-            length: frame.payload.readableBytes - header.headerLength
-        ) else {
+        guard let bytes = frame.codecData(from: header.headerLength) else {
             throw .invalidTagHeader(.truncated(needed: header.headerLength, available: frame.payload.readableBytes))
         }
         let configuration: AudioSpecificConfig

@@ -300,14 +300,14 @@ public final class MemoryMuxer {
         }
         let header: VideoTagHeader
         do {
-            header = try VideoTagHeader(from: frame.payload)
+            header = try frame.videoTagHeader()
         } catch {
             throw .invalidTagHeader(error)
         }
         switch header.packetType {
         case .sequenceStart:
             guard header.codec == track.codec,
-                  Self.body(of: frame.payload, after: header.headerLength) == track.decoderConfiguration
+                  frame.codecData(from: header.headerLength) == track.decoderConfiguration
             else {
                 throw .configurationChanged(.video)
             }
@@ -327,7 +327,7 @@ public final class MemoryMuxer {
             payload: frame.payload,
             offset: header.headerLength,
             dts: frame.timestamp,
-            pts: frame.timestamp + Int64(header.compositionTime),
+            pts: frame.presentationTimestamp,
             isKeyframe: header.isKeyframe
         )
         if container == .fragmentedMP4 {
@@ -362,7 +362,7 @@ public final class MemoryMuxer {
         }
         let header: AudioTagHeader
         do {
-            header = try AudioTagHeader(from: frame.payload)
+            header = try frame.audioTagHeader()
         } catch {
             throw .invalidTagHeader(error)
         }
@@ -370,7 +370,7 @@ public final class MemoryMuxer {
             throw .codecMismatch(.audio)
         }
         if header.isSequenceHeader {
-            guard Self.body(of: frame.payload, after: header.headerLength) == track.audioSpecificConfig else {
+            guard frame.codecData(from: header.headerLength) == track.audioSpecificConfig else {
                 throw .configurationChanged(.audio)
             }
             return
@@ -390,11 +390,6 @@ public final class MemoryMuxer {
             stream: &stream
         )
         audio = stream
-    }
-
-    /// The bytes of a tag body after its header.
-    private static func body(of payload: ByteBuffer, after headerLength: Int) -> ByteBuffer? {
-        payload.getSlice(at: payload.readerIndex + headerLength, length: payload.readableBytes - headerLength)
     }
 
     /// Copies `payload` from `offset` into the packet (the one copy at the boundary),

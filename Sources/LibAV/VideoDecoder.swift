@@ -103,7 +103,7 @@ public final class VideoDecoder {
         }
         let header: VideoTagHeader
         do {
-            header = try VideoTagHeader(from: frame.payload)
+            header = try frame.videoTagHeader()
         } catch {
             statistics.corruptFrames += 1
             throw .invalidTagHeader(error)
@@ -115,10 +115,7 @@ public final class VideoDecoder {
             statistics.corruptFrames += 1
             throw .codecMismatch(.video)
         }
-        guard let body = frame.payload.getSlice(
-            at: frame.payload.readerIndex + header.headerLength,
-            length: frame.payload.readableBytes - header.headerLength
-        ), body.readableBytes > 0 else {
+        guard let body = frame.codecData(from: header.headerLength), body.readableBytes > 0 else {
             return []
         }
         do {

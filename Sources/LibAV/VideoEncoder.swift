@@ -161,7 +161,8 @@ public final class VideoEncoder {
         var payload = allocator.buffer(capacity: 5 + decoderConfiguration.readableBytes)
         payload.writeBytes([0x17, 0x00, 0x00, 0x00, 0x00])
         payload.writeImmutableBuffer(decoderConfiguration)
-        return MediaFrame(kind: .video, timestamp: timestamp, isKeyframe: true, isSequenceHeader: true, payload: payload)
+        let header = VideoTagHeader(frameType: .keyframe, codec: .avc, packetType: .sequenceStart, isEnhanced: false, compositionTime: 0, headerLength: 5)
+        return MediaFrame(timestamp: timestamp, video: header, payload: payload)
     }
 
     /// Decides whether a picture at `presentationTime` will be encoded, before the caller
@@ -265,7 +266,15 @@ public final class VideoEncoder {
             statistics.keyframes += 1
         }
         statistics.bytesOut += payload.readableBytes
-        return MediaFrame(kind: .video, timestamp: dts, isKeyframe: isKeyframe, payload: payload)
+        let header = VideoTagHeader(
+            frameType: isKeyframe ? .keyframe : .interframe,
+            codec: .avc,
+            packetType: .codedFrames,
+            isEnhanced: false,
+            compositionTime: compositionTime,
+            headerLength: 5
+        )
+        return MediaFrame(timestamp: dts, video: header, payload: payload)
     }
 }
 

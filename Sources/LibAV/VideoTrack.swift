@@ -31,17 +31,14 @@ public struct VideoTrack: Sendable {
         }
         let header: VideoTagHeader
         do {
-            header = try VideoTagHeader(from: frame.payload)
+            header = try frame.videoTagHeader()
         } catch {
             throw .invalidTagHeader(error)
         }
         guard header.isSequenceHeader else {
             throw .notASequenceHeader(.video)
         }
-        guard let record = frame.payload.getSlice(
-            at: frame.payload.readerIndex + header.headerLength,
-            length: frame.payload.readableBytes - header.headerLength
-        ) else {
+        guard let record = frame.codecData(from: header.headerLength) else {
             throw .invalidTagHeader(.truncated(needed: header.headerLength, available: frame.payload.readableBytes))
         }
         switch header.codec {

@@ -44,7 +44,7 @@ final class AudioTranscoder {
         if header.isSequenceHeader {
             // Enhanced-RTMP codec configuration: the next decoder opens with it.
             if let codec = header.codec,
-               let bytes = frame.payload.getSlice(at: frame.payload.readerIndex + header.headerLength, length: frame.payload.readableBytes - header.headerLength) {
+               let bytes = frame.codecData(from: header.headerLength) {
                 configuration = (codec, bytes)
                 decoder = nil
             }

@@ -44,8 +44,8 @@ enum RenditionMetadata {
 
     /// The AudioSpecificConfig of an AAC sequence header frame, if it is one.
     static func audioConfiguration(of frame: MediaFrame?) -> AudioSpecificConfig? {
-        guard let frame, let header = try? AudioTagHeader(from: frame.payload), header.codec == .aac, header.isSequenceHeader,
-              let bytes = frame.payload.getSlice(at: frame.payload.readerIndex + header.headerLength, length: frame.payload.readableBytes - header.headerLength)
+        guard let frame, frame.kind == .audio, let header = try? frame.audioTagHeader(), header.codec == .aac, header.isSequenceHeader,
+              let bytes = frame.codecData(from: header.headerLength)
         else { return nil }
         return try? AudioSpecificConfig(from: bytes)
     }

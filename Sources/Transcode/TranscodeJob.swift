@@ -249,7 +249,7 @@ final class TranscodeJob {
     }
 
     private func handleAudio(_ frame: MediaFrame) {
-        guard let header = try? AudioTagHeader(from: frame.payload) else {
+        guard let header = try? frame.audioTagHeader() else {
             unsupportedAudioTags += 1
             return
         }

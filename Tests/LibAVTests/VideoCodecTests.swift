@@ -103,6 +103,8 @@ import Testing
         #expect(encoder.statistics.framesEncoded == source.videoFrameCount)
         // No B-frames: DTS = PTS, composition time 0.
         #expect(try coded.allSatisfy { try VideoTagHeader(from: $0.payload).compositionTime == 0 })
+        // The header each frame carries (so nothing downstream parses it again) is the one its bytes say.
+        #expect(try output.allSatisfy { $0.tagHeader == .video(try VideoTagHeader(from: $0.payload)) })
         #expect(try Self.keyframePresentationTimes(of: output) == (try Self.keyframePresentationTimes(of: source.frames)))
 
         let url = directory.file("roundtrip.flv")
@@ -175,15 +177,19 @@ import Testing
         var pictures: [VideoFrame] = []
         for (position, index) in codedIndices.enumerated() {
             var frame = video[index]
+            var payload = frame.payload
             if position == 10 {
                 // Length prefix claims more bytes than there are.
-                frame.payload.setInteger(UInt32(0x7FFF_FFFF), at: frame.payload.readerIndex + 5)
+                payload.setInteger(UInt32(0x7FFF_FFFF), at: payload.readerIndex + 5)
             } else if position == 40 {
                 // Slice data replaced by noise after the first NAL unit bytes.
-                let start = frame.payload.readerIndex + 12
-                for offset in start..<(frame.payload.writerIndex - 1) {
-                    frame.payload.setInteger(UInt8(truncatingIfNeeded: offset &* 131 &+ 7), at: offset)
+                let start = payload.readerIndex + 12
+                for offset in start..<(payload.writerIndex - 1) {
+                    payload.setInteger(UInt8(truncatingIfNeeded: offset &* 131 &+ 7), at: offset)
                 }
+            }
+            if position == 10 || position == 40 {
+                frame = try MediaFrame.classified(kind: .video, timestamp: frame.timestamp, payload: payload)
             }
             do {
                 pictures += try decoder.decode(frame)

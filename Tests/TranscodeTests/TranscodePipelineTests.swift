@@ -130,11 +130,15 @@ final class RenditionCollector: Sendable {
         var frames = source.frames
         let coded = frames.indices.filter { frames[$0].kind == .video && (try? VideoTagHeader(from: frames[$0].payload).packetType) == .codedFrames }
         let broken = coded[5]
-        frames[broken].payload.setInteger(UInt32(0x00FF_FFFF), at: frames[broken].payload.readerIndex + 5)
+        var brokenPayload = frames[broken].payload
+        brokenPayload.setInteger(UInt32(0x00FF_FFFF), at: brokenPayload.readerIndex + 5)
+        frames[broken] = try MediaFrame.classified(kind: .video, timestamp: frames[broken].timestamp, payload: brokenPayload)
         let noisy = coded[40]
-        for offset in (frames[noisy].payload.readerIndex + 12)..<(frames[noisy].payload.writerIndex - 1) {
-            frames[noisy].payload.setInteger(UInt8(truncatingIfNeeded: offset &* 131 &+ 7), at: offset)
+        var noisyPayload = frames[noisy].payload
+        for offset in (noisyPayload.readerIndex + 12)..<(noisyPayload.writerIndex - 1) {
+            noisyPayload.setInteger(UInt8(truncatingIfNeeded: offset &* 131 &+ 7), at: offset)
         }
+        frames[noisy] = try MediaFrame.classified(kind: .video, timestamp: frames[noisy].timestamp, payload: noisyPayload)
         let collector = RenditionCollector()
         let statistics = try await Self.run(frames, ladder: Ladder(rungs: [LadderRung(name: "240p", height: 240, videoBitRate: 400_000)]), collector: collector)
         #expect(statistics.corruptFrames >= 1)

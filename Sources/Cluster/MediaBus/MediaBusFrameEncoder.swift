@@ -65,7 +65,7 @@ public struct MediaBusFrameEncoder: Sendable {
             epoch: epoch,
             sequence: sequence,
             timestamp: frame.timestamp,
-            compositionTime: Self.compositionTime(of: frame),
+            compositionTime: frame.compositionTime,
             fragmentIndex: 0,
             fragmentCount: UInt16(count),
             frameLength: UInt32(length)
@@ -90,11 +90,5 @@ public struct MediaBusFrameEncoder: Sendable {
     /// listened), and a receiver that appears later must see the gap.
     public mutating func skip() {
         nextSequence &+= 1
-    }
-
-    /// PTS − DTS of a video frame, from its FLV video tag header; 0 otherwise.
-    static func compositionTime(of frame: MediaFrame) -> Int32 {
-        guard frame.kind == .video, let header = try? VideoTagHeader(from: frame.payload) else { return 0 }
-        return header.compositionTime
     }
 }

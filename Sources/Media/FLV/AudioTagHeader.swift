@@ -76,6 +76,32 @@ public struct AudioTagHeader: Sendable, Equatable {
         aacPacketType == .sequenceHeader || packetType == .sequenceStart
     }
 
+    /// The legacy AAC header (`0xAF`, then the packet type) an encoder writes: SoundRate 3,
+    /// 16-bit, stereo, as the FLV spec requires for AAC whatever the real configuration.
+    public static func legacyAAC(_ packetType: AACPacketType) -> AudioTagHeader {
+        AudioTagHeader(soundFormat: .aac, soundRate: 3, soundSize: 1, soundType: 1, aacPacketType: packetType, packetType: nil, codec: .aac, headerLength: 2)
+    }
+
+    private init(
+        soundFormat: SoundFormat,
+        soundRate: UInt8,
+        soundSize: UInt8,
+        soundType: UInt8,
+        aacPacketType: AACPacketType?,
+        packetType: PacketType?,
+        codec: AudioCodec?,
+        headerLength: Int
+    ) {
+        self.soundFormat = soundFormat
+        self.soundRate = soundRate
+        self.soundSize = soundSize
+        self.soundType = soundType
+        self.aacPacketType = aacPacketType
+        self.packetType = packetType
+        self.codec = codec
+        self.headerLength = headerLength
+    }
+
     /// Parses the header at the reader index of `payload` (not consumed).
     public init(from payload: ByteBuffer) throws(FLVError) {
         var buffer = payload

@@ -1,8 +1,8 @@
 import NIOCore
 
 extension MediaFrame {
-    /// A frame whose `isKeyframe` and `isSequenceHeader` flags are read from the payload's
-    /// FLV audio/video tag header.
+    /// A frame whose tag header is parsed from the payload, once: it travels with the frame
+    /// as `tagHeader`, and the `isKeyframe` and `isSequenceHeader` flags are read from it.
     ///
     /// - Video: `isKeyframe` from the frame type (1 keyframe, 4 generated keyframe), so a
     ///   sequence header sent as `0x17 0x00` is both; `isSequenceHeader` from the packet type.
@@ -19,10 +19,10 @@ extension MediaFrame {
         switch kind {
         case .video:
             let header = try VideoTagHeader(from: payload)
-            return MediaFrame(kind: kind, timestamp: timestamp, isKeyframe: header.isKeyframe, isSequenceHeader: header.isSequenceHeader, payload: payload)
+            return MediaFrame(timestamp: timestamp, video: header, payload: payload)
         case .audio:
             let header = try AudioTagHeader(from: payload)
-            return MediaFrame(kind: kind, timestamp: timestamp, isSequenceHeader: header.isSequenceHeader, payload: payload)
+            return MediaFrame(timestamp: timestamp, audio: header, payload: payload)
         case .script:
             return MediaFrame(kind: kind, timestamp: timestamp, payload: payload)
         }

@@ -11,7 +11,7 @@ extension MediaFrame {
         var payload = self.payload
         switch kind {
         case .video:
-            let header = try VideoTagHeader(from: payload)
+            let header = try videoTagHeader()
             payload.moveReaderIndex(forwardBy: header.headerLength)
             switch header.codec {
             case .avc:
@@ -24,7 +24,7 @@ extension MediaFrame {
                 return nil
             }
         case .audio:
-            let header = try AudioTagHeader(from: payload)
+            let header = try audioTagHeader()
             guard header.soundFormat == .aac else { return nil }
             payload.moveReaderIndex(forwardBy: header.headerLength)
             let config = try AudioSpecificConfig(from: payload)

@@ -200,8 +200,7 @@ import Testing
         hub.publish(Self.videoSequenceHeader(timestamp: 5000), publisher: 1)
         #expect(subscriber.drain().packets.isEmpty)
         // A changed configuration is forwarded.
-        var changed = Self.videoSequenceHeader(timestamp: 6000)
-        changed.payload = ByteBuffer(hex: Vectors.avcBaseline360TagBody)
+        let changed = MediaFrame(kind: .video, timestamp: 6000, isKeyframe: true, isSequenceHeader: true, payload: ByteBuffer(hex: Vectors.avcBaseline360TagBody))
         hub.publish(changed, publisher: 1)
         #expect(subscriber.drain().packets.count == 1)
     }
