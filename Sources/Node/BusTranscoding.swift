@@ -43,8 +43,7 @@ actor BusTranscoding {
         let pipeline: TranscodePipeline
         let rungs: [String]
         let publications: Publications
-        let source: StreamHub
-        var feed: HubSubscriber?
+        var feed: FrameSubscription?
     }
 
     private let bus: any Bus
@@ -73,7 +72,7 @@ actor BusTranscoding {
         case .stopTranscode(let app, let name):
             guard let path = try? StreamPath(app: app, name: name), let job = jobs.removeValue(forKey: path) else { return }
             logger.info("stopping a transcode job the coordinator moved away", metadata: ["stream": "\(path)"])
-            if let feed = job.feed { job.source.unsubscribe(feed) }
+            job.feed?.cancel()
             _ = await job.pipeline.finish()
         case .kick, .keyRevoked, .register:
             break
@@ -138,7 +137,7 @@ actor BusTranscoding {
         let feed = TranscodeFeed.start(hub: source, pipeline: pipeline, logger: logger) { _ in
             await self.ended(path, pipeline: pipeline)
         }
-        jobs[path] = Job(pipeline: pipeline, rungs: ladder.rungs.map(\.name), publications: publications, source: source, feed: feed)
+        jobs[path] = Job(pipeline: pipeline, rungs: ladder.rungs.map(\.name), publications: publications, feed: feed)
     }
 
     private func ended(_ path: StreamPath, pipeline: TranscodePipeline) {

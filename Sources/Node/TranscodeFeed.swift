@@ -2,22 +2,21 @@ import Logging
 import Media
 import Transcode
 
-/// Feeds a source hub into a transcode pipeline: a raw-frame subscriber drained on the
-/// publisher's thread at each wake-up (`submit` only appends to the pipeline's bounded
+/// Feeds a source hub into a transcode pipeline: an inline `FrameSubscription`, drained on
+/// the publisher's thread at each wake-up (`submit` only appends to the pipeline's bounded
 /// inbox; all decoding and encoding happens on the pipeline's own threads). When the
 /// source ends, the pipeline is finished and `finished` runs.
 enum TranscodeFeed {
-    /// Returns false (and finishes the pipeline) when the hub had ended already.
+    /// Returns nil (and finishes the pipeline) when the hub had ended already.
     @discardableResult
     static func start(
         hub: StreamHub,
         pipeline: TranscodePipeline,
         logger: Logger,
         finished: @escaping @Sendable (TranscodeStatistics) async -> Void
-    ) -> HubSubscriber? {
-        let subscriber = HubSubscriber(format: nil, maxQueueBytes: hub.configuration.subscriberQueueBytes, coalescesWakeUps: false) { subscriber in
-            let batch = subscriber.drain()
-            for packet in batch.packets { pipeline.submit(packet.frame) }
+    ) -> FrameSubscription? {
+        let subscription = FrameSubscription.start(on: hub, delivery: .inline { batch in
+            for frame in batch.frames { pipeline.submit(frame) }
             if batch.ended {
                 Task {
                     let statistics = await pipeline.finish()
@@ -25,14 +24,14 @@ enum TranscodeFeed {
                     await finished(statistics)
                 }
             }
-        }
-        guard hub.subscribe(subscriber) else {
+        })
+        guard let subscription else {
             Task {
                 let statistics = await pipeline.finish()
                 await finished(statistics)
             }
             return nil
         }
-        return subscriber
+        return subscription
     }
 }

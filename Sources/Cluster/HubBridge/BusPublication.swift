@@ -8,30 +8,33 @@ import NIOCore
 /// GOP requests on `gop.…` with the hub's metadata, configuration records and cached GOP,
 /// and an empty message on `end.…` when the stream ends.
 ///
-/// The hub feeds it through a raw-frame subscriber that is drained on the publisher's own
+/// The hub feeds it through an inline `FrameSubscription`, drained on the publisher's own
 /// thread; publishing to NATS only appends to the connection's buffer (libnats flushes on
 /// its own thread), so the publisher is never blocked by the relays. The subscriber's queue
 /// is bounded like any viewer's: if the bus stalls, the forwarding skips to the next
 /// keyframe instead of pinning memory.
 public final class BusPublication: Sendable {
     public let subject: MediaBusSubject
-    private let hub: StreamHub
-    private let subscriber: HubSubscriber
+    private let subscription: FrameSubscription?
     private let gopResponder: NIOLockedValueBox<BusSubscription?>
 
     /// Starts forwarding `hub` on its rendition's subject (`src` for a source).
     public init(hub: StreamHub, bus: any Bus, logger: Logger) throws(BusError) {
         let subject = try MediaBusSubject(hub.path)
         self.subject = subject
-        self.hub = hub
         let publisher = MediaBusPublisher(bus: bus, subject: subject, epoch: UInt32.random(in: 1...UInt32.max))
         let failures = NIOLockedValueBox(0)
         let endSubject = MediaBusGOP.endSubject(for: subject)
-        self.subscriber = HubSubscriber(format: nil, maxQueueBytes: hub.configuration.subscriberQueueBytes, coalescesWakeUps: false) { subscriber in
-            let batch = subscriber.drain()
-            for packet in batch.packets {
+        // A GOP request gets exactly what a new viewer would, metadata and configuration
+        // records first.
+        let responder = try bus.subscribe(subject: MediaBusGOP.subject(for: subject)) { message in
+            try? bus.respond(to: message, payload: MediaBusGOP.encode(hub.startFrames(), maxBytes: bus.maxPayload))
+        }
+        self.gopResponder = NIOLockedValueBox(responder)
+        self.subscription = FrameSubscription.start(on: hub, delivery: .inline { batch in
+            for frame in batch.frames {
                 do {
-                    try publisher.publish(packet.frame)
+                    try publisher.publish(frame)
                 } catch {
                     // A lost frame is a sequence gap for the receivers, who resume at the
                     // next keyframe; log the first failure of a run, not every frame.
@@ -44,23 +47,12 @@ public final class BusPublication: Sendable {
             if batch.ended {
                 try? bus.publish(subject: endSubject, payload: ByteBuffer())
             }
-        }
-        // A GOP request: a temporary subscriber receives exactly what a new viewer would.
-        let hub = hub
-        let responder = try bus.subscribe(subject: MediaBusGOP.subject(for: subject)) { message in
-            let probe = HubSubscriber(format: nil, maxQueueBytes: Int.max, coalescesWakeUps: false) { _ in }
-            guard hub.subscribe(probe) else { return }
-            let frames = probe.drain().packets.map(\.frame)
-            hub.unsubscribe(probe)
-            try? bus.respond(to: message, payload: MediaBusGOP.encode(frames, maxBytes: bus.maxPayload))
-        }
-        self.gopResponder = NIOLockedValueBox(responder)
-        hub.subscribe(subscriber)
+        })
     }
 
     /// Stops forwarding and answering.
     public func cancel() {
-        hub.unsubscribe(subscriber)
+        subscription?.cancel()
         gopResponder.withLockedValue { $0 }?.cancel()
     }
 }

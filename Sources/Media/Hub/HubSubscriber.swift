@@ -1,7 +1,8 @@
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// One consumer of a stream hub: a viewer connection, a segmenter, a bus publisher.
+/// One consumer of a stream hub: a viewer connection, or (wrapped in a `FrameSubscription`)
+/// a segmenter, a bus publication, a transcoder feed.
 ///
 /// The hub appends packets from the publisher's thread; the consumer drains them from its
 /// own thread. The queue is bounded in bytes: when a packet would overflow it, everything
@@ -21,6 +22,8 @@ public final class HubSubscriber: Sendable {
     /// Viewer connections coalesce wake-ups (`HubConfiguration.wakeInterval`); internal
     /// consumers whose latency adds to everyone's (HLS segmenter, transcoder) do not.
     public let coalescesWakeUps: Bool
+    /// Counted in `StreamHub.Statistics.viewers`: false for pipelines (`FrameSubscription`).
+    public let isViewer: Bool
     private let wake: @Sendable (HubSubscriber) -> Void
     private let state: NIOLockedValueBox<State>
 
@@ -51,12 +54,14 @@ public final class HubSubscriber: Sendable {
     ///   - format: the format this subscriber writes, or nil for raw frames.
     ///   - maxQueueBytes: the queue bound; see `HubConfiguration.subscriberQueueBytes`.
     ///   - coalescesWakeUps: whether wake-ups are limited to one per wake interval.
+    ///   - isViewer: whether the hub counts it as a viewer (a player, whatever it reads).
     ///   - wake: called (from the publisher's thread) with this subscriber when data is
     ///     waiting; it should only schedule a `drain()` on the consumer's own thread.
-    public init(format: OutputFormat?, maxQueueBytes: Int, coalescesWakeUps: Bool = true, wake: @escaping @Sendable (HubSubscriber) -> Void) {
+    public init(format: OutputFormat?, maxQueueBytes: Int, coalescesWakeUps: Bool = true, isViewer: Bool = true, wake: @escaping @Sendable (HubSubscriber) -> Void) {
         self.format = format
         self.maxQueueBytes = maxQueueBytes
         self.coalescesWakeUps = coalescesWakeUps
+        self.isViewer = isViewer
         self.wake = wake
         self.state = NIOLockedValueBox(State())
     }

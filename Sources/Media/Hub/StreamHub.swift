@@ -52,8 +52,8 @@ public final class StreamHub: Sendable {
         /// Every subscriber, internal consumers (HLS segmenter, transcoder, bus forwarding)
         /// included.
         public var subscribers = 0
-        /// Players: subscribers that receive a serialised format (RTMP, HTTP-FLV). Internal
-        /// consumers take raw frames (`format == nil`) and are not counted.
+        /// Players (RTMP, HTTP-FLV): subscribers with `isViewer`. Pipelines
+        /// (`FrameSubscription`: HLS segmenter, transcoder, bus forwarding) are not counted.
         public var viewers = 0
         public var hasPublisher = false
         public var timestampRebases = 0
@@ -289,7 +289,7 @@ public final class StreamHub: Sendable {
             state.subscribers[ObjectIdentifier(subscriber)] = subscriber
             state.rebuildSubscriberLists()
             state.statistics.subscribers = state.subscribers.count
-            state.statistics.viewers = state.subscribers.values.reduce(0) { $0 + ($1.format == nil ? 0 : 1) }
+            state.statistics.viewers = state.subscribers.values.count(where: \.isViewer)
             if let format = subscriber.format, let serializer = serializers[format.rawValue] {
                 let slot = format.rawValue
                 state.demand[slot] += 1
@@ -322,7 +322,7 @@ public final class StreamHub: Sendable {
             guard state.subscribers.removeValue(forKey: ObjectIdentifier(subscriber)) != nil else { return }
             state.rebuildSubscriberLists()
             state.statistics.subscribers = state.subscribers.count
-            state.statistics.viewers = state.subscribers.values.reduce(0) { $0 + ($1.format == nil ? 0 : 1) }
+            state.statistics.viewers = state.subscribers.values.count(where: \.isViewer)
             if let format = subscriber.format, serializers[format.rawValue] != nil { state.demand[format.rawValue] -= 1 }
         }
     }
@@ -388,6 +388,16 @@ public final class StreamHub: Sendable {
     }
 
     public var statistics: Statistics { state.withLockedValue { $0.statistics } }
+
+    /// What a new subscriber would be sent now, in order: the metadata, the audio and video
+    /// configuration records and the cached GOP (empty once the hub has ended). This is
+    /// what a relay asks the origin for over the bus before it joins the live frames.
+    public func startFrames() -> [MediaFrame] {
+        state.withLockedValue { state in
+            guard !state.ended else { return [] }
+            return [state.metadata, state.audioSequenceHeader, state.videoSequenceHeader].compactMap { $0?.frame } + state.gop.map(\.frame)
+        }
+    }
 
     /// The cached configuration records and metadata (for status pages and the cluster).
     public var configurationRecords: (metadata: MediaFrame?, audio: MediaFrame?, video: MediaFrame?) {

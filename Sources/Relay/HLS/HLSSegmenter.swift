@@ -56,9 +56,9 @@ final class HLSSegmenter {
     }
 
     /// Feeds a batch drained from the hub.
-    func process(_ batch: HubSubscriber.Batch) {
-        for packet in batch.packets {
-            process(packet.frame)
+    func process(_ batch: FrameSubscription.Batch) {
+        for frame in batch.frames {
+            process(frame)
         }
         if batch.ended { finish() }
     }

@@ -43,12 +43,13 @@ public actor HLSService {
             HLSSegmenter(configuration: configuration, events: continuation, logger: logger),
             eventLoop: loop
         )
-        // Raw frames (no serialiser): the segmenter muxes them itself. The queue bound keeps
-        // a stalled segmenter from pinning media; it then resumes at a keyframe.
-        let active = HubSubscriber(format: nil, maxQueueBytes: hub.configuration.subscriberQueueBytes, coalescesWakeUps: false) { subscriber in
-            loop.execute { segmenter.value.process(subscriber.drain()) }
-        }
-        if !hub.subscribe(active) {
+        // Frames, not bytes: the segmenter muxes them itself, on its loop. It drains there,
+        // so the hub's byte bound keeps a stalled segmenter from pinning media; it then
+        // resumes at a keyframe.
+        let active = FrameSubscription.start(on: hub, delivery: .wake { drain in
+            loop.execute { segmenter.value.process(drain()) }
+        })
+        if active == nil {
             continuation.finish()
         }
 
@@ -59,7 +60,7 @@ public actor HLSService {
                 await target.apply(event)
             }
             await target.end()
-            hub.unsubscribe(active)
+            active?.cancel()
             try? await Task.sleep(for: retention)
             await self?.forget(path, rendition: rendition, target: target, hubID: hubID)
         }
