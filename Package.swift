@@ -30,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "5.0.1"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // The shared vocabulary: frames, codec configurations, FLV, timestamps, the stream hub.
@@ -117,6 +118,21 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Edge: streams pulled from upstream servers (HTTP-FLV) on demand, with failover.
+        .target(
+            name: "Edge",
+            dependencies: [
+                "Media",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
         // libnats (cnats) as a Swift module: module map over one shim header.
         .systemLibrary(
             name: "CNats",
@@ -141,7 +157,7 @@ let package = Package(
         .executableTarget(
             name: "Node",
             dependencies: [
-                "Media", "Session", "RTMP", "Ingest", "Relay", "Transcode", "LibAV", "Cluster", "Coordinator",
+                "Media", "Session", "RTMP", "Ingest", "Relay", "Edge", "Transcode", "LibAV", "Cluster", "Coordinator",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

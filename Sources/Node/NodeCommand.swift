@@ -1,4 +1,5 @@
 import ArgumentParser
+import Edge
 import Cluster
 import Foundation
 import LibAV
@@ -38,6 +39,9 @@ struct NodeCommand: AsyncParsableCommand {
 
     @Option(help: "NATS server URLs for cluster roles, comma-separated (nats://host:4222).")
     var nats: String?
+
+    @Option(help: "Edge: the servers to pull streams from, in order of preference, comma-separated (http://origin:8080).")
+    var upstream: String?
 
     @Option(help: "This node's id on the bus (default: the host name).")
     var nodeId: String?
@@ -86,6 +90,13 @@ struct NodeCommand: AsyncParsableCommand {
            let token = ProcessInfo.processInfo.environment["ESTUARY_NATS_TOKEN"], !token.isEmpty {
             bus.token = token
             settings.nats = bus
+        }
+        if let upstream {
+            do {
+                settings.upstreams = try Upstream.list(upstream)
+            } catch {
+                throw ValidationError("--upstream: \(error)")
+            }
         }
         if let nodeId { settings.nodeID = nodeId }
         if let advertiseHost { settings.advertiseHost = advertiseHost }

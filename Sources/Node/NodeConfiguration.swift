@@ -1,4 +1,5 @@
 import Cluster
+import Edge
 import Foundation
 import Media
 import RTMP
@@ -64,6 +65,8 @@ struct NodeConfigurationFile: Codable, Sendable {
     var maxTranscodes: Int?
     /// Streams published at once (1000); publishes of new streams beyond it are refused.
     var maxStreams: Int?
+    /// Edge: the servers to pull from, in order of preference (`["http://origin-1:8080"]`).
+    var upstreams: [String]?
     /// Ladders by application: `{"abr": [{"name": "480p", "height": 480, "videoBitRate": 1400000}]}`.
     /// An application not listed passes streams through unchanged.
     var ladders: [String: [LadderRung]]?
@@ -228,6 +231,8 @@ struct NodeConfiguration: Sendable {
     var maxTranscodes: Int? = 4
     /// Streams a node carries at once (each a hub with its GOP cache, and HLS renditions).
     var maxStreams: Int? = 1000
+    /// Edge: the servers to pull from, in order of preference.
+    var upstreams: [Upstream] = []
     /// The cluster bus; nil for the embedded default.
     var nats: NATSBusConfiguration?
     /// This node's name on the bus and in the coordinator: by default the host name.
@@ -308,6 +313,15 @@ struct NodeConfiguration: Sendable {
         if let value = file.hlsWindowSegments { hls.windowSegments = try positive(value, "hlsWindowSegments") }
         if let value = file.maxTranscodes { maxTranscodes = try positive(value, "maxTranscodes") }
         if let value = file.maxStreams { maxStreams = try positive(value, "maxStreams") }
+        if let value = file.upstreams {
+            upstreams = try value.map { string throws(ConfigurationError) in
+                do {
+                    return try Upstream(string)
+                } catch {
+                    throw ConfigurationError.invalidValue("upstreams: \(error)")
+                }
+            }
+        }
         if let value = file.ladders {
             for app in value.keys where !StreamPath.isValidComponent(app) {
                 throw ConfigurationError.invalidValue("ladders: invalid application name '\(app)'")
@@ -347,6 +361,16 @@ struct NodeConfiguration: Sendable {
             break
         case .ingest, .relay, .transcode, .coordinator:
             guard let nats, !nats.servers.isEmpty else { throw ConfigurationError.needsBus(role.rawValue) }
+        case .edge:
+            guard !upstreams.isEmpty else {
+                throw ConfigurationError.invalidValue("an edge needs at least one upstream (--upstream http://origin:8080)")
+            }
+            guard nats == nil else {
+                throw ConfigurationError.invalidValue("an edge pulls over HTTP-FLV and joins no cluster bus yet: drop --nats")
+            }
+        }
+        if role != .edge, !upstreams.isEmpty {
+            throw ConfigurationError.invalidValue("upstreams are for --role edge")
         }
         for server in nats?.servers ?? [] where !(server.hasPrefix("nats://") || server.hasPrefix("tls://")) {
             throw ConfigurationError.invalidValue("NATS server '\(server)' must start with nats:// or tls://")

@@ -12,7 +12,7 @@ extension NodeRole {
     /// side by side on one host do not collide.
     var defaultHTTPPort: Int {
         switch self {
-        case .all, .relay, .coordinator: 8080
+        case .all, .relay, .edge, .coordinator: 8080
         case .ingest: 8081
         case .transcode: 8082
         }

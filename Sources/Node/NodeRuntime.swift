@@ -1,5 +1,6 @@
 import Cluster
 import Coordinator
+import Edge
 import Foundation
 import Hummingbird
 import Ingest
@@ -32,6 +33,8 @@ import UnixSignals
 ///   bus only while they are watched (`BusStreamSource`); alone, it refuses publishers.
 /// - `transcode`: runs the jobs the coordinator places on it (`BusTranscoding`).
 /// - `coordinator`: the `Coordinator` actor, its SQLite store and the admin API.
+/// - `edge`: serves players like a relay, from streams it pulls from `--upstream` servers
+///   over HTTP-FLV while they are watched (`EdgeStreamSource`), failing over between them.
 ///
 /// Every node answers `/healthz`, `/readyz` (ready while the bus is connected) and
 /// `/metrics`.
@@ -58,11 +61,12 @@ struct NodeRuntime {
         // (the others call it as they start), the relay's HLS before the transcoder that
         // feeds it, the listeners once both halves of the admission exist.
         let coordinator = roles.contains(.coordinator) ? try await CoordinatorAssembly(context) : nil
-        let relay = roles.contains(.relay) ? try RelayAssembly(context) : nil
+        // An edge plays like a relay; only where its streams come from differs (`context.remote`).
+        let relay = roles.contains(.relay) || roles.contains(.edge) ? try RelayAssembly(context) : nil
         let ingest = roles.contains(.ingest) ? try IngestAssembly(context) : nil
         let transcode = roles.contains(.transcode) ? try TranscodeAssembly(context, hls: relay?.hls) : nil
         let listeners = ingest != nil || relay != nil ? ListenerAssembly(context, ingest: ingest, relay: relay) : nil
-        let link = roles.subtracting([.coordinator]).isEmpty ? nil : CoordinatorLinkAssembly(context, ingest: ingest, transcode: transcode, relay: relay)
+        let link = Self.isLinked(roles) ? CoordinatorLinkAssembly(context, ingest: ingest, transcode: transcode, relay: relay) : nil
 
         let configuration = context.configuration
         let logger = context.logger
@@ -112,20 +116,28 @@ struct NodeRuntime {
             nats = connected
             bus = connected
         } else {
-            guard role == .all else { throw ConfigurationError.needsBus(role.rawValue) }
+            guard role == .all || role == .edge else { throw ConfigurationError.needsBus(role.rawValue) }
             nats = nil
             bus = LocalBus()
         }
         let coordinatorNode = roles.contains(.coordinator) ? configuration.nodeID : configuration.coordinatorNode
         let system = try NodeActorSystem(nodeID: configuration.nodeID, bus: bus, logger: logger)
         let registry = StreamRegistry(serializers: [FLVTagSerializer(), RTMPChunkSerializer()], hubConfiguration: configuration.hub, publisherGrace: configuration.publisherGrace)
-        // Streams of other nodes, mirrored on demand; a node alone has none to find.
-        let remote = nats != nil && (roles.contains(.relay) || roles.contains(.transcode)) ? BusStreamSource(bus: bus, logger: logger) : nil
+        // Streams of other nodes, mirrored on demand; a node alone has none to find, an edge
+        // pulls from its upstreams.
+        let remote: (any RemoteStreamSource)?
+        if roles.contains(.edge) {
+            remote = EdgeStreamSource(upstreams: configuration.upstreams, logger: logger)
+        } else if nats != nil, roles.contains(.relay) || roles.contains(.transcode) {
+            remote = BusStreamSource(bus: bus, logger: logger)
+        } else {
+            remote = nil
+        }
         await registry.setRemoteSource(remote)
         // Ready: the bus is connected and, for a node with a coordinator link, the coordinator
         // has answered at least once.
         let coordinatorStatus = CoordinatorLink.Status()
-        let linked = !roles.subtracting([.coordinator]).isEmpty
+        let linked = Self.isLinked(roles)
         let router = NodeHTTP.router(metrics: metrics) { (nats?.isConnected ?? true) && (!linked || coordinatorStatus.hasAnswered) }
         return NodeContext(
             role: role, roles: roles, configuration: configuration, logger: logger,
@@ -135,6 +147,12 @@ struct NodeRuntime {
             coordinator: try $CoordinatorAPI.resolve(id: CoordinatorAddress.id(onNode: coordinatorNode), using: system),
             coordinatorStatus: coordinatorStatus
         )
+    }
+
+    /// Whether the process's roles report to a coordinator: every role but the coordinator
+    /// itself, except an edge, which joins no cluster yet.
+    static func isLinked(_ roles: Set<NodeRole>) -> Bool {
+        !roles.subtracting([.coordinator, .edge]).isEmpty
     }
 
     /// The system's words for a socket error (`Address already in use`), without NIO's call name.

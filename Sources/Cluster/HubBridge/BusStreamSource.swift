@@ -16,7 +16,7 @@ import NIOPosix
 /// that arrived meanwhile (those not already in the GOP). The first viewer starts at once.
 ///
 /// A relay holds a subscription only while the stream is watched: once a mirrored hub
-/// has had no viewers (HLS segmenting aside) and no lookups for `idleGrace`, the
+/// has had no viewers (`StreamHub.Statistics.viewers`) and no lookups for `idleGrace`, the
 /// subscription is cancelled and the hub ended.
 public final class BusStreamSource: RemoteStreamSource {
     public struct Configuration: Sendable {
@@ -43,15 +43,12 @@ public final class BusStreamSource: RemoteStreamSource {
         let ended = NIOLockedValueBox(false)
         let endSubscription = NIOLockedValueBox<BusSubscription?>(nil)
         let lastUse: NIOLockedValueBox<NIODeadline>
-        /// Subscribers that are not viewers (the HLS segmenter).
-        let internalSubscribers: NIOLockedValueBox<Int>
 
         init(hub: StreamHub, subscription: MediaBusSubscription, feed: NIOLockedValueBox<Feed>) {
             self.hub = hub
             self.subscription = subscription
             self.feed = feed
             self.lastUse = NIOLockedValueBox(.now())
-            self.internalSubscribers = NIOLockedValueBox(0)
         }
     }
 
@@ -95,12 +92,6 @@ public final class BusStreamSource: RemoteStreamSource {
     public func touch(_ path: RenditionPath) {
         let mirror = mirrors.withLockedValue { $0[path] }
         mirror?.lastUse.withLockedValue { $0 = .now() }
-    }
-
-    /// Marks one of `path`'s hub subscribers as not a viewer (the HLS segmenter).
-    public func addInternalSubscriber(_ path: RenditionPath) {
-        let mirror = mirrors.withLockedValue { $0[path] }
-        mirror?.internalSubscribers.withLockedValue { $0 += 1 }
     }
 
     public func open(_ path: RenditionPath, registry: StreamRegistry) async -> StreamHub? {
@@ -244,8 +235,9 @@ public final class BusStreamSource: RemoteStreamSource {
                     reason = "no media arrived for \(stale.nanoseconds / 1_000_000_000) s"
                     break
                 }
-                let viewers = mirror.hub.statistics.subscribers - mirror.internalSubscribers.withLockedValue { $0 }
-                if viewers > 0 {
+                // Viewers only: the HLS segmenter's subscription is not one (HLS players
+                // keep the mirror through `touch`).
+                if mirror.hub.statistics.viewers > 0 {
                     mirror.lastUse.withLockedValue { $0 = .now() }
                     continue
                 }

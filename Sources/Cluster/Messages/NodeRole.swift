@@ -6,6 +6,8 @@ public enum NodeRole: String, Codable, Sendable, CaseIterable {
     case transcode
     case relay
     case coordinator
+    /// Serves players from streams it pulls from upstream servers on demand (`--upstream`).
+    case edge
     /// Every role in one process (`--role all`).
     case all
 

@@ -18,8 +18,9 @@ struct NodeContext {
     let bus: any Bus
     let system: NodeActorSystem
     let registry: StreamRegistry
-    /// Streams of other nodes, mirrored on demand: a relay's or transcoder's in a cluster.
-    let remote: BusStreamSource?
+    /// Streams not published here, fetched on demand: a relay's or transcoder's from the
+    /// cluster bus (`BusStreamSource`), an edge's from its upstreams (`EdgeStreamSource`).
+    let remote: (any RemoteStreamSource)?
     let router: Router<NodeRequestContext>
     let group: any EventLoopGroup
     /// The node id of the coordinator, and its actor as seen from here.

@@ -24,9 +24,9 @@ struct RelayAssembly {
         playback = Playback(registry: registry)
         // Streams published in this process are segmented from their first frame.
         observers = context.roles.contains(.ingest) ? [HLSSegmenting(hls: hls)] : []
-        let openRemote = context.remote.map { source in
+        let openRemote = context.remote.map { _ in
             Self.openRemoteRenditions(
-                registry: registry, source: source, hls: hls,
+                registry: registry, hls: hls,
                 rungs: RungDirectory(coordinator: context.coordinator, ladders: context.configuration.ladders)
             )
         }
@@ -36,7 +36,7 @@ struct RelayAssembly {
     /// HLS asks for a stream by its source path. Opens the source and its rungs (as the
     /// coordinator's lookup names them) from the bus, and segments each as a rendition.
     private static func openRemoteRenditions(
-        registry: StreamRegistry, source: BusStreamSource, hls: HLSService, rungs: RungDirectory
+        registry: StreamRegistry, hls: HLSService, rungs: RungDirectory
     ) -> @Sendable (StreamPath) async -> Void {
         let absent = NegativeCache()
         return { path in
@@ -51,9 +51,7 @@ struct RelayAssembly {
                     absent.insert(candidate)
                     continue
                 }
-                if await hls.attach(hub) {
-                    source.addInternalSubscriber(candidate)
-                }
+                await hls.attach(hub)
             }
         }
     }

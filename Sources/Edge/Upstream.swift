@@ -1,0 +1,74 @@
+import Foundation
+import Media
+
+/// One server an edge pulls from, as given to `--upstream`.
+///
+/// `http://host[:port][/prefix]` (or `https://`) is an HTTP-FLV origin: Estuary, SRS,
+/// nginx-http-flv or anything that serves `/{app}/{name}.flv`. A stream `app/name` is
+/// pulled from `<base>/app/name.flv`, one of its rungs from `<base>/app/name/<rung>.flv`
+/// (Estuary's rendition address).
+public struct Upstream: Sendable, Hashable, CustomStringConvertible {
+    public enum Scheme: String, Sendable {
+        case http, https
+    }
+
+    public let scheme: Scheme
+    /// `host:port` (IPv6 in brackets), as it goes into a URL.
+    public let authority: String
+    /// A path prefix without a trailing slash ("" for none).
+    public let prefix: String
+
+    public enum ParseError: Error, Equatable, CustomStringConvertible {
+        case unsupportedScheme(String)
+        case malformed(String)
+
+        public var description: String {
+            switch self {
+            case .unsupportedScheme(let url):
+                "\(url): only http:// and https:// (HTTP-FLV) upstreams are supported so far"
+            case .malformed(let url):
+                "\(url): not an upstream URL (http[s]://host[:port][/prefix])"
+            }
+        }
+    }
+
+    /// Parses one upstream URL. Query strings and fragments are refused: the edge appends
+    /// the stream's path, and a viewer's query is not forwarded.
+    public init(_ string: String) throws(ParseError) {
+        let text = string.trimmingCharacters(in: .whitespaces)
+        guard let separator = text.range(of: "://") else { throw .malformed(string) }
+        guard let scheme = Scheme(rawValue: text[..<separator.lowerBound].lowercased()) else {
+            throw .unsupportedScheme(string)
+        }
+        let rest = text[separator.upperBound...]
+        let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
+        let authority = String(rest[..<authorityEnd])
+        var prefix = String(rest[authorityEnd...])
+        while prefix.hasSuffix("/") { prefix.removeLast() }
+        guard !authority.isEmpty, authority.count <= 255,
+              !authority.contains(where: { $0 == "@" || $0 == "?" || $0 == "#" || $0.isWhitespace }),
+              !prefix.contains(where: { $0 == "?" || $0 == "#" || $0.isWhitespace })
+        else {
+            throw .malformed(string)
+        }
+        self.scheme = scheme
+        self.authority = authority
+        self.prefix = prefix
+    }
+
+    /// Parses a comma-separated list (`--upstream a,b`), in order of preference.
+    public static func list(_ string: String) throws(ParseError) -> [Upstream] {
+        var upstreams: [Upstream] = []
+        for part in string.split(separator: ",") where !part.trimmingCharacters(in: .whitespaces).isEmpty {
+            upstreams.append(try Upstream(String(part)))
+        }
+        return upstreams
+    }
+
+    /// Where `path` is pulled from.
+    public func url(for path: RenditionPath) -> String {
+        "\(scheme.rawValue)://\(authority)\(prefix)/\(path).flv"
+    }
+
+    public var description: String { "\(scheme.rawValue)://\(authority)\(prefix)" }
+}

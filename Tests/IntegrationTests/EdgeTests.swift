@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension IntegrationTests {
+    /// `--role edge --upstream …`: streams pulled over HTTP-FLV from upstream nodes while they
+    /// are watched, one pull per stream whatever the number of viewers, and failover between
+    /// upstreams that keeps the viewers connected on one monotonic timeline.
+    @Suite("Playback-pull edge")
+    struct EdgeTests {
+        /// The edge's client sockets connected to `port` on 127.0.0.1, as the kernel lists
+        /// them (`ss`, by process): its upstream connections to the node listening there.
+        static func connections(of edge: NodeProcess, to port: Int, scenario: Scenario) async throws -> Int {
+            let run = try await scenario.run("ss", ["-Htnp", "state", "established", "( dport = :\(port) )"], name: "ss-\(port)", timeout: .seconds(5))
+            try scenario.require(run.succeeded, "ss failed: \(run)")
+            return run.stdout.split(separator: "\n").filter { $0.contains("pid=\(edge.process.pid),") }.count
+        }
+
+        @Test("100 viewers of an edge share one upstream pull; when the origin dies the edge fails over within 3 s, viewers stay, timestamps stay monotonic; an unwatched pull stops")
+        func pullShareAndFailover() async throws {
+            try await Scenario.run("edge-failover") { scenario in
+                let media = try await MediaLibrary.shared.file(.shortGOPAudioVideo)
+                let originA = try await scenario.startNode(label: "origin-a")
+                let originB = try await scenario.startNode(label: "origin-b")
+                // One encoder feeding both origins (ffmpeg's tee muxer): the same frames on
+                // the same timeline, as two relays of a cluster carry a stream.
+                let publisher = try scenario.launch(
+                    "ffmpeg",
+                    ["-nostdin", "-hide_banner", "-loglevel", "warning", "-stream_loop", "-1", "-re", "-i", media.url.path,
+                     "-c", "copy", "-map", "0", "-f", "tee",
+                     "[f=flv:onfail=ignore]\(originA.rtmpURL("live", "cam"))|[f=flv:onfail=ignore]\(originB.rtmpURL("live", "cam"))"],
+                    name: "publisher-tee"
+                )
+                scenario.note("publisher (pid \(publisher.pid)) publishing to both origins")
+                try await scenario.waitUntilLive(originA, "live", "cam")
+                try await scenario.waitUntilLive(originB, "live", "cam")
+
+                let edge = try await scenario.startNode(
+                    label: "edge",
+                    arguments: ["--role", "edge", "--upstream", "\(originA.httpBase),\(originB.httpBase)"]
+                )
+                // A stream no upstream has: 404 at once, over HTTP-FLV.
+                let missing = try await HTTPClient.get(port: edge.httpPort, path: "/live/nothing.flv", timeout: .seconds(5))
+                scenario.check(missing.status == 404, "an unknown stream on the edge answered \(missing.status), expected 404")
+
+                // 100 HTTP-FLV viewers and an RTMP viewer (ffprobe), all of the same stream.
+                var viewers: [HTTPFLVViewer] = []
+                for _ in 0..<100 {
+                    viewers.append(try await scenario.openViewer(edge, "live", "cam"))
+                }
+                let rtmpViewer = try scenario.launch(
+                    "ffprobe",
+                    ["-v", "error", "-show_entries", "stream=index,codec_type:packet=stream_index,dts,pts,flags", "-of", "json", "-read_intervals", "%+12", edge.rtmpURL("live", "cam")],
+                    name: "probe-rtmp-edge"
+                )
+                try await Task.sleep(for: .seconds(3))
+                let watched = viewers[0]
+                let beforeKill = try watched.flv()
+                scenario.check(beforeKill.videoFrames.count >= 30, "the edge's viewer got \(beforeKill.videoFrames.count) video frames in 3 s")
+                let toA = try await Self.connections(of: edge, to: originA.httpPort, scenario: scenario)
+                let toB = try await Self.connections(of: edge, to: originB.httpPort, scenario: scenario)
+                scenario.check(toA == 1 && toB == 0, "101 viewers on the edge: \(toA) connections to origin A and \(toB) to B, expected 1 and 0")
+                let playsOnA = try await originA.metrics().sum("estuary_sessions_active", labels: ["kind": "play", "protocol": "http-flv"])
+                scenario.check(playsOnA == 1, "origin A counts \(playsOnA) HTTP-FLV plays, expected the edge's one")
+                scenario.note("\(viewers.count) HTTP-FLV viewers + 1 RTMP viewer on the edge: \(toA) upstream connection(s)")
+
+                // Kill the origin the edge pulls from, and watch one viewer's frame count.
+                await originA.kill()
+                let killedAt = ContinuousClock.now
+                var lastCount = beforeKill.videoFrames.count
+                var lastChange = killedAt
+                var longestStall = Duration.zero
+                while ContinuousClock.now - killedAt < .seconds(6) {
+                    try await Task.sleep(for: .milliseconds(50))
+                    let count = try watched.flv().videoFrames.count
+                    let now = ContinuousClock.now
+                    if count > lastCount {
+                        longestStall = max(longestStall, now - lastChange)
+                        lastCount = count
+                        lastChange = now
+                    }
+                }
+                longestStall = max(longestStall, ContinuousClock.now - lastChange)
+                scenario.note("longest wait for a video frame after origin A died: \(longestStall)")
+                scenario.check(longestStall < .seconds(3), "the viewer saw no video for \(longestStall) after the origin died (target < 3 s)")
+                let toBAfter = try await Self.connections(of: edge, to: originB.httpPort, scenario: scenario)
+                scenario.check(toBAfter == 1, "after the failover the edge has \(toBAfter) connections to origin B, expected 1")
+
+                // Every viewer stayed connected, on one monotonic timeline, with no repeated
+                // or skipped seconds at the failover.
+                let closed = viewers.filter(\.isClosed).count
+                scenario.check(closed == 0, "\(closed) of \(viewers.count) HTTP-FLV viewers were disconnected by the failover")
+                let flv = try watched.flv()
+                scenario.check(flv.error == nil, "the edge's HTTP-FLV is not valid FLV: \(flv.error ?? "")")
+                let regressions = flv.timestampRegressions()
+                scenario.check(regressions.isEmpty, "timestamps go backwards at the edge: \(regressions.prefix(5).map { "type \($0.type): \($0.previous) -> \($0.next)" })")
+                let video = flv.videoFrames.map(\.timestamp)
+                let largestStep = zip(video, video.dropFirst()).map { Int64($1) - Int64($0) }.max() ?? 0
+                scenario.check(largestStep < 3000, "the video timeline jumps by \(largestStep) ms across the failover")
+                scenario.note("edge viewer: \(flv.videoFrames.count) video frames, largest DTS step \(largestStep) ms")
+
+                // The RTMP viewer across the failover: decodable packets, DTS never backwards.
+                let probe = await rtmpViewer.finish(timeout: .seconds(15))
+                scenario.check(probe.succeeded, "ffprobe over RTMP from the edge: \(probe)")
+                if probe.succeeded {
+                    let report = try ProbeReport.decode(probe.stdout)
+                    let videoStream = report.video
+                    scenario.check(report.packets(of: videoStream).count >= 150, "ffprobe got \(report.packets(of: videoStream).count) video packets over 12 s")
+                    scenario.check(report.dtsRegressions(of: videoStream).isEmpty, "RTMP DTS regressions at the edge: \(report.dtsRegressions(of: videoStream).prefix(5))")
+                }
+
+                // Nobody watches: the edge lets go of the upstream after its idle grace (5 s).
+                for viewer in viewers {
+                    await viewer.connection.close()
+                }
+                let released = await eventually(timeout: .seconds(12), interval: .milliseconds(250)) {
+                    (try? await Self.connections(of: edge, to: originB.httpPort, scenario: scenario)) == 0
+                }
+                scenario.check(released, "the edge still pulls from origin B 12 s after its last viewer left")
+                publisher.send(signal: SIGTERM)
+            }
+        }
+    }
+}
