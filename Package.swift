@@ -118,11 +118,11 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // Edge: streams pulled from upstream servers (HTTP-FLV) on demand, with failover.
+        // Edge: streams pulled from upstream servers (HTTP-FLV, RTMP) on demand, with failover.
         .target(
             name: "Edge",
             dependencies: [
-                "Media",
+                "Media", "RTMP",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -208,6 +208,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/TranscodeBench",
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "EdgeTests",
+            dependencies: ["Edge", "Media", "RTMP", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: strict
         ),
         .testTarget(

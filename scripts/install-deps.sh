@@ -35,10 +35,11 @@ packages=(
 )
 if [[ $mode != run ]]; then
   # Tests: real peers (ffmpeg/ffprobe, rtmpdump, the librtmp publisher compiled with cc, SRT
-  # tools), nats-server, curl, openssl, Debian's chromium, and python3-venv for .venv/.
+  # tools), nats-server, curl, openssl, Debian's chromium, python3-venv for .venv/, and
+  # iproute2 (ip, ss) for the multi-node tests in network namespaces.
   packages+=(
     ffmpeg rtmpdump librtmp-dev nats-server srt-tools curl openssl chromium
-    gcc libc6-dev python3-venv
+    gcc libc6-dev python3-venv iproute2
   )
 fi
 if [[ $mode == bench ]]; then

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Logging
 import Media
+import RTMP
 import Metrics
 import NIOHTTP1
 import NIOConcurrencyHelpers
@@ -11,7 +12,7 @@ import NIOPosix
 ///
 /// When a viewer asks for a rendition the edge has no hub for (over any protocol: the
 /// registry asks here), the edge requests it from the first healthy upstream
-/// (`UpstreamHealth`) as HTTP-FLV, and feeds what arrives into one local hub with its GOP
+/// (`UpstreamHealth`), over HTTP-FLV or RTMP (`UpstreamFeed`), and feeds what arrives into one local hub with its GOP
 /// cache. Every viewer of the rendition shares that hub, so a thousand viewers cost one
 /// upstream connection. A rendition no upstream has (every one answers 404) is not found.
 ///
@@ -91,7 +92,7 @@ public final class EdgeStreamSource: RemoteStreamSource {
         }
         defer { opening.withLockedValue { $0 -= 1 } }
 
-        guard let (index, response) = await connectFirst(path, after: nil) else { return nil }
+        guard let (index, feed) = await connectFirst(path, after: nil) else { return nil }
         let (hub, publisher) = await registry.hubForPublishing(path)
         guard case .attached = hub.attachPublisher(id: publisher, owner: "edge", evict: {}) else {
             // Published here meanwhile (a static pull, say): use that.
@@ -105,7 +106,7 @@ public final class EdgeStreamSource: RemoteStreamSource {
         logger[metadataKey: "stream"] = "\(path)"
         logger.info("pulling from upstream", metadata: ["upstream": "\(health.upstreams[index])"])
         let task = Task { [self] in
-            await self.run(pull, path: path, first: (index, response), logger: logger)
+            await self.run(pull, path: path, first: (index, feed), logger: logger)
             pulls.withLockedValue { pulls in
                 if pulls[path] === pull { pulls[path] = nil }
             }
@@ -123,19 +124,19 @@ public final class EdgeStreamSource: RemoteStreamSource {
     // MARK: Upstream connections
 
     private enum Answer {
-        case media(HTTPClientResponse)
+        case media(any UpstreamFeed)
         case notFound
         case failed(String)
     }
 
     /// The first upstream, in health order, that has `path`: nil when every one answered
     /// 404 or failed.
-    private func connectFirst(_ path: RenditionPath, after: Int?) async -> (Int, HTTPClientResponse)? {
+    private func connectFirst(_ path: RenditionPath, after: Int?) async -> (Int, any UpstreamFeed)? {
         for index in health.order(after: after) {
             guard !Task.isCancelled else { return nil }
             switch await request(path, from: index) {
-            case .media(let response):
-                return (index, response)
+            case .media(let feed):
+                return (index, feed)
             case .notFound, .failed:
                 continue
             }
@@ -145,7 +146,29 @@ public final class EdgeStreamSource: RemoteStreamSource {
 
     private func request(_ path: RenditionPath, from index: Int) async -> Answer {
         let upstream = health.upstreams[index]
-        var request = HTTPClientRequest(url: upstream.url(for: path))
+        let answer: Answer
+        switch upstream.scheme {
+        case .http, .https:
+            answer = await requestHTTPFLV(upstream.url(for: path))
+        case .rtmp:
+            answer = await requestRTMP(upstream.url(for: path))
+        }
+        switch answer {
+        case .media:
+            health.succeeded(index)
+            EdgeMetrics.connections("media")
+        case .notFound:
+            health.succeeded(index)
+            EdgeMetrics.connections("not_found")
+        case .failed:
+            health.failed(index)
+            EdgeMetrics.connections("error")
+        }
+        return answer
+    }
+
+    private func requestHTTPFLV(_ url: String) async -> Answer {
+        var request = HTTPClientRequest(url: url)
         request.headers.add(name: "User-Agent", value: "Estuary-edge")
         // A pull holds its connection for the stream's life, and a 404 should not leave an
         // idle one in the client's pool: one connection per pull, nothing else.
@@ -153,23 +176,21 @@ public final class EdgeStreamSource: RemoteStreamSource {
         do {
             let response = try await client.execute(request, timeout: Self.timeAmount(configuration.connectTimeout))
             switch response.status.code {
-            case 200:
-                health.succeeded(index)
-                EdgeMetrics.connections("media")
-                return .media(response)
-            case 404:
-                health.succeeded(index)
-                EdgeMetrics.connections("not_found")
-                return .notFound
-            default:
-                health.failed(index)
-                EdgeMetrics.connections("error")
-                return .failed("HTTP \(response.status.code)")
+            case 200: return .media(HTTPFLVFeed(response: response, maxTagBytes: configuration.maxTagBytes))
+            case 404: return .notFound
+            default: return .failed("HTTP \(response.status.code)")
             }
         } catch {
-            health.failed(index)
-            EdgeMetrics.connections("error")
             return .failed("\(error)")
+        }
+    }
+
+    private func requestRTMP(_ string: String) async -> Answer {
+        guard let url = try? RTMPClientURL(string) else { return .failed("not an RTMP URL: \(string)") }
+        switch await RTMPFeed.open(url, timeout: Self.timeAmount(configuration.connectTimeout)) {
+        case .started(let feed): return .media(feed)
+        case .notFound: return .notFound
+        case .failed(let why): return .failed(why)
         }
     }
 
@@ -198,14 +219,14 @@ public final class EdgeStreamSource: RemoteStreamSource {
 
     /// Feeds the hub from one upstream after another until the pull is stopped or the
     /// stream is gone everywhere.
-    private func run(_ pull: Pull, path: RenditionPath, first: (Int, HTTPClientResponse), logger: Logger) async {
+    private func run(_ pull: Pull, path: RenditionPath, first: (Int, any UpstreamFeed), logger: Logger) async {
         var filter = FailoverFilter()
-        var current: (index: Int, response: HTTPClientResponse)? = first
+        var current: (index: Int, feed: any UpstreamFeed)? = first
         var lastIndex = first.0
         while !Task.isCancelled {
-            if let (index, response) = current {
+            if let (index, feed) = current {
                 pull.upstream.withLockedValue { $0 = index }
-                let outcome = await consume(response, into: pull, filter: &filter)
+                let outcome = await consume(feed, into: pull, filter: &filter)
                 guard !Task.isCancelled else { break }
                 lastIndex = index
                 switch outcome {
@@ -233,8 +254,8 @@ public final class EdgeStreamSource: RemoteStreamSource {
                     try? await Task.sleep(for: .nanoseconds((retryAt - .now()).nanoseconds))
                 }
                 switch await request(path, from: index) {
-                case .media(let response):
-                    current = (index, response)
+                case .media(let feed):
+                    current = (index, feed)
                     filter.newConnection()
                     logger.notice("pulling from upstream", metadata: ["upstream": "\(health.upstreams[index])"])
                 case .notFound:
@@ -269,10 +290,9 @@ public final class EdgeStreamSource: RemoteStreamSource {
 
     private struct Stalled: Error {}
 
-    /// Reads one upstream response into the hub until it ends, fails or stalls.
-    private func consume(_ response: HTTPClientResponse, into pull: Pull, filter: inout FailoverFilter) async -> Outcome {
+    /// Feeds one upstream connection into the hub until it ends, fails or stalls.
+    private func consume(_ feed: any UpstreamFeed, into pull: Pull, filter: inout FailoverFilter) async -> Outcome {
         let stall = Self.timeAmount(configuration.stallTimeout)
-        let maxTagBytes = configuration.maxTagBytes
         let loop = loop
         let connectionStart = NIODeadline.now()
         pull.lastMedia.withLockedValue { $0 = max($0, connectionStart) }
@@ -281,20 +301,14 @@ public final class EdgeStreamSource: RemoteStreamSource {
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    var reader = FLVTagReader(maxTagSize: maxTagBytes)
-                    var buffer = ByteBuffer()
-                    for try await chunk in response.body {
-                        var chunk = chunk
-                        buffer.writeBuffer(&chunk)
+                    try await feed.run { frames in
                         var media = false
-                        while let tag = try reader.nextTag(from: &buffer) {
-                            let frame = try tag.mediaFrame()
+                        for frame in frames {
                             guard localFilter.withLockedValue({ $0.admit(frame) }) else { continue }
                             pull.hub.publish(frame, publisher: pull.publisher)
                             if frame.kind != .script, !frame.isSequenceHeader { media = true }
                         }
                         if media { pull.lastMedia.withLockedValue { $0 = .now() } }
-                        if buffer.readerIndex > 64 << 10 { buffer.discardReadBytes() }
                         Self.flush(pull, loop: loop)
                     }
                 }
@@ -306,7 +320,7 @@ public final class EdgeStreamSource: RemoteStreamSource {
                         if NIODeadline.now() - max(last, connectionStart) >= stall { throw Stalled() }
                     }
                 }
-                // The body ending (or throwing) ends the connection; so does a stall.
+                // The feed ending (or throwing) ends the connection; so does a stall.
                 try await group.next()
                 group.cancelAll()
             }

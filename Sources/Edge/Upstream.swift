@@ -3,13 +3,15 @@ import Media
 
 /// One server an edge pulls from, as given to `--upstream`.
 ///
-/// `http://host[:port][/prefix]` (or `https://`) is an HTTP-FLV origin: Estuary, SRS,
-/// nginx-http-flv or anything that serves `/{app}/{name}.flv`. A stream `app/name` is
-/// pulled from `<base>/app/name.flv`, one of its rungs from `<base>/app/name/<rung>.flv`
-/// (Estuary's rendition address).
+/// - `http://host[:port][/prefix]` (or `https://`) is an HTTP-FLV origin: Estuary, SRS,
+///   nginx-http-flv or anything that serves `/{app}/{name}.flv`. A stream `app/name` is
+///   pulled from `<base>/app/name.flv`, one of its rungs from `<base>/app/name/<rung>.flv`
+///   (Estuary's rendition address).
+/// - `rtmp://host[:port]` is an RTMP origin (Estuary, nginx-rtmp, SRS): a stream is played
+///   as `rtmp://host:port/app/name`, a rung as `rtmp://host:port/app/name/rung`.
 public struct Upstream: Sendable, Hashable, CustomStringConvertible {
     public enum Scheme: String, Sendable {
-        case http, https
+        case http, https, rtmp
     }
 
     public let scheme: Scheme
@@ -25,9 +27,9 @@ public struct Upstream: Sendable, Hashable, CustomStringConvertible {
         public var description: String {
             switch self {
             case .unsupportedScheme(let url):
-                "\(url): only http:// and https:// (HTTP-FLV) upstreams are supported so far"
+                "\(url): an upstream is http://, https:// (HTTP-FLV) or rtmp://"
             case .malformed(let url):
-                "\(url): not an upstream URL (http[s]://host[:port][/prefix])"
+                "\(url): not an upstream URL (http[s]://host[:port][/prefix] or rtmp://host[:port])"
             }
         }
     }
@@ -47,7 +49,9 @@ public struct Upstream: Sendable, Hashable, CustomStringConvertible {
         while prefix.hasSuffix("/") { prefix.removeLast() }
         guard !authority.isEmpty, authority.count <= 255,
               !authority.contains(where: { $0 == "@" || $0 == "?" || $0 == "#" || $0.isWhitespace }),
-              !prefix.contains(where: { $0 == "?" || $0 == "#" || $0.isWhitespace })
+              !prefix.contains(where: { $0 == "?" || $0 == "#" || $0.isWhitespace }),
+              // An RTMP application is the stream's own; a prefix would change it.
+              scheme != .rtmp || prefix.isEmpty
         else {
             throw .malformed(string)
         }
@@ -67,7 +71,10 @@ public struct Upstream: Sendable, Hashable, CustomStringConvertible {
 
     /// Where `path` is pulled from.
     public func url(for path: RenditionPath) -> String {
-        "\(scheme.rawValue)://\(authority)\(prefix)/\(path).flv"
+        switch scheme {
+        case .http, .https: "\(scheme.rawValue)://\(authority)\(prefix)/\(path).flv"
+        case .rtmp: "rtmp://\(authority)/\(path)"
+        }
     }
 
     public var description: String { "\(scheme.rawValue)://\(authority)\(prefix)" }

@@ -27,7 +27,11 @@ struct RelayAssembly {
         let openRemote = context.remote.map { _ in
             Self.openRemoteRenditions(
                 registry: registry, hls: hls,
-                rungs: RungDirectory(coordinator: context.coordinator, ladders: context.configuration.ladders)
+                rungs: RungDirectory(
+                    // An edge has no coordinator to ask.
+                    coordinator: context.roles.contains(.edge) ? nil : context.coordinator,
+                    ladders: context.configuration.ladders
+                )
             )
         }
         routes = HLSRoutes(service: hls, onRequest: openRemote)

@@ -5,7 +5,9 @@ import Transcode
 
 /// Which rungs a stream has, for a relay's HLS: the coordinator knows (`lookup`: the
 /// renditions of the live session, whatever ladder the coordinator was configured with);
-/// while it cannot be asked, the relay's own ladder for the application stands in.
+/// while it cannot be asked, the relay's own ladder for the application stands in. An edge,
+/// which has no coordinator, always answers from its own ladders (the upstream answers 404
+/// for a rung it does not carry, and the edge's negative cache remembers that).
 ///
 /// A list of rungs is kept 5 s, so players polling playlists do not each call the
 /// coordinator; an empty answer (not live yet) or a stand-in only 1 s, so a player that
@@ -17,7 +19,7 @@ final class RungDirectory: Sendable {
         case asking(Task<[String], Never>)
     }
 
-    private let coordinator: $CoordinatorAPI
+    private let coordinator: $CoordinatorAPI?
     private let ladders: [String: Ladder]
     private let entries = Mutex<[StreamPath: Entry]>([:])
 
@@ -27,7 +29,7 @@ final class RungDirectory: Sendable {
     /// would not bound it under a flood of new names).
     static let capacity = 4096
 
-    init(coordinator: $CoordinatorAPI, ladders: [String: Ladder]) {
+    init(coordinator: $CoordinatorAPI?, ladders: [String: Ladder]) {
         self.coordinator = coordinator
         self.ladders = ladders
     }
@@ -56,8 +58,14 @@ final class RungDirectory: Sendable {
     }
 
     private func ask(_ path: StreamPath) async -> [String] {
-        let coordinator = coordinator
         var names: [String]
+        guard let coordinator else {
+            names = ladders[path.app]?.rungs.map(\.name) ?? []
+            entries.withLock { entries in
+                if entries[path] != nil { entries[path] = .known(names, until: .now + .seconds(5)) }
+            }
+            return names
+        }
         var keep = Duration.seconds(1)
         do {
             let location = try await NodeActorSystem.$callTimeout.withValue(.seconds(1)) {

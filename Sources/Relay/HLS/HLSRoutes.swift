@@ -36,9 +36,26 @@ public struct HLSRoutes: Sendable {
         await onRequest?(path)
         let renditions = await service.renditions(of: path)
         guard !renditions.isEmpty else { return Self.status(.notFound) }
+        var streams = await Self.variantStreams(renditions, file: file)
+        if streams.isEmpty, let first = renditions["src"] ?? renditions.values.first {
+            // A stream that is live but has no media yet: a relay or edge that has just
+            // started fetching it for this very request. Wait (up to the blocking timeout)
+            // for its first complete segment rather than answer a 404 that players give up
+            // on, or a playlist of parts only, which a player without LL-HLS (Chromium's
+            // own) cannot start from.
+            if await first.waitFor(sequence: 0, part: nil) {
+                streams = await Self.variantStreams(await service.renditions(of: path), file: file)
+            }
+        }
+        guard !streams.isEmpty else { return Self.status(.notFound) }
+        return Self.playlist(HLSPlaylist.master(variant: variant, streams: streams))
+    }
+
+    /// The renditions a master playlist lists: those whose first segment exists, so
+    /// players never get a dead entry.
+    private static func variantStreams(_ renditions: [String: HLSRendition], file: String) async -> [HLSPlaylist.VariantStream] {
         var streams: [HLSPlaylist.VariantStream] = []
         for (renditionName, rendition) in renditions.sorted(by: { Self.order($0.key, $1.key) }) {
-            // A rendition appears once its first segment exists, so players never get a dead entry.
             guard await !rendition.segments.isEmpty else { continue }
             streams.append(HLSPlaylist.VariantStream(
                 uri: "\(renditionName)/\(file)",
@@ -47,8 +64,7 @@ public struct HLSRoutes: Sendable {
                 averageBitrate: await rendition.averageBitrate
             ))
         }
-        guard !streams.isEmpty else { return Self.status(.notFound) }
-        return Self.playlist(HLSPlaylist.master(variant: variant, streams: streams))
+        return streams
     }
 
     func media(app: String, name: String, rendition renditionName: String, file: String, query: Parameters) async throws -> Response {

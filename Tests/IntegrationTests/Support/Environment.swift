@@ -41,9 +41,10 @@ enum TestEnvironment {
         return candidate
     }
 
-    /// An executable found on PATH (ffmpeg, ffprobe, rtmpdump, curl).
+    /// An executable found on PATH (ffmpeg, ffprobe, rtmpdump, curl), or in the system
+    /// directories a non-root PATH leaves out (`ip`).
     static func tool(_ name: String) throws -> URL {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") + ":/usr/sbin:/sbin"
         for directory in path.split(separator: ":") {
             let candidate = URL(fileURLWithPath: String(directory)).appendingPathComponent(name)
             if FileManager.default.isExecutableFile(atPath: candidate.path) {

@@ -14,6 +14,8 @@ final class Scenario: Sendable {
         var nodes: [NodeProcess] = []
         var processes: [Subprocess] = []
         var connections: [RawConnection] = []
+        /// Run last, after every process ended (network namespaces are removed here).
+        var cleanups: [@Sendable () async -> Void] = []
         var failures = 0
     }
 
@@ -93,6 +95,11 @@ final class Scenario: Sendable {
         return await process.finish(timeout: timeout, startedAt: start)
     }
 
+    /// Runs `cleanup` at teardown, after every process and node has ended.
+    func atTearDown(_ cleanup: @escaping @Sendable () async -> Void) {
+        self.state.withLock { $0.cleanups.append(cleanup) }
+    }
+
     func track(_ connection: RawConnection) {
         self.state.withLock { $0.connections.append(connection) }
     }
@@ -120,6 +127,9 @@ final class Scenario: Sendable {
             }
             let termination = await node.stop()
             nodeReports.append("node pid \(node.process.pid) (rtmp \(node.rtmpPort), http \(node.httpPort)) ended: \(termination.map(\.description) ?? "still running")")
+        }
+        for cleanup in self.state.withLock({ $0.cleanups }).reversed() {
+            await cleanup()
         }
         let failures = self.state.withLock { $0.failures }
         if error != nil || failures > 0 {

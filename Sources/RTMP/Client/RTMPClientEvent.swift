@@ -1,0 +1,16 @@
+import Media
+
+/// What an RTMP client connection reports, on its event loop, in this order: at most one
+/// of `started` and `refused`; frames only after `started`; `ended` last, exactly once.
+public enum RTMPClientEvent: Sendable {
+    /// The server accepted: `NetStream.Play.Start` or `NetStream.Publish.Start`.
+    case started
+    /// A frame of the stream being played, with the server's timestamp.
+    case frame(MediaFrame)
+    /// The server refused the play or publish (its status code: `NetStream.Play.StreamNotFound`,
+    /// `NetStream.Publish.BadName`, `_error` …); the connection closes.
+    case refused(String)
+    /// The connection ended: the stream ended on the server (`NetStream.Play.UnpublishNotify`,
+    /// `NetStream.Play.Stop`), the server closed, or a protocol error (the reason says).
+    case ended(reason: String, clean: Bool)
+}
