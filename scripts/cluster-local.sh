@@ -25,10 +25,12 @@
 #   * a container port P of service k becomes the loopback port P + SHIFT + 100*k
 #     (nats 4222 -> 24222 and 8222 -> 28222, coordinator 8090 -> 28190, ingest 1935 -> 22135
 #     and 8080 -> 28280, transcode-1 8080 -> 28380, transcode-2 -> 28480, relay-1 -> 28580,
-#     relay-2 -> 28680; keep SHIFT + 8690 below 32768, the first ephemeral port);
+#     relay-2 -> 28680, edge -> 28780; keep SHIFT + 8790 below 32768, the first ephemeral port);
 #   * `nats://[TOKEN@]<service>:<port>` becomes `nats://[TOKEN@]127.0.0.1:<that service's
 #     mapped port>`;
 #   * `--advertise-host <service>` becomes `--advertise-host 127.0.0.1`;
+#   * in an `--upstream` list, `http://<service>:<port>` and `rtmp://<service>:<port>`
+#     become `…://127.0.0.1:<that service's mapped port>`;
 #   * a `--http-port` / `--rtmp-port` value is mapped as a port of its own service;
 #   * a path under `/data` becomes the same path under $CLUSTER_DIR/<service>
 #     (the service's volume); nats's `/etc/nats/nats.conf` is docker/nats.conf (its bind mount);
@@ -256,6 +258,7 @@ local_command() {
         case "$previous" in
             --http-port|--rtmp-port) value="$(map_port "$service" "$value")" ;;
             --advertise-host) is_service "$value" && value=127.0.0.1 ;;
+            --upstream) value="$(map_upstreams "$value")" ;;
         esac
         if [[ "$value" =~ ^nats://([^@/]+@)?([A-Za-z0-9_.-]+):([0-9]+)$ ]] && is_service "${BASH_REMATCH[2]}"; then
             value="nats://${BASH_REMATCH[1]}127.0.0.1:$(map_port "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}")"
@@ -271,6 +274,20 @@ local_command() {
     has --rtmp-port || cmd+=(--rtmp-port "$(map_port "$service" 1935)")
     has --http-port || cmd+=(--http-port "$(map_port "$service" 8080)")
     has --data-dir || cmd+=(--data-dir "$dir/$service")
+}
+
+map_upstreams() {  # map_upstreams "http://relay-1:8080,rtmp://…" -> the same, loopback-mapped
+    local list="$1" item out="" rest
+    local -a items=()
+    IFS=',' read -r -a items <<<"$list"
+    for item in "${items[@]}"; do
+        if [[ "$item" =~ ^(https?|rtmp)://([A-Za-z0-9_.-]+):([0-9]+)(/.*)?$ ]] && is_service "${BASH_REMATCH[2]}"; then
+            rest="${BASH_REMATCH[4]}"
+            item="${BASH_REMATCH[1]}://127.0.0.1:$(map_port "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}")$rest"
+        fi
+        out+="${out:+,}$item"
+    done
+    echo "$out"
 }
 
 role_of() {  # role_of SERVICE -> the --role value, or the service name
@@ -444,6 +461,7 @@ Estuary cluster is running (Ctrl-C stops it):
   publish   rtmp://127.0.0.1:$(map_port ingest 1935)/live/demo   (ingest; /abr/... for the ladder)
   relay-1   http://127.0.0.1:$(map_port relay-1 8080)/live/demo.flv  .../live/demo/index.m3u8   rtmp://127.0.0.1:$(map_port relay-1 1935)/live/demo
   relay-2   http://127.0.0.1:$(map_port relay-2 8080)/live/demo.flv  .../live/demo/index.m3u8   rtmp://127.0.0.1:$(map_port relay-2 1935)/live/demo
+  edge      http://127.0.0.1:$(map_port edge 8080)/live/demo.flv  .../live/demo/index.m3u8   rtmp://127.0.0.1:$(map_port edge 1935)/live/demo
   admin     curl -H "Authorization: Bearer $admin_token_hint" http://127.0.0.1:$(map_port coordinator 8090)/api/v1/nodes
   nats      nats://<token>@127.0.0.1:$(map_port nats 4222), token $nats_token_hint   monitoring http://127.0.0.1:$(map_port nats 8222)/varz
   logs      $dir/logs/

@@ -85,6 +85,8 @@ final class RTMPFeed: UpstreamFeed {
         switch event {
         case .started:
             resumeStart(true)
+        case .writable:
+            break
         case .refused(let code):
             state.withLockedValue { $0.refusal = code }
             resumeStart(false)

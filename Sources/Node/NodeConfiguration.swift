@@ -67,6 +67,8 @@ struct NodeConfigurationFile: Codable, Sendable {
     var maxStreams: Int?
     /// Edge: the servers to pull from, in order of preference (`["http://origin-1:8080"]`).
     var upstreams: [String]?
+    /// Push-forward targets by application: `{"live": ["rtmp://cdn.example/live"]}`.
+    var forwards: [String: [String]]?
     /// Ladders by application: `{"abr": [{"name": "480p", "height": 480, "videoBitRate": 1400000}]}`.
     /// An application not listed passes streams through unchanged.
     var ladders: [String: [LadderRung]]?
@@ -233,6 +235,8 @@ struct NodeConfiguration: Sendable {
     var maxStreams: Int? = 1000
     /// Edge: the servers to pull from, in order of preference.
     var upstreams: [Upstream] = []
+    /// Streams published to these applications are pushed on to these targets.
+    var forwards: [String: [ForwardTarget]] = [:]
     /// The cluster bus; nil for the embedded default.
     var nats: NATSBusConfiguration?
     /// This node's name on the bus and in the coordinator: by default the host name.
@@ -313,6 +317,22 @@ struct NodeConfiguration: Sendable {
         if let value = file.hlsWindowSegments { hls.windowSegments = try positive(value, "hlsWindowSegments") }
         if let value = file.maxTranscodes { maxTranscodes = try positive(value, "maxTranscodes") }
         if let value = file.maxStreams { maxStreams = try positive(value, "maxStreams") }
+        if let value = file.forwards {
+            var parsed: [String: [ForwardTarget]] = [:]
+            for (app, urls) in value {
+                guard StreamPath.isValidComponent(app) else {
+                    throw ConfigurationError.invalidValue("forwards: invalid application name '\(app)'")
+                }
+                parsed[app] = try urls.map { url throws(ConfigurationError) in
+                    do {
+                        return try ForwardTarget(url)
+                    } catch {
+                        throw ConfigurationError.invalidValue("forwards: \(error)")
+                    }
+                }
+            }
+            forwards = parsed
+        }
         if let value = file.upstreams {
             upstreams = try value.map { string throws(ConfigurationError) in
                 do {

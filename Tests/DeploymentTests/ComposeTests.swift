@@ -5,13 +5,16 @@ import Yams
 /// docker/docker-compose.yml: the services, their healthchecks, and that `node` accepts every command.
 @Suite("docker-compose cluster")
 struct ComposeTests {
-    static let estuaryServices = ["coordinator", "ingest", "transcode-1", "transcode-2", "relay-1", "relay-2"]
+    /// The services on the cluster's bus.
+    static let clusterServices = ["coordinator", "ingest", "transcode-1", "transcode-2", "relay-1", "relay-2"]
+    /// Every Estuary service: the cluster and the edge that pulls from its relays.
+    static let estuaryServices = clusterServices + ["edge"]
     static let expectedRoles = [
         "coordinator": "coordinator", "ingest": "ingest", "transcode-1": "transcode",
-        "transcode-2": "transcode", "relay-1": "relay", "relay-2": "relay",
+        "transcode-2": "transcode", "relay-1": "relay", "relay-2": "relay", "edge": "edge",
     ]
 
-    @Test("the compose file defines nats and the six Estuary services, each complete")
+    @Test("the compose file defines nats, the six cluster services and an edge, each complete")
     func servicesAreComplete() throws {
         let compose = try ComposeFile.load()
         #expect(Set(compose.services.map(\.name)) == Set(["nats"] + Self.estuaryServices))
@@ -33,6 +36,14 @@ struct ComposeTests {
             let service = try #require(compose[name], "service \(name)")
             let command = try #require(service.command, "\(name): `command:` must be a list of strings")
             #expect(service.argument("--role") == Self.expectedRoles[name], "\(name): --role")
+            if name == "edge" {
+                // The edge joins no bus: it pulls from both relays, in order.
+                #expect(service.argument("--nats") == nil, "edge: --nats")
+                #expect(service.argument("--upstream") == "http://relay-1:8080,http://relay-2:8080", "edge: --upstream")
+                #expect(service.node["depends_on"]?["relay-1"] != nil && service.node["depends_on"]?["relay-2"] != nil, "edge: starts after the relays")
+                #expect(service.healthcheck == ["CMD", "curl", "-fsS", "http://localhost:8080/readyz"], "edge: healthcheck")
+                continue
+            }
             // Every node connects with the cluster's NATS token (cnats reads `nats://TOKEN@host` as a token).
             let natsURL = try #require(service.argument("--nats"), "\(name): --nats")
             #expect(natsURL.hasPrefix("nats://${ESTUARY_NATS_TOKEN:?") && natsURL.hasSuffix("}@nats:4222"), "\(name): --nats \(natsURL)")
@@ -69,6 +80,7 @@ struct ComposeTests {
         #expect(ports("ingest").contains("1935:1935"))
         #expect(ports("relay-1").contains("8081:8080"))
         #expect(ports("relay-2").contains("8082:8080"))
+        #expect(ports("edge").contains("8083:8080"))
     }
 
     @Test("node accepts every service's command (--check-config)", arguments: estuaryServices)

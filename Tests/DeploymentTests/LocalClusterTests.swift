@@ -62,7 +62,14 @@ struct LocalClusterTests {
             #expect(Array(arguments.filter { $0.hasPrefix("--") }.prefix(composeFlags.count)) == composeFlags, "\(entry.service)")
             #expect(value("--role") == service.argument("--role"))
             #expect(value("--node-id") == service.argument("--node-id"))
-            #expect(value("--nats") == "nats://\(natsToken)@127.0.0.1:24222", "\(entry.service): the token, nats → 127.0.0.1, port 4222 + 20000")
+            if entry.service == "edge" {
+                // Its upstreams are the relays' HTTP ports, mapped as their own services'.
+                let relays = ["relay-1", "relay-2"].map { name in local.firstIndex { $0.service == name }.map { 8080 + 20000 + 100 * $0 } ?? 0 }
+                #expect(value("--upstream") == relays.map { "http://127.0.0.1:\($0)" }.joined(separator: ","), "edge: --upstream")
+                #expect(value("--nats") == nil)
+            } else {
+                #expect(value("--nats") == "nats://\(natsToken)@127.0.0.1:24222", "\(entry.service): the token, nats → 127.0.0.1, port 4222 + 20000")
+            }
             #expect(value("--advertise-host") == "127.0.0.1")
             #expect(value("--bind") == "127.0.0.1")
             #expect(value("--data-dir") == "\(directory)/\(entry.service)")
@@ -132,7 +139,7 @@ struct LocalClusterTests {
             timeout: .seconds(75)
         )
         #expect(run.status == 0 && !run.timedOut, "\(run.summary)")
-        #expect(run.output.contains("ok: 7 services ready"), "\(run.summary)")
+        #expect(run.output.contains("ok: 8 services ready"), "\(run.summary)")
         for service in ["nats"] + ComposeTests.estuaryServices {
             #expect(run.output.contains("\(service) ready"), "\(service): \(run.output)")
         }

@@ -127,5 +127,56 @@ extension IntegrationTests {
                 publisher.send(signal: SIGTERM)
             }
         }
+
+        @Test("An edge pulls over RTMP from an rtmp:// upstream: HTTP-FLV and RTMP viewers get the stream's codecs and every frame in order; a stream the origin lacks is a 404")
+        func rtmpUpstream() async throws {
+            try await Scenario.run("edge-rtmp-upstream") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let origin = try await scenario.startNode(label: "origin")
+                let publisher = try scenario.publish(media, to: origin.rtmpURL("live", "cam"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(origin, "live", "cam")
+                let edge = try await scenario.startNode(
+                    label: "edge",
+                    arguments: ["--role", "edge", "--upstream", "rtmp://127.0.0.1:\(origin.rtmpPort)"]
+                )
+                let missing = try await HTTPClient.get(port: edge.httpPort, path: "/live/nothing.flv", timeout: .seconds(5))
+                scenario.check(missing.status == 404, "a stream the RTMP origin lacks answered \(missing.status) on the edge, expected 404")
+
+                // ffprobe reads 6 s over HTTP-FLV and over RTMP from the edge.
+                async let flv = scenario.run(
+                    "ffprobe",
+                    ["-v", "error", "-show_entries", "stream=index,codec_type,codec_name,profile,width,height,sample_rate,channels:packet=stream_index,dts,pts,flags",
+                     "-of", "json", "-read_intervals", "%+6", edge.flvURL("live", "cam")],
+                    name: "probe-flv-edge", timeout: .seconds(30)
+                )
+                async let rtmp = scenario.run(
+                    "ffprobe",
+                    ["-v", "error", "-show_entries", "stream=index,codec_type,codec_name,profile,width,height,sample_rate,channels:packet=stream_index,dts,pts,flags",
+                     "-of", "json", "-read_intervals", "%+6", edge.rtmpURL("live", "cam")],
+                    name: "probe-rtmp-edge", timeout: .seconds(30)
+                )
+                // While both play: one pull, over RTMP (the origin counts one RTMP play).
+                try await Task.sleep(for: .seconds(3))
+                let plays = try await origin.metrics().sum("estuary_sessions_active", labels: ["kind": "play", "protocol": "rtmp"])
+                scenario.check(plays == 1, "the origin counts \(plays) RTMP plays for the edge's two viewers, expected 1")
+                for (label, run) in [("HTTP-FLV", try await flv), ("RTMP", try await rtmp)] {
+                    scenario.check(run.succeeded, "ffprobe over \(label) from the edge: \(run)")
+                    guard run.succeeded else { continue }
+                    let report = try ProbeReport.decode(run.stdout)
+                    scenario.check(report.video?.codecName == "h264" && report.video?.width == media.width && report.video?.height == media.height,
+                                   "\(label): video \(String(describing: report.video))")
+                    scenario.check(report.audio?.codecName == "aac" && report.audio?.sampleRate == "44100", "\(label): audio \(String(describing: report.audio))")
+                    let video = report.packets(of: report.video)
+                    scenario.check(video.count >= 150, "\(label): \(video.count) video packets in 6 s")
+                    scenario.check(report.dtsRegressions(of: report.video).isEmpty && report.dtsRegressions(of: report.audio).isEmpty,
+                                   "\(label): DTS regressions \(report.dtsRegressions(of: report.video).prefix(3)) \(report.dtsRegressions(of: report.audio).prefix(3))")
+                    // 30 fps: consecutive video DTS one frame apart, no gaps or repeats.
+                    let steps = zip(video, video.dropFirst()).compactMap { pair in pair.0.dts.flatMap { a in pair.1.dts.map { $0 - a } } }
+                    scenario.check(steps.allSatisfy { (20...50).contains($0) }, "\(label): video DTS steps outside 20–50 ms: \(steps.filter { !(20...50).contains($0) }.prefix(5))")
+                    scenario.note("\(label) from the edge (RTMP upstream): \(video.count) video packets, first keyframe \(video.first?.isKeyframe == true)")
+                }
+                publisher.send(signal: SIGTERM)
+            }
+        }
     }
 }

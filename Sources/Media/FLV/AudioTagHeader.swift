@@ -68,8 +68,13 @@ public struct AudioTagHeader: Sendable, Equatable {
     public var packetType: PacketType?
     /// AAC, MP3 or an enhanced-RTMP codec; nil for the other legacy formats.
     public var codec: AudioCodec?
-    /// Offset of the codec data from the start of the tag body.
-    public var headerLength: Int
+    /// Offset of the codec data from the start of the tag body: 1, 2 or 5 bytes.
+    public var headerLength: Int {
+        get { Int(storedHeaderLength) }
+        set { storedHeaderLength = UInt8(clamping: newValue) }
+    }
+    /// One byte: see `VideoTagHeader`'s.
+    private var storedHeaderLength: UInt8
 
     /// True when the body is the codec configuration.
     public var isSequenceHeader: Bool {
@@ -99,7 +104,7 @@ public struct AudioTagHeader: Sendable, Equatable {
         self.aacPacketType = aacPacketType
         self.packetType = packetType
         self.codec = codec
-        self.headerLength = headerLength
+        self.storedHeaderLength = UInt8(clamping: headerLength)
     }
 
     /// Parses the header at the reader index of `payload` (not consumed).
@@ -131,7 +136,7 @@ public struct AudioTagHeader: Sendable, Equatable {
                 throw .unsupportedAudioFourCC(fourCC)
             }
             self.codec = codec
-            headerLength = 5
+            storedHeaderLength = 5
             return
         }
 
@@ -148,13 +153,13 @@ public struct AudioTagHeader: Sendable, Equatable {
                 throw .invalidAACPacketType(typeByte)
             }
             aacPacketType = type
-            headerLength = 2
+            storedHeaderLength = 2
         case .mp3, .mp3At8kHz:
             codec = .mp3
-            headerLength = 1
+            storedHeaderLength = 1
         default:
             codec = nil
-            headerLength = 1
+            storedHeaderLength = 1
         }
     }
 }

@@ -42,8 +42,14 @@ public struct VideoTagHeader: Sendable, Equatable {
     /// PTS - DTS in milliseconds (SI24, sign-extended); 0 where the header has none.
     public var compositionTime: Int32
     /// Offset of the codec data (decoder configuration record, NAL units, ...) from the
-    /// start of the tag body.
-    public var headerLength: Int
+    /// start of the tag body: 1 to 8 bytes.
+    public var headerLength: Int {
+        get { Int(storedHeaderLength) }
+        set { storedHeaderLength = UInt8(clamping: newValue) }
+    }
+    /// One byte, not an `Int`: the header travels with every `MediaFrame` through every
+    /// viewer's queue, and this keeps the frame as small as it was before it carried one.
+    private var storedHeaderLength: UInt8
 
     /// True for a frame a decoder can start from.
     public var isKeyframe: Bool {
@@ -68,7 +74,7 @@ public struct VideoTagHeader: Sendable, Equatable {
         self.packetType = packetType
         self.isEnhanced = isEnhanced
         self.compositionTime = compositionTime
-        self.headerLength = headerLength
+        self.storedHeaderLength = UInt8(clamping: headerLength)
     }
 
     /// Parses the header at the reader index of `payload` (not consumed).

@@ -29,9 +29,10 @@ public struct MediaFrame: Sendable {
         case audio(AudioTagHeader)
     }
 
+    // Declared in this order so the frame packs into 48 bytes, as before it carried its
+    // header: the three one-byte fields and the 10-byte header share the first 16 bytes.
+    // Every viewer's queue holds a copy of each frame (a `HubPacket`), so size is per viewer.
     public var kind: MediaKind
-    /// Decode timestamp (DTS) in milliseconds on the stream's timeline (after normalisation).
-    public var timestamp: Int64
     /// True for a video frame a decoder can start from (an IDR/IRAP picture).
     public var isKeyframe: Bool
     /// True for a codec configuration record (AVC/HEVC decoder configuration, AAC
@@ -41,6 +42,8 @@ public struct MediaFrame: Sendable {
     /// and for a frame built from flags alone (`init(kind:timestamp:isKeyframe:...)`),
     /// whose header is parsed on demand.
     public let tagHeader: TagHeader?
+    /// Decode timestamp (DTS) in milliseconds on the stream's timeline (after normalisation).
+    public var timestamp: Int64
     /// Immutable so that `tagHeader` always describes it.
     public let payload: ByteBuffer
 

@@ -1,4 +1,7 @@
 import Cluster
+import Coordinator
+import Edge
+import Hummingbird
 import Logging
 import Ingest
 import Media
@@ -12,6 +15,8 @@ struct IngestAssembly {
     let keys: StreamKeyVerifier?
     let node: IngestNode
     let observers: [any SessionObserver]
+    /// Push-forwarding of this node's streams (`forwards`), nil when none is configured.
+    let forwards: StreamForwards?
 
     init(_ context: NodeContext) throws {
         let registry = context.registry
@@ -30,9 +35,19 @@ struct IngestAssembly {
         node = try system.makeActor(named: RoleAddress.ingest) {
             IngestNode(registry: registry, reporter: reporter, published: published, keys: keys, logger: logger, actorSystem: system)
         }
+        let forwards = context.configuration.forwards.isEmpty ? nil : StreamForwards(targets: context.configuration.forwards, logger: logger)
+        self.forwards = forwards
         observers = [
             BusPublishing(publications: BusPublications(bus: context.bus, logger: logger), published: published),
             CoordinatorAnnouncement(coordinator: coordinator, nodeID: context.configuration.nodeID, logger: logger),
-        ]
+        ] + (forwards.map { [Forwarding(forwards: $0)] } ?? [])
+        if let forwards {
+            // GET /api/v1/forwards: what every forward is doing, behind the admin token.
+            context.router.group("/api/v1")
+                .add(middleware: BearerTokenMiddleware<NodeRequestContext>(token: context.configuration.adminToken ?? ""))
+                .get("/forwards") { _, _ in
+                    ForwardList(forwards: await forwards.statuses())
+                }
+        }
     }
 }

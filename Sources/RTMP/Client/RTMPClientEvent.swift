@@ -10,6 +10,8 @@ public enum RTMPClientEvent: Sendable {
     /// The server refused the play or publish (its status code: `NetStream.Play.StreamNotFound`,
     /// `NetStream.Publish.BadName`, `_error` …); the connection closes.
     case refused(String)
+    /// The socket takes writes again after it was full (a publisher's cue to send more).
+    case writable
     /// The connection ended: the stream ended on the server (`NetStream.Play.UnpublishNotify`,
     /// `NetStream.Play.Stop`), the server closed, or a protocol error (the reason says).
     case ended(reason: String, clean: Bool)

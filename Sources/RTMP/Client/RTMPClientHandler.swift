@@ -133,6 +133,11 @@ public final class RTMPClientHandler: ChannelDuplexHandler {
         context.write(wrapOutboundOut(encoder.encode(message, allocator: context.channel.allocator)), promise: promise)
     }
 
+    public func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { onEvent(.writable) }
+        context.fireChannelWritabilityChanged()
+    }
+
     public func channelInactive(context: ChannelHandlerContext) {
         finish(.ended(reason: "the server closed the connection", clean: false), context: context)
         context.fireChannelInactive()

@@ -39,6 +39,8 @@ struct NodeConfig: Encodable, Sendable {
     var requireStreamKeys: Bool?
     /// Transcoding ladders by application (nil: the node's default, `abr` only).
     var ladders: [String: [Rung]]?
+    /// Push-forward targets by application (`rtmp://host:port/app`).
+    var forwards: [String: [String]]?
 
     struct Rung: Encodable, Sendable {
         var name: String
@@ -65,11 +67,13 @@ final class NodeProcess: Sendable {
     /// Starts a node and waits (bounded) until `/healthz` answers 200 and the RTMP port accepts
     /// connections. Retries on fresh ports if the process dies during startup (a port race).
     /// `arguments` are added to the command line (`--role relay --nats …`).
-    static func start(config: NodeConfig, directory: URL, label: String = "node", arguments extra: [String] = []) async throws -> NodeProcess {
+    /// `ports` fixes the RTMP and HTTP ports (a node restarted where its peers expect it).
+    static func start(config: NodeConfig, directory: URL, label: String = "node", arguments extra: [String] = [], ports fixed: [Int]? = nil) async throws -> NodeProcess {
         let binary = try TestEnvironment.nodeBinary()
         var lastFailure = ""
         for attempt in 1...3 {
-            let ports = try await FreePorts.allocate(2)
+            let ports: [Int]
+            if let fixed { ports = fixed } else { ports = try await FreePorts.allocate(2) }
             let dataDirectory = directory.appendingPathComponent("\(label)-data-\(attempt)", isDirectory: true)
             try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
             let configURL = directory.appendingPathComponent("\(label)-config-\(attempt).json")

@@ -69,8 +69,8 @@ final class Scenario: Sendable {
 
     // MARK: Resources
 
-    func startNode(_ config: NodeConfig = NodeConfig(), label: String = "node", arguments: [String] = []) async throws -> NodeProcess {
-        let node = try await NodeProcess.start(config: config, directory: self.directory, label: label, arguments: arguments)
+    func startNode(_ config: NodeConfig = NodeConfig(), label: String = "node", arguments: [String] = [], ports: [Int]? = nil) async throws -> NodeProcess {
+        let node = try await NodeProcess.start(config: config, directory: self.directory, label: label, arguments: arguments, ports: ports)
         self.state.withLock { $0.nodes.append(node) }
         self.note("\(label) up: rtmp \(node.rtmpPort), http \(node.httpPort), pid \(node.process.pid)")
         return node

@@ -56,6 +56,13 @@ struct MediaFrameClassificationTests {
         #expect(AudioTagHeader.legacyAAC(.raw) == (try AudioTagHeader(from: ByteBuffer(hex: "af01 2100"))))
     }
 
+    /// Every viewer's queue holds a copy of each frame: carrying the header must not make
+    /// the frame bigger than it was without one (48 bytes on 64-bit platforms).
+    @Test func frameStaysAsSmallAsBeforeItCarriedItsHeader() {
+        #expect(MemoryLayout<MediaFrame>.size <= 48)
+        #expect(MemoryLayout<VideoTagHeader>.size <= 9 && MemoryLayout<AudioTagHeader>.size <= 8)
+    }
+
     /// A frame built from flags alone has no header yet; it is parsed on demand.
     @Test func parsesOnDemandForFramesBuiltFromFlags() throws {
         let frame = MediaFrame(kind: .video, timestamp: 40, isKeyframe: true, payload: ByteBuffer(hex: "1701000028 00000002 6588"))

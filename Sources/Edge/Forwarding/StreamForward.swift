@@ -1,0 +1,259 @@
+import Logging
+import Media
+import Metrics
+import NIOConcurrencyHelpers
+import NIOCore
+import RTMP
+
+/// Pushes one stream to one `ForwardTarget` over RTMP for as long as the stream lives,
+/// reconnecting with backoff (1 s, doubling to 30 s) when the target refuses or drops it.
+///
+/// The stream's frames come from a `FrameSubscription` (`.wake`), drained on the push
+/// connection's event loop only while the socket is writable: a slow or dead target
+/// leaves frames in the subscription's byte-bounded queue, which skips to the next
+/// keyframe when full. Local viewers and the publisher never wait for a forward.
+public final class StreamForward: Sendable {
+    /// What `GET /api/v1/forwards` shows of a forward.
+    public struct Status: Sendable, Codable, Equatable {
+        public enum State: String, Sendable, Codable {
+            case connecting, forwarding, backingOff = "backing-off", stopped
+        }
+        public var stream: String
+        public var target: String
+        public var state: State
+        public var connects = 0
+        public var framesSent = 0
+        public var skippedFrames = 0
+        public var lastError: String?
+    }
+
+    public let path: StreamPath
+    public let target: ForwardTarget
+    private let hub: StreamHub
+    private let status: NIOLockedValueBox<Status>
+    private let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
+
+    static let firstBackoff = Duration.seconds(1)
+    static let maxBackoff = Duration.seconds(30)
+    static let startTimeout = TimeAmount.seconds(5)
+
+    /// Starts forwarding `hub`'s stream to `target`.
+    public init(path: StreamPath, hub: StreamHub, target: ForwardTarget, logger: Logger) {
+        self.path = path
+        self.target = target
+        self.hub = hub
+        self.status = NIOLockedValueBox(Status(stream: "\(path)", target: "\(target)", state: .connecting))
+        var logger = logger
+        logger[metadataKey: "stream"] = "\(path)"
+        logger[metadataKey: "forward"] = "\(target)"
+        let task = Task { [self] in await self.run(logger: logger) }
+        self.task.withLockedValue { $0 = task }
+        ForwardMetrics.active.increment()
+    }
+
+    public var currentStatus: Status { status.withLockedValue { $0 } }
+
+    public var isStopped: Bool { status.withLockedValue { $0.state == .stopped } }
+
+    public func stop() {
+        task.withLockedValue { $0 }?.cancel()
+    }
+
+    private func run(logger: Logger) async {
+        var backoff = Self.firstBackoff
+        while !Task.isCancelled, !hub.isEnded {
+            status.withLockedValue { $0.state = .connecting; $0.connects += 1 }
+            let outcome = await pushOnce()
+            guard !Task.isCancelled, !hub.isEnded else { break }
+            switch outcome {
+            case .streamEnded:
+                break
+            case .refused(let why), .dropped(let why):
+                ForwardMetrics.failures.increment()
+                status.withLockedValue { $0.lastError = why; $0.state = .backingOff }
+                logger.warning("forward failed; retrying in \(backoff)", metadata: ["reason": "\(why)"])
+            }
+            if case .dropped = outcome, status.withLockedValue({ $0.framesSent }) > 0 {
+                // It had been forwarding: start again from the first step.
+                backoff = Self.firstBackoff
+            }
+            try? await Task.sleep(for: backoff)
+            backoff = min(backoff * 2, Self.maxBackoff)
+        }
+        status.withLockedValue { $0.state = .stopped }
+        ForwardMetrics.active.decrement()
+        logger.info("forward stopped")
+    }
+
+    private enum Outcome {
+        case streamEnded
+        case refused(String)
+        case dropped(String)
+    }
+
+    /// One push connection, from connect to its end.
+    private func pushOnce() async -> Outcome {
+        let session = PushSession()
+        let url = target.url(for: path)
+        let channel: any Channel
+        do {
+            channel = try await RTMPClient.connect(url, role: .publish, connectTimeout: Self.startTimeout) { event in session.handle(event) }
+        } catch {
+            return .refused("\(error)")
+        }
+        let deadline = channel.eventLoop.scheduleTask(in: Self.startTimeout) { channel.close(promise: nil) }
+        let started = await session.waitForStart()
+        deadline.cancel()
+        guard started else {
+            channel.close(promise: nil)
+            return .refused(session.reason ?? "no answer")
+        }
+        status.withLockedValue { $0.state = .forwarding; $0.lastError = nil }
+        ForwardMetrics.connected.increment()
+        let pump = Pump(channel: channel, status: status)
+        session.onWritable = { pump.drainIfWritable() }
+        let subscription = FrameSubscription.start(on: hub, delivery: .wake { drain in
+            pump.offer(drain)
+        })
+        guard let subscription else {
+            channel.close(promise: nil)
+            return .streamEnded
+        }
+        let end = await withTaskCancellationHandler {
+            await session.waitForEnd()
+        } onCancel: {
+            channel.close(promise: nil)
+        }
+        subscription.cancel()
+        status.withLockedValue { $0.skippedFrames += subscription.statistics.droppedFrames }
+        if pump.sawEnd { return .streamEnded }
+        return .dropped(end)
+    }
+
+    /// Moves frames from the subscription to the socket on the channel's event loop, only
+    /// while the socket takes them.
+    private final class Pump: Sendable {
+        let channel: any Channel
+        let status: NIOLockedValueBox<Status>
+        private let drain = NIOLockedValueBox<(@Sendable () -> FrameSubscription.Batch)?>(nil)
+        private let ended = NIOLockedValueBox(false)
+
+        init(channel: any Channel, status: NIOLockedValueBox<Status>) {
+            self.channel = channel
+            self.status = status
+        }
+
+        var sawEnd: Bool { ended.withLockedValue { $0 } }
+
+        /// The hub says frames wait: take them on the event loop.
+        func offer(_ drain: @escaping @Sendable () -> FrameSubscription.Batch) {
+            self.drain.withLockedValue { $0 = drain }
+            channel.eventLoop.execute { self.drainIfWritable() }
+        }
+
+        /// On the event loop: writes what waits, unless the socket is full (then the
+        /// writability change calls again).
+        func drainIfWritable() {
+            guard channel.isWritable, let drain = drain.withLockedValue({ current -> (@Sendable () -> FrameSubscription.Batch)? in
+                defer { current = nil }
+                return current
+            }) else { return }
+            let batch = drain()
+            for frame in batch.frames {
+                channel.write(frame, promise: nil)
+            }
+            channel.flush()
+            ForwardMetrics.framesSent.increment(by: batch.frames.count)
+            status.withLockedValue { $0.framesSent += batch.frames.count }
+            if batch.ended {
+                ended.withLockedValue { $0 = true }
+                channel.close(promise: nil)
+            }
+        }
+    }
+}
+
+/// The push connection's events, turned into what `StreamForward` waits for.
+private final class PushSession: Sendable {
+    private struct State {
+        var started: Bool?
+        var startWaiter: CheckedContinuation<Bool, Never>?
+        var end: String?
+        var endWaiter: CheckedContinuation<String, Never>?
+        var reason: String?
+        var onWritable: (@Sendable () -> Void)?
+    }
+    private let state = NIOLockedValueBox(State())
+
+    var reason: String? { state.withLockedValue { $0.reason } }
+
+    var onWritable: (@Sendable () -> Void)? {
+        get { state.withLockedValue { $0.onWritable } }
+        set { state.withLockedValue { $0.onWritable = newValue } }
+    }
+
+    func handle(_ event: RTMPClientEvent) {
+        switch event {
+        case .started:
+            resolveStart(true)
+        case .refused(let code):
+            state.withLockedValue { $0.reason = code }
+            resolveStart(false)
+        case .frame:
+            break
+        case .writable:
+            state.withLockedValue { $0.onWritable }?()
+        case .ended(let reason, _):
+            state.withLockedValue { $0.reason = $0.reason ?? reason }
+            resolveStart(false)
+            let waiter = state.withLockedValue { state -> CheckedContinuation<String, Never>? in
+                state.end = reason
+                defer { state.endWaiter = nil }
+                return state.endWaiter
+            }
+            waiter?.resume(returning: reason)
+        }
+    }
+
+    func waitForStart() async -> Bool {
+        await withCheckedContinuation { continuation in
+            let known = state.withLockedValue { state -> Bool? in
+                if let started = state.started { return started }
+                state.startWaiter = continuation
+                return nil
+            }
+            if let known { continuation.resume(returning: known) }
+        }
+    }
+
+    func waitForEnd() async -> String {
+        await withCheckedContinuation { continuation in
+            let known = state.withLockedValue { state -> String? in
+                if let end = state.end { return end }
+                state.endWaiter = continuation
+                return nil
+            }
+            if let known { continuation.resume(returning: known) }
+        }
+    }
+
+    private func resolveStart(_ started: Bool) {
+        let waiter = state.withLockedValue { state -> CheckedContinuation<Bool, Never>? in
+            guard state.started == nil else { return nil }
+            state.started = started
+            defer { state.startWaiter = nil }
+            return state.startWaiter
+        }
+        waiter?.resume(returning: started)
+    }
+}
+
+enum ForwardMetrics {
+    /// Forwards running (connected or retrying).
+    static let active = Meter(label: "estuary_forwards_active")
+    /// Push connections the target accepted.
+    static let connected = Counter(label: "estuary_forward_connections_total")
+    /// Push connections refused or dropped.
+    static let failures = Counter(label: "estuary_forward_failures_total")
+    static let framesSent = Counter(label: "estuary_forward_frames_sent_total")
+}

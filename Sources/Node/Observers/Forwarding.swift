@@ -1,0 +1,19 @@
+import Edge
+import Hummingbird
+import Session
+
+/// Forwards every stream published here to its application's targets (`forwards` in the
+/// configuration): push-restreaming to a CDN or a platform, see `StreamForward`.
+struct Forwarding: SessionObserver {
+    let forwards: StreamForwards
+
+    func observe(_ event: SessionEvent) async {
+        guard case .publishStarted(let session) = event else { return }
+        await forwards.start(session.path, hub: session.hub)
+    }
+}
+
+/// The body of `GET /api/v1/forwards`.
+struct ForwardList: ResponseEncodable {
+    let forwards: [StreamForward.Status]
+}
