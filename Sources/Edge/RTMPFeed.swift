@@ -16,11 +16,7 @@ final class RTMPFeed: UpstreamFeed {
         var deliver: (@Sendable ([MediaFrame]) -> Void)?
         var held: [MediaFrame] = []
         var heldBytes = 0
-        var start: CheckedContinuation<Bool, Never>?
-        var startResult: Bool?
         var refusal: String?
-        var end: (reason: String, clean: Bool)?
-        var ended: CheckedContinuation<(reason: String, clean: Bool), Never>?
     }
 
     /// Frames held before `run` beyond this many bytes are dropped (the pull then resumes
@@ -28,6 +24,10 @@ final class RTMPFeed: UpstreamFeed {
     static let maxHeldBytes = 16 << 20
 
     private let state = NIOLockedValueBox(State())
+    /// Whether the server started the play (false: refused, or the connection ended first).
+    private let started = OneShot<Bool>()
+    /// Why the connection ended, and whether the stream ended cleanly there.
+    private let ended = OneShot<End>()
     private let channel = NIOLockedValueBox<(any Channel)?>(nil)
 
     private init() {}
@@ -44,19 +44,12 @@ final class RTMPFeed: UpstreamFeed {
         feed.channel.withLockedValue { $0 = channel }
         // No answer in time: close, which reports the end and so the failure.
         let deadline = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
-        let started = await withCheckedContinuation { continuation in
-            let answered = feed.state.withLockedValue { state -> Bool? in
-                if let result = state.startResult { return result }
-                state.start = continuation
-                return nil
-            }
-            if let answered { continuation.resume(returning: answered) }
-        }
+        let started = await feed.started.wait()
         deadline.cancel()
         if started { return .started(feed) }
         let refusal = feed.state.withLockedValue { $0.refusal }
         if refusal == "NetStream.Play.StreamNotFound" { return .notFound }
-        return .failed(refusal ?? feed.state.withLockedValue { $0.end?.reason } ?? "no answer")
+        return .failed(refusal ?? feed.ended.value?.reason ?? "no answer")
     }
 
     func run(_ deliver: @escaping @Sendable ([MediaFrame]) -> Void) async throws {
@@ -67,14 +60,7 @@ final class RTMPFeed: UpstreamFeed {
         }
         if !held.isEmpty { deliver(held) }
         let end = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let ended = state.withLockedValue { state -> (reason: String, clean: Bool)? in
-                    if let end = state.end { return end }
-                    state.ended = continuation
-                    return nil
-                }
-                if let ended { continuation.resume(returning: ended) }
-            }
+            await ended.wait()
         } onCancel: {
             channel.withLockedValue { $0 }?.close(promise: nil)
         }
@@ -84,12 +70,12 @@ final class RTMPFeed: UpstreamFeed {
     private func handle(_ event: RTMPClientEvent) {
         switch event {
         case .started:
-            resumeStart(true)
+            started.set(true)
         case .writable:
             break
         case .refused(let code):
             state.withLockedValue { $0.refusal = code }
-            resumeStart(false)
+            started.set(false)
         case .frame(let frame):
             let deliver = state.withLockedValue { state -> (@Sendable ([MediaFrame]) -> Void)? in
                 if let deliver = state.deliver { return deliver }
@@ -102,24 +88,14 @@ final class RTMPFeed: UpstreamFeed {
             }
             deliver?([frame])
         case .ended(let reason, let clean):
-            let waiter = state.withLockedValue { state -> CheckedContinuation<(reason: String, clean: Bool), Never>? in
-                state.end = (reason, clean)
-                defer { state.ended = nil }
-                return state.ended
-            }
-            resumeStart(false)
-            waiter?.resume(returning: (reason, clean))
+            ended.set(End(reason: reason, clean: clean))
+            started.set(false)
         }
     }
 
-    private func resumeStart(_ started: Bool) {
-        let waiter = state.withLockedValue { state -> CheckedContinuation<Bool, Never>? in
-            guard state.startResult == nil else { return nil }
-            state.startResult = started
-            defer { state.start = nil }
-            return state.start
-        }
-        waiter?.resume(returning: started)
+    struct End: Sendable {
+        let reason: String
+        let clean: Bool
     }
 }
 

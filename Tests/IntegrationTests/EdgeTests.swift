@@ -73,21 +73,9 @@ extension IntegrationTests {
 
                 // Kill the origin the edge pulls from, and watch one viewer's frame count.
                 await originA.kill()
-                let killedAt = ContinuousClock.now
-                var lastCount = beforeKill.videoFrames.count
-                var lastChange = killedAt
-                var longestStall = Duration.zero
-                while ContinuousClock.now - killedAt < .seconds(6) {
-                    try await Task.sleep(for: .milliseconds(50))
-                    let count = try watched.flv().videoFrames.count
-                    let now = ContinuousClock.now
-                    if count > lastCount {
-                        longestStall = max(longestStall, now - lastChange)
-                        lastCount = count
-                        lastChange = now
-                    }
+                let longestStall = try await longestWait(for: .seconds(6), every: .milliseconds(50), from: beforeKill.videoFrames.count) {
+                    try watched.flv().videoFrames.count
                 }
-                longestStall = max(longestStall, ContinuousClock.now - lastChange)
                 scenario.note("longest wait for a video frame after origin A died: \(longestStall)")
                 scenario.check(longestStall < .seconds(3), "the viewer saw no video for \(longestStall) after the origin died (target < 3 s)")
                 let toBAfter = try await Self.connections(of: edge, to: originB.httpPort, scenario: scenario)

@@ -102,7 +102,7 @@ public final class StreamForward: Sendable {
             return .refused("\(error)")
         }
         let deadline = channel.eventLoop.scheduleTask(in: Self.startTimeout) { channel.close(promise: nil) }
-        let started = await session.waitForStart()
+        let started = await session.started.wait()
         deadline.cancel()
         guard started else {
             channel.close(promise: nil)
@@ -120,7 +120,7 @@ public final class StreamForward: Sendable {
             return .streamEnded
         }
         let end = await withTaskCancellationHandler {
-            await session.waitForEnd()
+            await session.ended.wait()
         } onCancel: {
             channel.close(promise: nil)
         }
@@ -175,76 +175,35 @@ public final class StreamForward: Sendable {
 
 /// The push connection's events, turned into what `StreamForward` waits for.
 private final class PushSession: Sendable {
-    private struct State {
-        var started: Bool?
-        var startWaiter: CheckedContinuation<Bool, Never>?
-        var end: String?
-        var endWaiter: CheckedContinuation<String, Never>?
-        var reason: String?
-        var onWritable: (@Sendable () -> Void)?
-    }
-    private let state = NIOLockedValueBox(State())
+    /// Whether the target accepted the publish (false: refused, or the connection ended).
+    let started = OneShot<Bool>()
+    /// Why the connection ended.
+    let ended = OneShot<String>()
+    private let refusal = NIOLockedValueBox<String?>(nil)
+    private let writable = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
 
-    var reason: String? { state.withLockedValue { $0.reason } }
+    var reason: String? { refusal.withLockedValue { $0 } ?? ended.value }
 
     var onWritable: (@Sendable () -> Void)? {
-        get { state.withLockedValue { $0.onWritable } }
-        set { state.withLockedValue { $0.onWritable = newValue } }
+        get { writable.withLockedValue { $0 } }
+        set { writable.withLockedValue { $0 = newValue } }
     }
 
     func handle(_ event: RTMPClientEvent) {
         switch event {
         case .started:
-            resolveStart(true)
+            started.set(true)
         case .refused(let code):
-            state.withLockedValue { $0.reason = code }
-            resolveStart(false)
+            refusal.withLockedValue { $0 = code }
+            started.set(false)
         case .frame:
             break
         case .writable:
-            state.withLockedValue { $0.onWritable }?()
+            onWritable?()
         case .ended(let reason, _):
-            state.withLockedValue { $0.reason = $0.reason ?? reason }
-            resolveStart(false)
-            let waiter = state.withLockedValue { state -> CheckedContinuation<String, Never>? in
-                state.end = reason
-                defer { state.endWaiter = nil }
-                return state.endWaiter
-            }
-            waiter?.resume(returning: reason)
+            ended.set(reason)
+            started.set(false)
         }
-    }
-
-    func waitForStart() async -> Bool {
-        await withCheckedContinuation { continuation in
-            let known = state.withLockedValue { state -> Bool? in
-                if let started = state.started { return started }
-                state.startWaiter = continuation
-                return nil
-            }
-            if let known { continuation.resume(returning: known) }
-        }
-    }
-
-    func waitForEnd() async -> String {
-        await withCheckedContinuation { continuation in
-            let known = state.withLockedValue { state -> String? in
-                if let end = state.end { return end }
-                state.endWaiter = continuation
-                return nil
-            }
-            if let known { continuation.resume(returning: known) }
-        }
-    }
-
-    private func resolveStart(_ started: Bool) {
-        let waiter = state.withLockedValue { state -> CheckedContinuation<Bool, Never>? in
-            guard state.started == nil else { return nil }
-            state.started = started
-            defer { state.startWaiter = nil }
-            return state.startWaiter
-        }
-        waiter?.resume(returning: started)
     }
 }
 

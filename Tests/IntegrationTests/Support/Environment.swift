@@ -112,3 +112,25 @@ func fileSize(_ url: URL) -> Int {
     if let value = attributes[.size] as? Int { return value }
     return 0
 }
+
+/// The longest wall-clock wait between increases of `count()` while sampling it every
+/// `interval` for `duration` (the wait still open at the end included): what a viewer
+/// saw of a stall, from the frames it had received.
+func longestWait(
+    for duration: Duration, every interval: Duration, from initial: Int, _ count: () throws -> Int
+) async throws -> Duration {
+    let start = ContinuousClock.now
+    var last = initial
+    var lastChange = start
+    var longest = Duration.zero
+    while ContinuousClock.now - start < duration {
+        try await Task.sleep(for: interval)
+        let current = try count()
+        let now = ContinuousClock.now
+        if current > last {
+            longest = max(longest, now - lastChange)
+            (last, lastChange) = (current, now)
+        }
+    }
+    return max(longest, ContinuousClock.now - lastChange)
+}
