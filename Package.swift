@@ -363,6 +363,8 @@ if Context.environment["ESTUARY_FUZZ"] != nil {
         ("FuzzHTTPPath", ["Relay", "Media", "Cluster", .product(name: "HummingbirdCore", package: "hummingbird")]),
         ("FuzzBusFrame", ["Cluster", "Media", nio]),
         ("FuzzMetadata", ["AMF0", "RTMP", nio]),
+        // The RTMP client (edge pulls, forwards) against a hostile server, on an EmbeddedChannel.
+        ("FuzzRTMPClient", ["RTMP", "Media", nio, .product(name: "NIOEmbedded", package: "swift-nio")]),
     ]
     package.targets.append(.target(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"))
     for target in fuzzTargets {

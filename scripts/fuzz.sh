@@ -30,7 +30,7 @@ while (($#)); do
 done
 if ((${#targets[@]} == 0)); then
   targets=(FuzzChunkDecoder FuzzAMF0 FuzzCommand FuzzHandshake FuzzCodecConfig FuzzFLV FuzzMediaBus
-           FuzzRTMPConnection FuzzHTTPPath FuzzBusFrame FuzzMetadata)
+           FuzzRTMPConnection FuzzHTTPPath FuzzBusFrame FuzzMetadata FuzzRTMPClient)
 fi
 
 seeds="Tests/FuzzCorpus"
@@ -63,6 +63,7 @@ for target in "${targets[@]}"; do
     FuzzMediaBus|FuzzBusFrame) seed_dirs=("$seeds/busframe") ;;
     FuzzMetadata) seed_dirs=("$seeds/metadata" "$seeds/gortmplib/amf0") ;;
     FuzzHTTPPath) seed_dirs=("$seeds/httppath") ;;
+    FuzzRTMPClient) seed_dirs=("$seeds/client") ;;
     # Its output bound (2 MiB) assumes inputs of a few kilobytes: a client can make the server
     # replay a GOP it published once per play, so media out grows with the square of the input.
     FuzzRTMPConnection) seed_dirs=("$seeds/connection"); extra=(-max_len=8192) ;;

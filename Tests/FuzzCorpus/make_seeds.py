@@ -363,7 +363,39 @@ def busframe_seeds():
                                           + bus_frame(9, KEYFRAME, sequence=13, keyframe=True)))
 
 
+def status(code, level="status"):
+    return obj([("level", string(level)), ("code", string(code))])
+
+
+def server_answers(start_code=None):
+    """What a server sends an RTMP client (FuzzRTMPClient) after the handshake: chunk size,
+    window, connect and createStream results, then the play or publish status. The chunk
+    writer is the same as a client's."""
+    server = Client().set_chunk_size(4096).window_acknowledgement_size(2500000)
+    server.command("_result", 1, status("NetConnection.Connect.Success"),
+                   command_object=obj([("fmsVer", string("FMS/3,0,1,123"))]))
+    server.command("_result", 2, number(1))
+    if start_code:
+        level = "error" if "NotFound" in start_code or "BadName" in start_code else "status"
+        server.command("onStatus", 0, status(start_code, level), stream_id=1, csid=5)
+    return server
+
+
+def client_seeds():
+    folder = "client"
+    clear(folder)
+    # Control bytes: bit 0 publish, bit 1 small limits, bit 2 write frames; two cut points.
+    played = server_answers("NetStream.Play.Start").media().ping(1234)
+    played.command("onStatus", 0, status("NetStream.Play.UnpublishNotify"), stream_id=1, csid=5)
+    write(folder, "play", bytes([0, 0x55, 0xAA]) + played.out)
+    write(folder, "play-not-found", bytes([0, 0x80, 0xC8]) + server_answers("NetStream.Play.StreamNotFound").out)
+    write(folder, "play-small-limits", bytes([2, 0x40, 0x90]) + server_answers("NetStream.Play.Start").media().out)
+    write(folder, "publish", bytes([5, 0x3C, 0x78]) + server_answers("NetStream.Publish.Start").ping(99).out)
+    write(folder, "publish-refused", bytes([5, 0, 0]) + server_answers("NetStream.Publish.BadName").out)
+
+
 if __name__ == "__main__":
+    client_seeds()
     connection_seeds()
     httppath_seeds()
     metadata_seeds()

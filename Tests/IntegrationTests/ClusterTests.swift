@@ -260,9 +260,14 @@ extension IntegrationTests {
                     try scenario.require(false, "the coordinator shows no running transcoder for abr/show")
                     return
                 }
-                let (_, streamsJSON) = try await Self.admin(cluster.coordinator, "/api/v1/streams")
-                let stream = (streamsJSON["streams"] as? [[String: Any]])?.first
-                let facts = stream?["facts"] as? [String: Any]
+                // The facts come with the ingest's periodic report, which may follow the
+                // transcoder's placement: wait for them (bounded).
+                var facts: [String: Any]?
+                _ = await eventually(timeout: .seconds(5), interval: .milliseconds(200)) {
+                    guard let (_, streamsJSON) = try? await Self.admin(cluster.coordinator, "/api/v1/streams") else { return false }
+                    facts = (streamsJSON["streams"] as? [[String: Any]])?.first?["facts"] as? [String: Any]
+                    return facts?["videoCodec"] != nil
+                }
                 scenario.check(facts?["videoCodec"] as? String == "h264" && facts?["width"] as? Int == 640 && facts?["audioSampleRate"] as? Int == 44100,
                                "the admin API does not describe the stream as ffprobe would: \(facts ?? [:])")
 
