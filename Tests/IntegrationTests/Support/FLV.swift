@@ -1,3 +1,5 @@
+import Testing
+
 /// One FLV tag as a viewer receives it.
 struct FLVTag {
     static let audio: UInt8 = 8
@@ -95,5 +97,18 @@ struct FLVStream {
             last[tag.type] = tag.timestamp
         }
         return regressions
+    }
+}
+
+extension Scenario {
+    /// What a viewer of an edge sees across a failover: timestamps that never go back, and
+    /// no jump of 3 s or more in the video timeline (no skipped or repeated seconds).
+    func checkContinuousTimeline(_ flv: FLVStream, _ label: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let regressions = flv.timestampRegressions()
+        self.check(regressions.isEmpty, "\(label): timestamps go backwards: \(regressions.prefix(5).map { "type \($0.type): \($0.previous) -> \($0.next)" })", sourceLocation: sourceLocation)
+        let video = flv.videoFrames.map(\.timestamp)
+        let largestStep = zip(video, video.dropFirst()).map { Int64($1) - Int64($0) }.max() ?? 0
+        self.check(largestStep < 3000, "\(label): the video timeline jumps by \(largestStep) ms across the failover", sourceLocation: sourceLocation)
+        self.note("\(label): \(flv.videoFrames.count) video frames, largest DTS step \(largestStep) ms")
     }
 }
