@@ -51,27 +51,17 @@ public final class EdgeStreamSource: RemoteStreamSource {
     private let loop: any EventLoop
     private let pulls = NIOLockedValueBox<[RenditionPath: Pull]>([:])
     private let opening = NIOLockedValueBox(0)
-    /// Called with each new hub (the edge's HLS attaches to it).
-    private let onOpen: @Sendable (StreamHub) async -> Void
 
     public init(
         upstreams: [Upstream],
         configuration: Configuration = .init(),
-        logger: Logger,
-        onOpen: @escaping @Sendable (StreamHub) async -> Void = { _ in }
+        logger: Logger
     ) {
         self.health = UpstreamHealth(upstreams: upstreams)
         self.configuration = configuration
         self.logger = logger
         self.client = HTTPClient.shared
         self.loop = MultiThreadedEventLoopGroup.singleton.next()
-        self.onOpen = onOpen
-    }
-
-    /// Renditions being pulled now, with the upstream each is pulled from.
-    public var openStreams: [RenditionPath: Upstream] {
-        let pulls = pulls.withLockedValue { $0 }
-        return pulls.compactMapValues { pull in pull.upstream.withLockedValue { $0 }.map { health.upstreams[$0] } }
     }
 
     public func touch(_ path: RenditionPath) {
@@ -116,7 +106,6 @@ public final class EdgeStreamSource: RemoteStreamSource {
             await registry.forget(path, hub: pull.hub)
         }
         pull.task.withLockedValue { $0 = task }
-        await onOpen(hub)
         watchIdle(pull, logger: logger)
         return hub
     }
@@ -174,7 +163,7 @@ public final class EdgeStreamSource: RemoteStreamSource {
         // idle one in the client's pool: one connection per pull, nothing else.
         request.headers.add(name: "Connection", value: "close")
         do {
-            let response = try await client.execute(request, timeout: Self.timeAmount(configuration.connectTimeout))
+            let response = try await client.execute(request, timeout: TimeAmount(configuration.connectTimeout))
             switch response.status.code {
             case 200: return .media(HTTPFLVFeed(response: response, maxTagBytes: configuration.maxTagBytes))
             case 404: return .notFound
@@ -187,7 +176,7 @@ public final class EdgeStreamSource: RemoteStreamSource {
 
     private func requestRTMP(_ string: String) async -> Answer {
         guard let url = try? RTMPClientURL(string) else { return .failed("not an RTMP URL: \(string)") }
-        switch await RTMPFeed.open(url, timeout: Self.timeAmount(configuration.connectTimeout)) {
+        switch await RTMPFeed.open(url, timeout: TimeAmount(configuration.connectTimeout)) {
         case .started(let feed): return .media(feed)
         case .notFound: return .notFound
         case .failed(let why): return .failed(why)
@@ -246,7 +235,7 @@ public final class EdgeStreamSource: RemoteStreamSource {
                 let retryAt = health.retryAt(index)
                 if retryAt > .now() {
                     // Backing off: wait for it only while the stream can still be saved.
-                    let staleAt = pull.lastMedia.withLockedValue { $0 } + Self.timeAmount(configuration.staleAfter)
+                    let staleAt = pull.lastMedia.withLockedValue { $0 } + TimeAmount(configuration.staleAfter)
                     guard retryAt < staleAt else {
                         everyoneSaidGone = false
                         continue
@@ -272,7 +261,7 @@ public final class EdgeStreamSource: RemoteStreamSource {
                 pull.stopReason.withLockedValue { $0 = $0 ?? "no upstream has the stream any more" }
                 break
             }
-            if NIODeadline.now() - pull.lastMedia.withLockedValue({ $0 }) >= Self.timeAmount(configuration.staleAfter) {
+            if NIODeadline.now() - pull.lastMedia.withLockedValue({ $0 }) >= TimeAmount(configuration.staleAfter) {
                 pull.stopReason.withLockedValue { $0 = $0 ?? "no upstream delivered media for \(configuration.staleAfter)" }
                 break
             }
@@ -292,7 +281,7 @@ public final class EdgeStreamSource: RemoteStreamSource {
 
     /// Feeds one upstream connection into the hub until it ends, fails or stalls.
     private func consume(_ feed: any UpstreamFeed, into pull: Pull, filter: inout FailoverFilter) async -> Outcome {
-        let stall = Self.timeAmount(configuration.stallTimeout)
+        let stall = TimeAmount(configuration.stallTimeout)
         let loop = loop
         let connectionStart = NIODeadline.now()
         pull.lastMedia.withLockedValue { $0 = max($0, connectionStart) }
@@ -351,7 +340,7 @@ public final class EdgeStreamSource: RemoteStreamSource {
 
     /// Stops a pull once nobody has watched it for `idleGrace`.
     private func watchIdle(_ pull: Pull, logger: Logger) {
-        let grace = Self.timeAmount(configuration.idleGrace)
+        let grace = TimeAmount(configuration.idleGrace)
         Task {
             while !pull.hub.isEnded {
                 try? await Task.sleep(for: .milliseconds(250))
@@ -365,9 +354,5 @@ public final class EdgeStreamSource: RemoteStreamSource {
                 }
             }
         }
-    }
-
-    static func timeAmount(_ duration: Duration) -> TimeAmount {
-        .nanoseconds(Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 }

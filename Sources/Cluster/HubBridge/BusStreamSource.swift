@@ -219,8 +219,8 @@ public final class BusStreamSource: RemoteStreamSource {
     /// it is not, and takes its hub out of `registry` (a relay-only node registers nothing
     /// else that would ever replace it, so ended mirrors would pile up there, one per path).
     private func watchIdle(_ path: RenditionPath, mirror: Mirror, registry: StreamRegistry) {
-        let grace = Self.timeAmount(configuration.idleGrace)
-        let stale = Self.timeAmount(configuration.staleAfter)
+        let grace = TimeAmount(configuration.idleGrace)
+        let stale = TimeAmount(configuration.staleAfter)
         let mirrors = mirrors
         let logger = logger
         Task {
@@ -257,10 +257,6 @@ public final class BusStreamSource: RemoteStreamSource {
             await registry.forget(path, hub: mirror.hub)
             logger.info("stopped relaying", metadata: ["stream": "\(path)", "reason": "\(reason)"])
         }
-    }
-
-    private static func timeAmount(_ duration: Duration) -> TimeAmount {
-        .nanoseconds(Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 }
 
