@@ -18,6 +18,11 @@ import NIOHTTPTypes
 ///   the high water mark the whole time) is closed. This is what drops an HTTP-FLV viewer
 ///   that never reads, and frees its queue and kernel send buffer.
 ///
+/// - **A live stream's viewer gone**: the listener allows half-closed connections (a
+///   client may send its request and shut its side), but a client that shuts its side
+///   during an endless live response (HTTP-FLV) has left: the connection is closed, which
+///   ends the response even while its stream sends nothing.
+///
 /// Each refusal is logged (at most once a second per cause), counted in
 /// `estuary_http_connections_closed_total{reason}` and closes only this connection.
 final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
@@ -42,6 +47,9 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var sawRequest = false
     private var headerTimer: Scheduled<Void>?
     private var stallTimer: Scheduled<Void>?
+    /// Whether the response being written is a live stream (`video/x-flv`), which only
+    /// ends with its stream.
+    private var streamingLive = false
 
     init(settings: Settings, limiter: ConnectionLimiter, logger: Logger) {
         self.settings = settings
@@ -95,6 +103,26 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             headerTimer = nil
         }
         context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(let head):
+            streamingLive = head.headerFields[.contentType] == "video/x-flv"
+        case .end:
+            streamingLive = false
+        case .body:
+            break
+        }
+        context.write(data, promise: promise)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed, streamingLive {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {

@@ -29,12 +29,19 @@ struct NodeAdmission: SessionAdmission {
     var maxStreams: Int? = nil
     /// Streams this node accepts into applications with a ladder, at most `limit` at once.
     var transcodes = TranscodeSlots(limit: nil)
+    /// While it runs, new sessions are refused (`NodeDrain`).
+    var drain: NodeDrain? = nil
     /// Told of every session's start and end, in this order.
     var observers: [any SessionObserver] = []
 
     func publish(_ request: PublishRequest) async -> PublishDecision {
         guard let admission else {
             return .refuse(.badName("this node is a relay: publish to an ingest node"))
+        }
+        if drain?.isDraining == true {
+            logger.notice("publish refused", metadata: ["stream": "\(request.path)", "from": "\(request.remoteAddress)", "reason": "the node is draining"])
+            NodeMetrics.refusedPublishes(reason: "draining")
+            return .refuse(.unavailable("this node is draining: publish to another node"))
         }
         let ladder = ladders[request.path.app]
         if keys == nil, let ladder, let rung = ladder.rungs.first(where: { request.path.name.hasSuffix("_\($0.name)") && request.path.name.count > $0.name.count + 1 }) {
@@ -64,7 +71,7 @@ struct NodeAdmission: SessionAdmission {
         switch decision {
         case .accept(let hub, let id):
             if ladder != nil { transcodes.bind(request.path, to: id) }
-            await notify(.publishStarted(PublishSession(path: request.path, hub: hub, id: id, transport: request.transport, remoteAddress: request.remoteAddress)))
+            await notify(.publishStarted(PublishSession(path: request.path, hub: hub, id: id, transport: request.transport, remoteAddress: request.remoteAddress, requestReconnect: request.requestReconnect)))
         case .refuse:
             if ladder != nil { transcodes.cancel(request.path) }
         }
@@ -78,7 +85,12 @@ struct NodeAdmission: SessionAdmission {
     }
 
     func play(_ request: PlayRequest) async -> PlayDecision {
-        await playback.play(request)
+        if drain?.isDraining == true {
+            logger.notice("play refused", metadata: ["stream": "\(request.path)", "from": "\(request.remoteAddress)", "reason": "the node is draining"])
+            NodeMetrics.refusedPlays(reason: "draining")
+            return .refuse(.unavailable("this node is draining: play from another node"))
+        }
+        return await playback.play(request)
     }
 
     func playStarted(_ session: PlaySession) async {

@@ -58,6 +58,12 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "Coordinator: the SQLite file (default: <data-dir>/estuary.sqlite).")
     var database: String?
 
+    @Option(help: "Seconds a drain (SIGTERM, POST /api/v1/node/drain) waits for sessions to leave (default 8; 0: SIGTERM stops at once).")
+    var drainGrace: Double?
+
+    @Option(help: "Where a drain asks Enhanced RTMP v2 publishers to reconnect (rtmp://other:1935; default: the URL they used).")
+    var drainReconnectTo: String?
+
     @Flag(help: "Check the arguments and configuration, print the resolved role, and exit.")
     var checkConfig = false
 
@@ -103,6 +109,13 @@ struct NodeCommand: AsyncParsableCommand {
         if let adminToken { settings.adminToken = adminToken }
         if let coordinatorNode { settings.coordinatorNode = coordinatorNode }
         if let database { settings.database = database }
+        if let drainGrace {
+            guard drainGrace.isFinite, (0...DrainRoutes.longestGrace).contains(drainGrace) else {
+                throw ValidationError("--drain-grace must be within 0…\(Int(DrainRoutes.longestGrace)) seconds")
+            }
+            settings.drainGrace = .milliseconds(Int64(drainGrace * 1000))
+        }
+        if let drainReconnectTo { settings.drainReconnectTo = try NodeConfiguration.drainTarget(drainReconnectTo) }
         settings.nats?.name = settings.nodeID
         try settings.validate(role: role)
         if checkConfig {

@@ -84,6 +84,12 @@ struct NodeConfigurationFile: Codable, Sendable {
     var adminToken: String?
     /// Coordinator: the SQLite file.
     var database: String?
+    /// Drain (SIGTERM, `POST /api/v1/node/drain`): how long the node waits for its sessions
+    /// to leave before it stops (8; 0 makes SIGTERM stop at once).
+    var drainGraceSeconds: Double?
+    /// Drain: where Enhanced RTMP v2 publishers are asked to reconnect (`rtmp://other:1935`;
+    /// the stream's application is appended). Unset, they reconnect to the URL they used.
+    var drainReconnectTo: String?
 
     struct NATSSettings: Codable, Sendable {
         var servers: [String]?
@@ -253,6 +259,11 @@ struct NodeConfiguration: Sendable {
     /// Coordinator: the SQLite file; nil means `<dataDir>/estuary.sqlite`.
     var database: String?
     var databasePath: String { database ?? "\(dataDir)/estuary.sqlite" }
+    /// Drain: the longest wait for sessions to leave. Under Docker's 10 s stop timeout, so
+    /// that `docker stop` drains rather than kills.
+    var drainGrace: Duration = .seconds(8)
+    /// Drain: where publishers are asked to reconnect (`DrainTarget`), or nil.
+    var drainReconnectTo: String?
 
     static var defaultNodeID: String {
         let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "node"
@@ -372,6 +383,19 @@ struct NodeConfiguration: Sendable {
         if let value = file.requireStreamKeys { requireStreamKeys = value }
         if let value = file.adminToken { adminToken = value }
         if let value = file.database { database = value }
+        if let value = file.drainGraceSeconds {
+            guard value <= DrainRoutes.longestGrace else { throw ConfigurationError.invalidValue("drainGraceSeconds must be at most \(Int(DrainRoutes.longestGrace)), got \(value)") }
+            drainGrace = try seconds(value, "drainGraceSeconds")
+        }
+        if let value = file.drainReconnectTo { drainReconnectTo = try Self.drainTarget(value) }
+    }
+
+    static func drainTarget(_ url: String) throws(ConfigurationError) -> String {
+        do {
+            return try DrainTarget.validated(url)
+        } catch {
+            throw ConfigurationError.invalidValue("drainReconnectTo: \(error)")
+        }
     }
 
     /// Checks what a role needs; throws the reason it cannot start.

@@ -6,4 +6,9 @@ enum NodeMetrics {
     static func refusedPublishes(reason: String) {
         Counter(label: "estuary_publishes_refused_total", dimensions: [("reason", reason)]).increment()
     }
+
+    /// Plays refused by the node's policy before playback (a drain), by reason.
+    static func refusedPlays(reason: String) {
+        Counter(label: "estuary_plays_refused_total", dimensions: [("reason", reason)]).increment()
+    }
 }

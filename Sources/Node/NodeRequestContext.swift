@@ -1,15 +1,18 @@
 import Hummingbird
 import NIOCore
+import Relay
 
 /// The context of every HTTP request a node answers: Hummingbird's core context plus the
 /// peer's address, which a play request carries to the admission path (and its logs)
 /// whatever the protocol.
-struct NodeRequestContext: RequestContext, RemoteAddressRequestContext {
+struct NodeRequestContext: RequestContext, PlaybackRequestContext {
     var coreContext: CoreRequestContextStorage
     let remoteAddress: SocketAddress?
+    let connectionClosed: EventLoopFuture<Void>
 
     init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.remoteAddress = source.channel.remoteAddress
+        self.connectionClosed = source.channel.closeFuture
     }
 }

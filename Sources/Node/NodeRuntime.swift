@@ -70,11 +70,17 @@ struct NodeRuntime {
 
         let configuration = context.configuration
         let logger = context.logger
+        // With a grace period, SIGTERM drains (`DrainService`); without, it stops at once.
+        let sigtermDrains = configuration.drainGrace > .zero
+        let drainDefaults = NodeDrain.Request(grace: configuration.drainGrace, reconnectTo: configuration.drainReconnectTo, reason: "SIGTERM")
+        DrainRoutes(drain: context.drain, defaults: drainDefaults, adminToken: configuration.adminToken).register(on: context.router)
+        let drainService = DrainService(drain: context.drain, onSigterm: sigtermDrains ? drainDefaults : nil, logger: logger)
         let services: [ServiceGroupConfiguration.ServiceConfiguration] =
             [.init(service: NodeHTTP.application(router: context.router, configuration: configuration, logger: logger))]
             + (coordinator?.services ?? []) + (listeners?.services ?? []) + (link?.services ?? [])
             + [.init(service: StreamShutdown(registry: context.registry))]
-        let serviceGroup = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            + [.init(service: drainService, successTerminationBehavior: .gracefullyShutdownGroup)]
+        let serviceGroup = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: sigtermDrains ? [.sigint] : [.sigterm, .sigint], logger: logger))
         let listens = listeners != nil ? "RTMP :\(configuration.rtmp.port), " : ""
         let busName = configuration.nats?.redactedServers ?? "in-process"
         logger.info("Estuary node (role \(role.rawValue), id \(configuration.nodeID)): \(listens)HTTP :\(configuration.httpPort), bus \(busName)")
@@ -138,14 +144,17 @@ struct NodeRuntime {
         // has answered at least once.
         let coordinatorStatus = CoordinatorLink.Status()
         let linked = Self.isLinked(roles)
-        let router = NodeHTTP.router(metrics: metrics) { (nats?.isConnected ?? true) && (!linked || coordinatorStatus.hasAnswered) }
+        let drain = NodeDrain(logger: logger)
+        let router = NodeHTTP.router(metrics: metrics) {
+            (nats?.isConnected ?? true) && (!linked || coordinatorStatus.hasAnswered) && !drain.isDraining
+        }
         return NodeContext(
             role: role, roles: roles, configuration: configuration, logger: logger,
             nats: nats, bus: bus, system: system, registry: registry, remote: remote,
             router: router, group: MultiThreadedEventLoopGroup.singleton,
             coordinatorNode: coordinatorNode,
             coordinator: try $CoordinatorAPI.resolve(id: CoordinatorAddress.id(onNode: coordinatorNode), using: system),
-            coordinatorStatus: coordinatorStatus
+            coordinatorStatus: coordinatorStatus, drain: drain
         )
     }
 

@@ -39,7 +39,7 @@ public struct HTTPFLVRoutes: Sendable {
         return RequestedRendition(rung)
     }
 
-    func stream(_ requested: RequestedRendition?, query: String, remoteAddress: String) async throws -> Response {
+    func stream(_ requested: RequestedRendition?, query: String, remoteAddress: String, closed: EventLoopFuture<Void>? = nil) async throws -> Response {
         guard let path = requested else {
             RelayMetrics.rejectedRequests(reason: "bad_path")
             return Self.notFound()
@@ -88,6 +88,10 @@ public struct HTTPFLVRoutes: Sendable {
                 try await writer.finish(nil)
                 return
             }
+            // A viewer that leaves is otherwise noticed only at the next write, which an idle
+            // stream may never make. (One callback per accepted response: a connection has as
+            // many as streams ended under it, since a live response ends only with its stream.)
+            closed?.whenComplete { _ in waker.finish() }
             for await _ in wakes {
                 let batch = subscriber.drain()
                 // At most `maxTagsPerWrite` tags per write: see its comment.

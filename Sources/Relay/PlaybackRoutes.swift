@@ -2,6 +2,13 @@ import Hummingbird
 import Media
 import NIOCore
 
+/// The request context playback needs: the peer's address (for the admission path), and
+/// the connection's close, so that an endless HTTP-FLV response ends as soon as its viewer
+/// goes, even while the stream sends nothing (a publisher in its grace period).
+public protocol PlaybackRequestContext: RemoteAddressRequestContext {
+    var connectionClosed: EventLoopFuture<Void> { get }
+}
+
 /// Every playback URL of a node, on one router.
 ///
 /// | path | answered by |
@@ -23,13 +30,14 @@ public struct PlaybackRoutes: Sendable {
         self.hls = hls
     }
 
-    public func register<Context: RemoteAddressRequestContext>(on router: Router<Context>) {
+    public func register<Context: PlaybackRequestContext>(on router: Router<Context>) {
         router.get("/:app/:name") { request, context in
             guard let flv = self.flv else { return HTTPFLVRoutes.notFound() }
             let app = context.parameters.get("app") ?? ""
             return try await flv.stream(
                 HTTPFLVRoutes.streamPath(app: app, file: context.parameters.get("name") ?? ""),
-                query: request.uri.query ?? "", remoteAddress: Self.describe(context.remoteAddress)
+                query: request.uri.query ?? "", remoteAddress: Self.describe(context.remoteAddress),
+                closed: context.connectionClosed
             )
         }
         router.get("/:app/:name/:rendition") { request, context in
@@ -40,7 +48,8 @@ public struct PlaybackRoutes: Sendable {
                 guard let flv = self.flv else { return HTTPFLVRoutes.notFound() }
                 return try await flv.stream(
                     HTTPFLVRoutes.renditionPath(app: app, name: name, file: file),
-                    query: request.uri.query ?? "", remoteAddress: Self.describe(context.remoteAddress)
+                    query: request.uri.query ?? "", remoteAddress: Self.describe(context.remoteAddress),
+                    closed: context.connectionClosed
                 )
             }
             guard let hls = self.hls else { return HLSRoutes.status(.notFound) }

@@ -11,15 +11,25 @@ public struct PublishRequest: Sendable {
     public var transport: StreamProtocol
     /// Closes this publisher; called when a later publisher takes the stream over.
     public var evict: @Sendable () -> Void
+    /// Asks this publisher to publish elsewhere, at the given server URL (`rtmp://host/app`)
+    /// or, without one, wherever its own URL now leads; nil when its protocol or client
+    /// cannot be asked (only Enhanced RTMP v2 publishers that advertised the reconnect
+    /// capability can). A draining node uses it.
+    public var requestReconnect: ReconnectRequester?
 
-    public init(path: StreamPath, query: StreamQuery, remoteAddress: String, transport: StreamProtocol, evict: @escaping @Sendable () -> Void) {
+    public init(path: StreamPath, query: StreamQuery, remoteAddress: String, transport: StreamProtocol, evict: @escaping @Sendable () -> Void, requestReconnect: ReconnectRequester? = nil) {
         self.path = path
         self.query = query
         self.remoteAddress = remoteAddress
         self.transport = transport
         self.evict = evict
+        self.requestReconnect = requestReconnect
     }
 }
+
+/// Asks a publisher to reconnect, to the server URL given (`rtmp://host:port/app`) or, with
+/// nil, to the one it used.
+public typealias ReconnectRequester = @Sendable (_ serverURL: String?) -> Void
 
 public enum PublishDecision: Sendable {
     /// Publish into `hub` as publisher `id`.

@@ -24,13 +24,16 @@ public struct PublishSession: Sendable {
     public let id: StreamHub.PublisherID
     public let transport: StreamProtocol
     public let remoteAddress: String
+    /// Asks the publisher to move to another server (`PublishRequest.requestReconnect`).
+    public let requestReconnect: ReconnectRequester?
 
-    public init(path: StreamPath, hub: StreamHub, id: StreamHub.PublisherID, transport: StreamProtocol, remoteAddress: String) {
+    public init(path: StreamPath, hub: StreamHub, id: StreamHub.PublisherID, transport: StreamProtocol, remoteAddress: String, requestReconnect: ReconnectRequester? = nil) {
         self.path = path
         self.hub = hub
         self.id = id
         self.transport = transport
         self.remoteAddress = remoteAddress
+        self.requestReconnect = requestReconnect
     }
 }
 

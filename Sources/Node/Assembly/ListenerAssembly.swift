@@ -20,8 +20,9 @@ struct ListenerAssembly {
             keys: ingest?.keys, logger: context.logger,
             ladders: configuration.ladders, maxStreams: configuration.maxStreams,
             transcodes: TranscodeSlots(limit: configuration.maxTranscodes),
+            drain: context.drain,
             // In order: HLS segments a stream before the bus and the coordinator hear of it.
-            observers: [SessionMetrics()] + (relay?.observers ?? []) + (ingest?.observers ?? [])
+            observers: [SessionMetrics()] + (relay?.observers ?? []) + (ingest?.observers ?? []) + [context.drain]
         )
         PlaybackRoutes(flv: HTTPFLVRoutes(admission: admission, logger: context.logger), hls: relay?.routes)
             .register(on: context.router)

@@ -28,4 +28,6 @@ struct NodeContext {
     let coordinator: $CoordinatorAPI
     /// Set once the coordinator has answered (`/readyz`).
     let coordinatorStatus: CoordinatorLink.Status
+    /// The node's graceful drain: the admission refuses new sessions while it runs.
+    let drain: NodeDrain
 }

@@ -13,19 +13,25 @@ extension CommandMessage {
     /// `_result` for `connect`: properties (`fmsVer`, `capabilities`, `mode`) and information
     /// (`level` status, `code` NetConnection.Connect.Success, `description`, `objectEncoding`,
     /// echoing the client's).
+    ///
+    /// `capsEx`, for a client that sent its own (Enhanced RTMP v2), is the server's: the
+    /// capabilities both sides have.
     public static func connectResult(
         transactionID: Double = 1,
         objectEncoding: Double = 0,
+        capsEx: UInt32? = nil,
         description: String = "Connection succeeded."
     ) -> CommandMessage {
-        CommandMessage(
+        var properties = [
+            AMF0Property("fmsVer", .string(Self.serverVersion)),
+            AMF0Property("capabilities", .number(Self.serverCapabilities)),
+            AMF0Property("mode", .number(1)),
+        ]
+        if let capsEx { properties.append(AMF0Property("capsEx", .number(Double(capsEx)))) }
+        return CommandMessage(
             name: "_result",
             transactionID: transactionID,
-            commandObject: .object([
-                AMF0Property("fmsVer", .string(Self.serverVersion)),
-                AMF0Property("capabilities", .number(Self.serverCapabilities)),
-                AMF0Property("mode", .number(1)),
-            ]),
+            commandObject: .object(properties),
             arguments: [
                 .object([
                     AMF0Property("level", .string(StatusLevel.status.rawValue)),
@@ -35,6 +41,19 @@ extension CommandMessage {
                 ])
             ]
         )
+    }
+
+    /// Enhanced RTMP v2's reconnect request: a NetConnection `onStatus` (transaction 0, null
+    /// command object) whose info object carries `tcUrl` when the client should go to
+    /// another server, and nothing when its own URL now leads elsewhere.
+    public static func reconnectRequest(tcUrl: String?, description: String) -> CommandMessage {
+        var info = [
+            AMF0Property("level", .string(StatusLevel.status.rawValue)),
+            AMF0Property("code", .string(StatusCode.connectReconnectRequest.rawValue)),
+            AMF0Property("description", .string(description)),
+        ]
+        if let tcUrl { info.append(AMF0Property("tcUrl", .string(tcUrl))) }
+        return CommandMessage(name: "onStatus", transactionID: 0, commandObject: .null, arguments: [.object(info)])
     }
 
     /// `_error` for `connect` (e.g. an unknown app or a failed token check).

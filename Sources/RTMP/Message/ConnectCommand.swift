@@ -16,6 +16,9 @@ public struct ConnectCommand: Sendable, Equatable {
     public var pageUrl: String?
     /// 0 for AMF0, 3 for AMF3; echo it in the `_result` (0 when absent).
     public var objectEncoding: Double
+    /// Enhanced RTMP v2 capability flags (`capsEx`), 0 when absent: `reconnectCapability`
+    /// and others the server does not act on (multitrack, ModEx, nanosecond offsets).
+    public var capsEx: UInt32
     /// The whole command object as received.
     public var commandObject: AMF0Value
     /// Values after the command object (some clients send user arguments here).
@@ -30,6 +33,7 @@ public struct ConnectCommand: Sendable, Equatable {
         swfUrl: String? = nil,
         pageUrl: String? = nil,
         objectEncoding: Double = 0,
+        capsEx: UInt32 = 0,
         commandObject: AMF0Value = .object([]),
         optionalArguments: [AMF0Value] = []
     ) {
@@ -40,6 +44,7 @@ public struct ConnectCommand: Sendable, Equatable {
         self.swfUrl = swfUrl
         self.pageUrl = pageUrl
         self.objectEncoding = objectEncoding
+        self.capsEx = capsEx
         self.commandObject = commandObject
         self.optionalArguments = optionalArguments
     }
@@ -55,8 +60,24 @@ public struct ConnectCommand: Sendable, Equatable {
             swfUrl: object["swfUrl"]?.stringValue,
             pageUrl: object["pageUrl"]?.stringValue,
             objectEncoding: object["objectEncoding"]?.numberValue ?? 0,
+            capsEx: Self.flags(object["capsEx"]?.numberValue),
             commandObject: object,
             optionalArguments: command.arguments
         )
+    }
+
+    /// `capsEx` bit: the client handles `NetConnection.Connect.ReconnectRequest`.
+    public static let reconnectCapability: UInt32 = 0x01
+
+    /// Whether the client advertised `capability` in `capsEx`.
+    public func advertises(_ capability: UInt32) -> Bool {
+        capsEx & capability != 0
+    }
+
+    /// A flags number as sent (an AMF0 double); anything that is not a whole number in
+    /// 0...UInt32.max (NaN, negative, fractional) reads as no flags.
+    static func flags(_ number: Double?) -> UInt32 {
+        guard let number, number >= 0, number <= Double(UInt32.max), number == number.rounded(.towardZero) else { return 0 }
+        return UInt32(number)
     }
 }

@@ -16,6 +16,10 @@ public struct StatusCode: RawRepresentable, Sendable, Hashable, ExpressibleByStr
     public static let connectRejected: StatusCode = "NetConnection.Connect.Rejected"
     /// The server closes a connection that did nothing for too long (Flash Media Server's code).
     public static let connectIdleTimeOut: StatusCode = "NetConnection.Connect.IdleTimeOut"
+    /// Enhanced RTMP v2: the server asks the client to reconnect, to the `tcUrl` of the info
+    /// object if it has one (a draining node sends it to publishers that advertised `capsEx`
+    /// reconnect).
+    public static let connectReconnectRequest: StatusCode = "NetConnection.Connect.ReconnectRequest"
     /// Publishing started; ffmpeg and OBS wait for it before sending media.
     public static let publishStart: StatusCode = "NetStream.Publish.Start"
     /// The stream name is in use or not allowed.

@@ -6,6 +6,8 @@ enum RTMPMetrics {
     static let publishes = Counter(label: "estuary_rtmp_publishes_total")
     static let refusedPublishes = Counter(label: "estuary_rtmp_publishes_refused_total")
     static let plays = Counter(label: "estuary_rtmp_plays_total")
+    /// Enhanced RTMP v2 reconnect requests sent to publishers (a draining node).
+    static let reconnectRequests = Counter(label: "estuary_rtmp_reconnect_requests_total")
     /// Connections open now (past the accept-time limits).
     private static let openConnectionsGauge = Gauge(label: "estuary_rtmp_connections_open")
     static func openConnections(_ count: Int) { openConnectionsGauge.record(count) }

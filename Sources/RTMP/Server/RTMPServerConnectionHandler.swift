@@ -89,6 +89,11 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     /// small replies (acknowledgements, ping responses) costs one pending write, not one each,
     /// so the outbound bound in bytes is also a bound in memory.
     private var replies: ByteBuffer?
+    /// Whether the client advertised Enhanced RTMP v2's reconnect capability in `connect`:
+    /// a draining node may then ask it to publish elsewhere.
+    private var acceptsReconnectRequest = false
+    /// Whether a reconnect request was sent (once per connection).
+    private var sentReconnectRequest = false
     /// Whether the librtmp habit of starting a chunk stream with a type 1 header was logged.
     private var loggedType1ChunkStreamStart = false
     /// NetConnection answers go on chunk stream 3, NetStream status on 5, as nginx-rtmp does.
@@ -339,7 +344,26 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         send(SetPeerBandwidth(windowSize: configuration.windowAcknowledgementSize, limitType: .dynamic).message())
         send(SetChunkSize(chunkSize: UInt32(configuration.outgoingChunkSize)).message())
         encoder.chunkSize = configuration.outgoingChunkSize
-        send(CommandMessage.connectResult(transactionID: connect.transactionID, objectEncoding: connect.objectEncoding).message(chunkStreamID: Self.connectionChunkStreamID))
+        // An Enhanced RTMP v2 client learns which of its capabilities the server has: of
+        // those in `capsEx`, reconnect requests.
+        let enhanced = connect.commandObject["capsEx"] != nil
+        acceptsReconnectRequest = connect.advertises(ConnectCommand.reconnectCapability)
+        send(CommandMessage.connectResult(
+            transactionID: connect.transactionID, objectEncoding: connect.objectEncoding,
+            capsEx: enhanced ? ConnectCommand.reconnectCapability : nil
+        ).message(chunkStreamID: Self.connectionChunkStreamID))
+    }
+
+    /// Asks an Enhanced RTMP v2 publisher to reconnect (to `tcUrl`, or to the URL it used),
+    /// once. The connection stays: the publisher opens its new one, moves at a keyframe and
+    /// then closes this one, so viewers see no gap.
+    private func sendReconnectRequest(tcUrl: String?) {
+        guard case .publishing = role, case .session = phase, !sentReconnectRequest else { return }
+        sentReconnectRequest = true
+        logger.notice("asking the publisher to reconnect", metadata: ["to": "\(tcUrl ?? "its own URL")"])
+        RTMPMetrics.reconnectRequests.increment()
+        send(CommandMessage.reconnectRequest(tcUrl: tcUrl, description: "This server is going away; publish to another.").message(chunkStreamID: Self.connectionChunkStreamID))
+        flushIfNeeded()
     }
 
     /// A name a command carries (FCPublish, releaseStream, FCUnpublish) must pass the stream
@@ -401,9 +425,15 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         sessionTimer = nil
         role = .pending
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        var reconnect: ReconnectRequester?
+        if acceptsReconnectRequest {
+            reconnect = { @Sendable tcUrl in
+                bound.eventLoop.execute { bound.value.sendReconnectRequest(tcUrl: tcUrl) }
+            }
+        }
         let request = PublishRequest(path: path, query: StreamQuery(query), remoteAddress: remoteAddress, transport: .rtmp, evict: {
             bound.eventLoop.execute { bound.value.fail(.evicted) }
-        })
+        }, requestReconnect: reconnect)
         let admission = admission
         let promise = context.eventLoop.makePromise(of: PublishDecision.self)
         if let immediate = admission as? any ImmediateSessionAdmission {

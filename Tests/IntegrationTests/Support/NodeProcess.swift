@@ -41,6 +41,10 @@ struct NodeConfig: Encodable, Sendable {
     var ladders: [String: [Rung]]?
     /// Push-forward targets by application (`rtmp://host:port/app`).
     var forwards: [String: [String]]?
+    /// How long SIGTERM drains: 0 in tests (stop at once, as `stop()` expects) unless a test
+    /// drains on purpose.
+    var drainGraceSeconds: Double? = 0
+    var drainReconnectTo: String?
 
     struct Rung: Encodable, Sendable {
         var name: String
@@ -144,6 +148,11 @@ final class NodeProcess: Sendable {
 
     /// True once the test asked the node to stop (an exit after that is not a crash).
     var stopRequested: Bool { self.stopping.withLock { $0 } }
+
+    /// The test expects the node to exit by itself (a drain): an exit is not a crash.
+    func expectExit() {
+        self.stopping.withLock { $0 = true }
+    }
 
     /// kill -9, expected by the test (not reported as a crash).
     func kill() async {

@@ -118,29 +118,40 @@ final class RTMPRawClient {
         return self.nextTransactionID
     }
 
-    /// The connect command for `app`.
-    func connectCommand(app: String, transactionID: Double = 1) -> CommandMessage {
-        CommandMessage(
-            name: "connect",
-            transactionID: transactionID,
-            commandObject: .object([
-                AMF0Property("app", .string(app)),
-                AMF0Property("type", .string("nonprivate")),
-                AMF0Property("flashVer", .string("FMLE/3.0 (compatible; estuary-it)")),
-                AMF0Property("tcUrl", .string("rtmp://127.0.0.1:\(self.port)/\(app)")),
-            ])
-        )
+    /// The connect command for `app`; with `capsEx`, an Enhanced RTMP v2 client's.
+    func connectCommand(app: String, transactionID: Double = 1, capsEx: Double? = nil) -> CommandMessage {
+        var properties = [
+            AMF0Property("app", .string(app)),
+            AMF0Property("type", .string("nonprivate")),
+            AMF0Property("flashVer", .string("FMLE/3.0 (compatible; estuary-it)")),
+            AMF0Property("tcUrl", .string("rtmp://127.0.0.1:\(self.port)/\(app)")),
+        ]
+        if let capsEx { properties.append(AMF0Property("capsEx", .number(capsEx))) }
+        return CommandMessage(name: "connect", transactionID: transactionID, commandObject: .object(properties))
     }
 
-    /// connect → waits for `_result`.
-    func connect(app: String) async throws {
+    /// connect → waits for `_result`, and returns it.
+    @discardableResult
+    func connect(app: String, capsEx: Double? = nil) async throws -> CommandMessage {
         let transactionID = self.takeTransactionID()
-        try await self.send(self.connectCommand(app: app, transactionID: transactionID).message())
+        try await self.send(self.connectCommand(app: app, transactionID: transactionID, capsEx: capsEx).message())
         let answer = try await self.waitForCommand(what: "connect _result") {
             ($0.name == "_result" || $0.name == "_error") && $0.transactionID == transactionID
         }
         guard answer.name == "_result" else {
             throw IntegrationFailure("connect answered \(answer.name): \(answer.arguments)")
+        }
+        return answer
+    }
+
+    /// The commands received since the last call (or wait), without waiting.
+    func takeCommands() throws -> [CommandMessage] {
+        try self.pump()
+        let messages = self.messages
+        self.messages = []
+        return messages.compactMap { message in
+            guard message.typeID == MessageType.commandAMF0.rawValue || message.typeID == MessageType.commandAMF3.rawValue else { return nil }
+            return try? CommandMessage(from: message)
         }
     }
 

@@ -1,0 +1,166 @@
+import Logging
+import Media
+import Metrics
+import Session
+import Synchronization
+
+/// A node's graceful drain: once begun, the node takes no new sessions (publishes and plays
+/// are refused as unavailable, `/readyz` answers 503 so load balancers look elsewhere),
+/// asks every publisher that can be asked to reconnect elsewhere (Enhanced RTMP v2's
+/// reconnect request), and waits, up to a grace period, for its publishers and viewers to
+/// leave before the node shuts down. Publishers that cannot be asked, and viewers, stay
+/// served until they leave or the grace ends.
+///
+/// It learns of sessions as an observer of the node's admission: the table holds one entry
+/// per live publisher (bounded by the node's stream capacity) and a count of viewers.
+final class NodeDrain: SessionObserver, Sendable {
+    /// What starts a drain: an operator's `POST /api/v1/node/drain` or SIGTERM.
+    struct Request: Sendable {
+        var grace: Duration
+        /// Where publishers are asked to go: a server URL (`rtmp://other:1935`) to which
+        /// the stream's application is appended; nil sends them back to the URL they used,
+        /// which a load balancer now routes to another node.
+        var reconnectTo: String?
+        var reason: String
+    }
+
+    /// What `GET /api/v1/node/drain` shows.
+    struct Status: Sendable, Codable, Equatable {
+        var draining: Bool
+        var reason: String?
+        var graceSeconds: Double?
+        var elapsedSeconds: Double?
+        var reconnectTo: String?
+        /// Publishers still here, and how many of them were asked to reconnect.
+        var publishers: Int
+        var publishersAsked: Int
+        var viewers: Int
+    }
+
+    private struct PublisherKey: Hashable {
+        var path: StreamPath
+        var id: StreamHub.PublisherID
+    }
+
+    private struct State {
+        var request: Request?
+        var started: ContinuousClock.Instant?
+        var publishers: [PublisherKey: PublishSession] = [:]
+        var asked: Set<PublisherKey> = []
+        var viewers = 0
+        /// Set by a second SIGTERM: stop waiting.
+        var hurried = false
+    }
+
+    private let state = Mutex(State())
+    private let logger: Logger
+    private let requests: AsyncStream<Request>
+    private let requestSink: AsyncStream<Request>.Continuation
+
+    init(logger: Logger) {
+        self.logger = logger
+        (requests, requestSink) = AsyncStream.makeStream(of: Request.self, bufferingPolicy: .bufferingNewest(1))
+        Gauge(label: "estuary_draining").record(0)
+    }
+
+    /// Whether the node refuses new sessions.
+    var isDraining: Bool { state.withLock { $0.request != nil } }
+
+    /// Starts a drain; false (and nothing changes) when one is under way.
+    @discardableResult
+    func begin(_ request: Request) -> Bool {
+        let started = state.withLock { state -> Bool in
+            guard state.request == nil else { return false }
+            state.request = request
+            state.started = .now
+            return true
+        }
+        guard started else { return false }
+        Counter(label: "estuary_drains_total", dimensions: [("reason", request.reason == "SIGTERM" ? "signal" : "api")]).increment()
+        Gauge(label: "estuary_draining").record(1)
+        logger.notice("draining: no new sessions; publishers are asked to reconnect elsewhere", metadata: [
+            "reason": "\(request.reason)", "grace": "\(request.grace)", "reconnectTo": "\(request.reconnectTo ?? "their own URL")",
+        ])
+        requestSink.yield(request)
+        return true
+    }
+
+    /// Stops waiting for sessions (a second SIGTERM).
+    func hurry() {
+        state.withLock { $0.hurried = true }
+    }
+
+    /// The drains requested, in order; the first one is the one that runs.
+    var requested: AsyncStream<Request> { requests }
+
+    func status() -> Status {
+        state.withLock { state in
+            Status(
+                draining: state.request != nil, reason: state.request?.reason,
+                graceSeconds: state.request.map { Self.seconds($0.grace) },
+                elapsedSeconds: state.started.map { Self.seconds(.now - $0) },
+                reconnectTo: state.request?.reconnectTo,
+                publishers: state.publishers.count, publishersAsked: state.asked.intersection(state.publishers.keys).count,
+                viewers: state.viewers
+            )
+        }
+    }
+
+    /// Asks every publisher that can be asked, and not yet asked, to reconnect.
+    func askPublishersToMove() {
+        let toAsk = state.withLock { state -> [(PublishSession, ReconnectRequester)] in
+            guard state.request != nil else { return [] }
+            var toAsk: [(PublishSession, ReconnectRequester)] = []
+            for (key, session) in state.publishers where !state.asked.contains(key) {
+                guard let requester = session.requestReconnect else { continue }
+                state.asked.insert(key)
+                toAsk.append((session, requester))
+            }
+            return toAsk
+        }
+        let base = state.withLock { $0.request?.reconnectTo }
+        for (session, requester) in toAsk {
+            requester(Self.serverURL(base, app: session.path.app))
+        }
+    }
+
+    /// Whether the drain may end: no sessions left, the grace is over, or a second SIGTERM.
+    func isDone(now: ContinuousClock.Instant = .now) -> Bool {
+        state.withLock { state in
+            guard let request = state.request, let started = state.started else { return false }
+            return state.hurried || now - started >= request.grace || (state.publishers.isEmpty && state.viewers == 0)
+        }
+    }
+
+    /// The server URL a publisher of `app` is sent to: `base/app`.
+    static func serverURL(_ base: String?, app: String) -> String? {
+        guard let base else { return nil }
+        return base.hasSuffix("/") ? base + app : base + "/" + app
+    }
+
+    func observe(_ event: SessionEvent) async {
+        switch event {
+        case .publishStarted(let session):
+            let draining = state.withLock { state in
+                state.publishers[PublisherKey(path: session.path, id: session.id)] = session
+                return state.request != nil
+            }
+            // Admitted just before the drain began: ask it too.
+            if draining { askPublishersToMove() }
+        case .publishEnded(let session):
+            state.withLock { state in
+                let key = PublisherKey(path: session.path, id: session.id)
+                state.publishers[key] = nil
+                state.asked.remove(key)
+            }
+        case .playStarted:
+            state.withLock { $0.viewers += 1 }
+        case .playEnded:
+            state.withLock { $0.viewers = max(0, $0.viewers - 1) }
+        }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
