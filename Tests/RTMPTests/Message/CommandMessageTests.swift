@@ -132,4 +132,42 @@ struct CommandMessageTests {
         #expect(fc.name == "onFCPublish" && fc.arguments.first?["code"]?.stringValue == "NetStream.Publish.Start")
         #expect(CommandMessage.connectError(description: "bad app").arguments.first?["level"]?.stringValue == "error")
     }
+
+    /// Enhanced RTMP v2: `capsEx` in `connect` is read as flags; anything but a whole number
+    /// in UInt32's range reads as none, so a hostile value cannot trap or claim a capability.
+    @Test(arguments: [
+        (Optional(1.0), UInt32(1), true), (Optional(3.0), UInt32(3), true), (Optional(2.0), UInt32(2), false),
+        (nil, UInt32(0), false), (Optional(-1.0), UInt32(0), false), (Optional(1.5), UInt32(0), false),
+        (Optional(Double.nan), UInt32(0), false), (Optional(Double.infinity), UInt32(0), false), (Optional(1e12), UInt32(0), false),
+    ])
+    func connectReadsCapsEx(value: Double?, flags: UInt32, reconnect: Bool) throws {
+        var properties = [AMF0Property("app", .string("live"))]
+        if let value { properties.append(AMF0Property("capsEx", .number(value))) }
+        let connect = ConnectCommand(CommandMessage(name: "connect", transactionID: 1, commandObject: .object(properties)))
+        #expect(connect.capsEx == flags)
+        #expect(connect.advertises(ConnectCommand.reconnectCapability) == reconnect)
+    }
+
+    @Test
+    func connectResultEchoesCapsExOnlyToEnhancedClients() throws {
+        let plain = try CommandMessage(from: CommandMessage.connectResult(transactionID: 1).message())
+        #expect(plain.commandObject["capsEx"] == nil)
+        let enhanced = try CommandMessage(from: CommandMessage.connectResult(transactionID: 1, capsEx: 1).message())
+        #expect(enhanced.commandObject["capsEx"]?.numberValue == 1)
+    }
+
+    /// The reconnect request as the spec shapes it: a NetConnection onStatus with
+    /// transaction 0 and a null command object; `tcUrl` only when given.
+    @Test
+    func reconnectRequestShape() throws {
+        let moved = try CommandMessage(from: CommandMessage.reconnectRequest(tcUrl: "rtmp://b:1935/live", description: "bye").message(chunkStreamID: 3))
+        #expect(moved.name == "onStatus" && moved.transactionID == 0 && moved.commandObject == .null)
+        let info = try #require(moved.arguments.first)
+        #expect(info["code"]?.stringValue == "NetConnection.Connect.ReconnectRequest")
+        #expect(info["level"]?.stringValue == "status")
+        #expect(info["tcUrl"]?.stringValue == "rtmp://b:1935/live")
+        #expect(info["description"]?.stringValue == "bye")
+        let same = try CommandMessage(from: CommandMessage.reconnectRequest(tcUrl: nil, description: "bye").message(chunkStreamID: 3))
+        #expect(same.arguments.first?["tcUrl"] == nil)
+    }
 }
