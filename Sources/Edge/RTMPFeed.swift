@@ -71,7 +71,8 @@ final class RTMPFeed: UpstreamFeed {
         switch event {
         case .started:
             started.set(true)
-        case .writable:
+        case .writable, .reconnectRequested:
+            // A player does not advertise reconnects, so is never asked.
             break
         case .refused(let code):
             state.withLockedValue { $0.refusal = code }

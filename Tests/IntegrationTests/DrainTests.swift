@@ -152,5 +152,46 @@ extension IntegrationTests {
                                "after a second SIGTERM: \(busyEnd.map(\.description) ?? "still running after 5 s") in \(ContinuousClock.now - hurryStart)")
             }
         }
+
+        @Test("A forward to a node that drains follows its reconnect request to the node it names, without backoff, and plays there")
+        func forwardFollowsADrain() async throws {
+            try await Scenario.run("drain-forward") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let ports = try await FreePorts.allocate(2)
+                let final = try await scenario.startNode(label: "final")
+                let draining = try await scenario.startNode(NodeConfig(drainGraceSeconds: 30), label: "draining", arguments: ["--admin-token", Self.token], ports: ports)
+                let origin = try await scenario.startNode(NodeConfig(forwards: ["live": ["rtmp://127.0.0.1:\(ports[0])/relayed"]]), label: "origin")
+                _ = try scenario.publish(media, to: origin.rtmpURL("live", "cam"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(draining, "relayed", "cam", timeout: .seconds(15))
+
+                draining.expectExit()
+                let started = try await HTTPClient.request(
+                    "POST", port: draining.httpPort, path: "/api/v1/node/drain", headers: ["Authorization": "Bearer \(Self.token)"],
+                    body: #"{"reconnectTo": "\#(final.rtmpBase)"}"#
+                )
+                scenario.check(started.status == 202, "POST /api/v1/node/drain answered \(started.status): \(started.bodyText)")
+                try await scenario.waitUntilLive(final, "relayed", "cam", timeout: .seconds(5))
+                let end = await draining.process.waitForExit(timeout: .seconds(10))
+                scenario.check(end == .exited(0), "the drained node: \(end.map(\.description) ?? "still running 10 s after the drain began")")
+                let moves = try await origin.metrics().sum("estuary_forward_moves_total")
+                scenario.check(moves == 1, "estuary_forward_moves_total = \(moves), expected 1")
+                let failures = try await origin.metrics().sum("estuary_forward_failures_total")
+                scenario.check(failures == 0, "estuary_forward_failures_total = \(failures): the move went through a failure and backoff")
+
+                let probe = try await scenario.run(
+                    "ffprobe",
+                    ["-v", "error", "-show_entries", "stream=index,codec_type,codec_name,width:packet=stream_index,dts,flags",
+                     "-of", "json", "-read_intervals", "%+3", final.flvURL("relayed", "cam")],
+                    name: "probe-final", timeout: .seconds(30)
+                )
+                scenario.check(probe.succeeded, "ffprobe of the forward on the node it moved to: \(probe)")
+                if probe.succeeded {
+                    let report = try ProbeReport.decode(probe.stdout)
+                    scenario.check(report.video?.codecName == "h264" && report.audio?.codecName == "aac", "moved forward: \(String(describing: report.video)) \(String(describing: report.audio))")
+                    scenario.check(report.packets(of: report.video).count >= 60, "\(report.packets(of: report.video).count) video packets in 3 s")
+                    scenario.check(report.dtsRegressions(of: report.video).isEmpty, "DTS regressions: \(report.dtsRegressions(of: report.video).prefix(3))")
+                }
+            }
+        }
     }
 }

@@ -7,6 +7,9 @@ import RTMP
 
 /// Pushes one stream to one `ForwardTarget` over RTMP for as long as the stream lives,
 /// reconnecting with backoff (1 s, doubling to 30 s) when the target refuses or drops it.
+/// A target that drains (Enhanced RTMP v2's reconnect request, which the forward
+/// advertises it understands) is left at once for the server it names, or for the
+/// target's own URL, without backoff; later reconnects go back to the configured target.
 ///
 /// The stream's frames come from a `FrameSubscription` (`.wake`), drained on the push
 /// connection's event loop only while the socket is writable: a slow or dead target
@@ -61,13 +64,21 @@ public final class StreamForward: Sendable {
 
     private func run(logger: Logger) async {
         var backoff = Self.firstBackoff
+        var movedTo: RTMPClientURL?
         while !Task.isCancelled, !hub.isEnded {
             status.withLockedValue { $0.state = .connecting; $0.connects += 1 }
-            let outcome = await pushOnce()
+            let outcome = await pushOnce(to: movedTo ?? target.url(for: path))
+            movedTo = nil
             guard !Task.isCancelled, !hub.isEnded else { break }
             switch outcome {
             case .streamEnded:
                 break
+            case .moved(let url):
+                ForwardMetrics.moves.increment()
+                logger.notice("the target asked the forward to reconnect", metadata: ["to": "\(url)"])
+                movedTo = url
+                backoff = Self.firstBackoff
+                continue
             case .refused(let why), .dropped(let why):
                 ForwardMetrics.failures.increment()
                 status.withLockedValue { $0.lastError = why; $0.state = .backingOff }
@@ -87,17 +98,20 @@ public final class StreamForward: Sendable {
 
     private enum Outcome {
         case streamEnded
+        /// The target asked to reconnect (to this URL).
+        case moved(RTMPClientURL)
         case refused(String)
         case dropped(String)
     }
 
     /// One push connection, from connect to its end.
-    private func pushOnce() async -> Outcome {
-        let session = PushSession()
-        let url = target.url(for: path)
+    private func pushOnce(to url: RTMPClientURL) async -> Outcome {
+        let session = PushSession(url: url)
         let channel: any Channel
         do {
-            channel = try await RTMPClient.connect(url, role: .publish, connectTimeout: Self.startTimeout) { event in session.handle(event) }
+            channel = try await RTMPClient.connect(url, role: .publish, connectTimeout: Self.startTimeout, acceptsReconnectRequests: true) { event in
+                session.handle(event)
+            }
         } catch {
             return .refused("\(error)")
         }
@@ -112,6 +126,7 @@ public final class StreamForward: Sendable {
         ForwardMetrics.connected.increment()
         let pump = Pump(channel: channel, status: status)
         session.onWritable = { pump.drainIfWritable() }
+        session.onReconnectRequest = { channel.close(promise: nil) }
         let subscription = FrameSubscription.start(on: hub, delivery: .wake { drain in
             pump.offer(drain)
         })
@@ -127,6 +142,7 @@ public final class StreamForward: Sendable {
         subscription.cancel()
         status.withLockedValue { $0.skippedFrames += subscription.statistics.droppedFrames }
         if pump.sawEnd { return .streamEnded }
+        if let moved = session.movedTo { return .moved(moved) }
         return .dropped(end)
     }
 
@@ -175,12 +191,28 @@ public final class StreamForward: Sendable {
 
 /// The push connection's events, turned into what `StreamForward` waits for.
 private final class PushSession: Sendable {
+    /// Where this session pushes: the base of a reconnect request without a URL.
+    let url: RTMPClientURL
     /// Whether the target accepted the publish (false: refused, or the connection ended).
     let started = OneShot<Bool>()
     /// Why the connection ended.
     let ended = OneShot<String>()
     private let refusal = NIOLockedValueBox<String?>(nil)
     private let writable = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
+    private let reconnect = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
+    private let moved = NIOLockedValueBox<RTMPClientURL?>(nil)
+
+    init(url: RTMPClientURL) {
+        self.url = url
+    }
+
+    /// Where the target asked to be reconnected to, if it did.
+    var movedTo: RTMPClientURL? { moved.withLockedValue { $0 } }
+
+    var onReconnectRequest: (@Sendable () -> Void)? {
+        get { reconnect.withLockedValue { $0 } }
+        set { reconnect.withLockedValue { $0 = newValue } }
+    }
 
     var reason: String? { refusal.withLockedValue { $0 } ?? ended.value }
 
@@ -200,6 +232,11 @@ private final class PushSession: Sendable {
             break
         case .writable:
             onWritable?()
+        case .reconnectRequested(let tcUrl):
+            // The same stream name at the server named (an unusable URL: the same server).
+            let next = tcUrl.flatMap { try? RTMPClientURL("\($0)/\(url.streamName)") } ?? url
+            moved.withLockedValue { $0 = next }
+            onReconnectRequest?()
         case .ended(let reason, _):
             ended.set(reason)
             started.set(false)
@@ -215,4 +252,6 @@ enum ForwardMetrics {
     /// Push connections refused or dropped.
     static let failures = Counter(label: "estuary_forward_failures_total")
     static let framesSent = Counter(label: "estuary_forward_frames_sent_total")
+    /// Reconnects a target asked for (it drains).
+    static let moves = Counter(label: "estuary_forward_moves_total")
 }

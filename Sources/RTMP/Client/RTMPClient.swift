@@ -12,6 +12,7 @@ public enum RTMPClient {
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         connectTimeout: TimeAmount = .seconds(5),
         limits: ChunkLimits = .init(),
+        acceptsReconnectRequests: Bool = false,
         onEvent: @escaping @Sendable (RTMPClientEvent) -> Void
     ) async throws -> any Channel {
         try await ClientBootstrap(group: group)
@@ -20,7 +21,7 @@ public enum RTMPClient {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ClientHandshakeHandler())
-                    try channel.pipeline.syncOperations.addHandler(RTMPClientHandler(url: url, role: role, limits: limits, onEvent: onEvent))
+                    try channel.pipeline.syncOperations.addHandler(RTMPClientHandler(url: url, role: role, limits: limits, acceptsReconnectRequests: acceptsReconnectRequests, onEvent: onEvent))
                 }
             }
             .connect(host: url.host, port: url.port)

@@ -39,6 +39,8 @@ public final class RTMPClientHandler: ChannelDuplexHandler {
 
     private let url: RTMPClientURL
     private let role: Role
+    /// Advertises Enhanced RTMP v2's reconnect capability (`capsEx`) and reports requests.
+    private let acceptsReconnectRequests: Bool
     private let onEvent: @Sendable (RTMPClientEvent) -> Void
     private var state = State.handshaking
     private var decoder: ChunkDecoder
@@ -48,9 +50,10 @@ public final class RTMPClientHandler: ChannelDuplexHandler {
     private var receivedBytes: UInt64 = 0
     private var acknowledgedBytes: UInt64 = 0
 
-    public init(url: RTMPClientURL, role: Role, limits: ChunkLimits = .init(), onEvent: @escaping @Sendable (RTMPClientEvent) -> Void) {
+    public init(url: RTMPClientURL, role: Role, limits: ChunkLimits = .init(), acceptsReconnectRequests: Bool = false, onEvent: @escaping @Sendable (RTMPClientEvent) -> Void) {
         self.url = url
         self.role = role
+        self.acceptsReconnectRequests = acceptsReconnectRequests
         self.decoder = ChunkDecoder(limits: limits)
         self.onEvent = onEvent
     }
@@ -63,16 +66,16 @@ public final class RTMPClientHandler: ChannelDuplexHandler {
         state = .connecting
         send(SetChunkSize(chunkSize: UInt32(Self.chunkSize)).message(), context: context)
         encoder.chunkSize = Self.chunkSize
-        let connect = CommandMessage(
-            name: "connect",
-            transactionID: Self.connectTransaction,
-            commandObject: .object([
-                AMF0Property("app", .string(url.app)),
-                AMF0Property("type", .string("nonprivate")),
-                AMF0Property("flashVer", .string(role == .publish ? "FMLE/3.0 (compatible; Estuary)" : "LNX 9,0,124,2")),
-                AMF0Property("tcUrl", .string(url.tcURL)),
-            ])
-        )
+        var properties = [
+            AMF0Property("app", .string(url.app)),
+            AMF0Property("type", .string("nonprivate")),
+            AMF0Property("flashVer", .string(role == .publish ? "FMLE/3.0 (compatible; Estuary)" : "LNX 9,0,124,2")),
+            AMF0Property("tcUrl", .string(url.tcURL)),
+        ]
+        if acceptsReconnectRequests {
+            properties.append(AMF0Property("capsEx", .number(Double(ConnectCommand.reconnectCapability))))
+        }
+        let connect = CommandMessage(name: "connect", transactionID: Self.connectTransaction, commandObject: .object(properties))
         send(connect.message(), context: context)
         context.flush()
     }
@@ -203,6 +206,12 @@ public final class RTMPClientHandler: ChannelDuplexHandler {
             return true
         case (_, .onStatus(_, let info)):
             let code = info["code"]?.stringValue ?? "?"
+            if code == StatusCode.connectReconnectRequest.rawValue {
+                if acceptsReconnectRequests, case .started = state {
+                    onEvent(.reconnectRequested(tcUrl: info["tcUrl"]?.stringValue))
+                }
+                return false
+            }
             if case .starting(let streamID) = state {
                 if code == StatusCode.playStart.rawValue || code == StatusCode.publishStart.rawValue {
                     state = .started(streamID: streamID)
