@@ -11,6 +11,7 @@
 //   byte 0, bit 0  the client plays (0) or publishes (1)
 //           bit 1  small chunk limits (so the reassembly limits are reachable)
 //           bit 2  when publishing, the test writes a frame of each kind after every piece
+//           bit 3  the client advertises Enhanced RTMP v2 reconnects (a forward does)
 //   bytes 1-2      two cut points, each a fraction n/256 of the chunk stream's length
 //
 // Checks, after the channel is closed:
@@ -49,10 +50,12 @@ func fuzzRTMPClient(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let channel = EmbeddedChannel()
     let url = RTMPClientURL(host: "upstream", port: 1935, app: "live", streamName: "cam")
     do {
-        try channel.pipeline.syncOperations.addHandler(RTMPClientHandler(url: url, role: role, limits: limits) { recorder.record($0) })
+        try channel.pipeline.syncOperations.addHandler(RTMPClientHandler(url: url, role: role, limits: limits, acceptsReconnectRequests: control & 8 != 0) { recorder.record($0) })
     } catch {
         fatalError("cannot add the handler: \(error)")
     }
+    // Active, as a connected socket is: an inactive EmbeddedChannel would take no input.
+    _ = try? channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1935)).wait()
     channel.pipeline.fireUserInboundEventTriggered(RTMPHandshakeCompleted())
     var written = 0
     let frames = [
@@ -114,6 +117,8 @@ func fuzzRTMPClient(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             }
         case .writable:
             break
+        case .reconnectRequested:
+            precondition(started && control & 8 != 0, "a reconnect request reported before `started`, or to a client that did not advertise reconnects")
         case .ended:
             ended += 1
         }

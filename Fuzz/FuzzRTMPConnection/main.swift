@@ -164,6 +164,9 @@ final class FuzzDelegate: ImmediateSessionAdmission, Sendable {
         switch hub.attachPublisher(id: id, evict: request.evict) {
         case .attached:
             state.withLock { _ = $0.live.insert(id) }
+            // A draining node's request to move, to a client that advertised it can
+            // (`capsEx`): sent on the connection's next tick.
+            request.requestReconnect?(request.path.name.hasPrefix("move") ? "rtmp://127.0.0.1:1936/live" : nil)
             return .accept(hub: hub, id: id)
         default:
             return .refuse(.badName("\(request.path) is taken"))

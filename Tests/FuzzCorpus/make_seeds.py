@@ -168,12 +168,15 @@ class Client:
         payload = string(name) + number(transaction) + (command_object or null()) + b"".join(arguments)
         return self.send(csid, 20, stream_id, payload)
 
-    def connect(self, app="live"):
-        return self.command("connect", 1, command_object=obj([
+    def connect(self, app="live", caps_ex=None):
+        pairs = [
             ("app", string(app)), ("type", string("nonprivate")),
             ("flashVer", string("FMLE/3.0 (compatible; FMSc/1.0)")),
             ("tcUrl", string("rtmp://127.0.0.1:1935/" + app)),
-        ]))
+        ]
+        if caps_ex is not None:
+            pairs.append(("capsEx", number(caps_ex)))
+        return self.command("connect", 1, command_object=obj(pairs))
 
     def publish(self, name, transaction=5):
         return self.command("publish", transaction, string(name), string("live"), stream_id=1, csid=4)
@@ -226,6 +229,9 @@ def connection_seeds():
     write(folder, "publish-small-limits", control(c2=1, small=True, advance=3) + publisher().out)
     # Names starting with "deny" are refused by the target's delegate.
     write(folder, "publish-denied", control() + Client().connect().command("createStream", 2).publish("deny-me").media().out)
+    # Enhanced RTMP v2 publishers: the fixture asks them to reconnect once published.
+    write(folder, "publish-enhanced-move", control() + Client().connect(caps_ex=1).command("createStream", 2).publish("move-me").media().out)
+    write(folder, "publish-enhanced-stay", control() + Client().connect(caps_ex=3).command("createStream", 2).publish("stay").media().out)
     write(folder, "play-denied", control() + Client().connect().command("createStream", 2).play("deny-me").out)
     # A player of the fixture stream (metadata, configuration records, a GOP), with a ping,
     # a window size and a socket that stops taking bytes in the middle.
@@ -384,7 +390,8 @@ def server_answers(start_code=None):
 def client_seeds():
     folder = "client"
     clear(folder)
-    # Control bytes: bit 0 publish, bit 1 small limits, bit 2 write frames; two cut points.
+    # Control bytes: bit 0 publish, bit 1 small limits, bit 2 write frames, bit 3 accept
+    # reconnect requests; two cut points.
     played = server_answers("NetStream.Play.Start").media().ping(1234)
     played.command("onStatus", 0, status("NetStream.Play.UnpublishNotify"), stream_id=1, csid=5)
     write(folder, "play", bytes([0, 0x55, 0xAA]) + played.out)
@@ -392,6 +399,12 @@ def client_seeds():
     write(folder, "play-small-limits", bytes([2, 0x40, 0x90]) + server_answers("NetStream.Play.Start").media().out)
     write(folder, "publish", bytes([5, 0x3C, 0x78]) + server_answers("NetStream.Publish.Start").ping(99).out)
     write(folder, "publish-refused", bytes([5, 0, 0]) + server_answers("NetStream.Publish.BadName").out)
+    # Bit 3: the client advertises reconnects; the server asks it to move, with and without a URL.
+    moved = server_answers("NetStream.Publish.Start")
+    moved.command("onStatus", 0, obj([("level", string("status")), ("code", string("NetConnection.Connect.ReconnectRequest")),
+                                      ("tcUrl", string("rtmp://127.0.0.1:1936/live"))]))
+    moved.command("onStatus", 0, status("NetConnection.Connect.ReconnectRequest"))
+    write(folder, "publish-reconnect-request", bytes([13, 0x30, 0x70]) + moved.out)
 
 
 if __name__ == "__main__":
