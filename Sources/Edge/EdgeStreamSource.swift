@@ -1,9 +1,7 @@
-import AsyncHTTPClient
 import Logging
 import Media
 import RTMP
 import Metrics
-import NIOHTTP1
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -47,7 +45,7 @@ public final class EdgeStreamSource: RemoteStreamSource {
     public let health: UpstreamHealth
     private let configuration: Configuration
     private let logger: Logger
-    private let client: HTTPClient
+    private let connector: UpstreamConnector
     private let loop: any EventLoop
     private let pulls = NIOLockedValueBox<[RenditionPath: Pull]>([:])
     private let opening = NIOLockedValueBox(0)
@@ -60,7 +58,7 @@ public final class EdgeStreamSource: RemoteStreamSource {
         self.health = UpstreamHealth(upstreams: upstreams)
         self.configuration = configuration
         self.logger = logger
-        self.client = HTTPClient.shared
+        self.connector = UpstreamConnector(timeout: configuration.connectTimeout, maxTagBytes: configuration.maxTagBytes)
         self.loop = MultiThreadedEventLoopGroup.singleton.next()
     }
 
@@ -88,7 +86,7 @@ public final class EdgeStreamSource: RemoteStreamSource {
             // Published here meanwhile (a static pull, say): use that.
             return await registry.hub(for: path)
         }
-        let pull = Pull(hub: hub, publisher: publisher)
+        let pull = Pull(hub: hub, publisher: publisher, loop: loop)
         pull.upstream.withLockedValue { $0 = index }
         pulls.withLockedValue { $0[path] = pull }
         EdgeMetrics.pulls.increment()
@@ -112,12 +110,6 @@ public final class EdgeStreamSource: RemoteStreamSource {
 
     // MARK: Upstream connections
 
-    private enum Answer {
-        case media(any UpstreamFeed)
-        case notFound
-        case failed(String)
-    }
-
     /// The first upstream, in health order, that has `path`: nil when every one answered
     /// 404 or failed.
     private func connectFirst(_ path: RenditionPath, after: Int?) async -> (Int, any UpstreamFeed)? {
@@ -133,15 +125,8 @@ public final class EdgeStreamSource: RemoteStreamSource {
         return nil
     }
 
-    private func request(_ path: RenditionPath, from index: Int) async -> Answer {
-        let upstream = health.upstreams[index]
-        let answer: Answer
-        switch upstream.scheme {
-        case .http, .https:
-            answer = await requestHTTPFLV(upstream.url(for: path))
-        case .rtmp:
-            answer = await requestRTMP(upstream.url(for: path))
-        }
+    private func request(_ path: RenditionPath, from index: Int) async -> UpstreamAnswer {
+        let answer = await connector.open(health.upstreams[index].url(for: path))
         switch answer {
         case .media:
             health.succeeded(index)
@@ -156,33 +141,6 @@ public final class EdgeStreamSource: RemoteStreamSource {
         return answer
     }
 
-    private func requestHTTPFLV(_ url: String) async -> Answer {
-        var request = HTTPClientRequest(url: url)
-        request.headers.add(name: "User-Agent", value: "Estuary-edge")
-        // A pull holds its connection for the stream's life, and a 404 should not leave an
-        // idle one in the client's pool: one connection per pull, nothing else.
-        request.headers.add(name: "Connection", value: "close")
-        do {
-            let response = try await client.execute(request, timeout: TimeAmount(configuration.connectTimeout))
-            switch response.status.code {
-            case 200: return .media(HTTPFLVFeed(response: response, maxTagBytes: configuration.maxTagBytes))
-            case 404: return .notFound
-            default: return .failed("HTTP \(response.status.code)")
-            }
-        } catch {
-            return .failed("\(error)")
-        }
-    }
-
-    private func requestRTMP(_ string: String) async -> Answer {
-        guard let url = try? RTMPClientURL(string) else { return .failed("not an RTMP URL: \(string)") }
-        switch await RTMPFeed.open(url, timeout: TimeAmount(configuration.connectTimeout)) {
-        case .started(let feed): return .media(feed)
-        case .notFound: return .notFound
-        case .failed(let why): return .failed(why)
-        }
-    }
-
     // MARK: The pull
 
     final class Pull: Sendable {
@@ -192,12 +150,13 @@ public final class EdgeStreamSource: RemoteStreamSource {
         let lastMedia = NIOLockedValueBox(NIODeadline.now())
         let upstream = NIOLockedValueBox<Int?>(nil)
         let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
-        let flushScheduled = NIOLockedValueBox(false)
+        let flusher: DeferredHubFlush
         let stopReason = NIOLockedValueBox<String?>(nil)
 
-        init(hub: StreamHub, publisher: StreamHub.PublisherID) {
+        init(hub: StreamHub, publisher: StreamHub.PublisherID, loop: any EventLoop) {
             self.hub = hub
             self.publisher = publisher
+            self.flusher = DeferredHubFlush(hub: hub, loop: loop)
         }
 
         func stop(_ reason: String) {
@@ -282,7 +241,6 @@ public final class EdgeStreamSource: RemoteStreamSource {
     /// Feeds one upstream connection into the hub until it ends, fails or stalls.
     private func consume(_ feed: any UpstreamFeed, into pull: Pull, filter: inout FailoverFilter) async -> Outcome {
         let stall = TimeAmount(configuration.stallTimeout)
-        let loop = loop
         let connectionStart = NIODeadline.now()
         pull.lastMedia.withLockedValue { $0 = max($0, connectionStart) }
         let localFilter = NIOLockedValueBox(filter)
@@ -298,7 +256,7 @@ public final class EdgeStreamSource: RemoteStreamSource {
                             if frame.kind != .script, !frame.isSequenceHeader { media = true }
                         }
                         if media { pull.lastMedia.withLockedValue { $0 = .now() } }
-                        Self.flush(pull, loop: loop)
+                        pull.flusher.afterPublishing()
                     }
                 }
                 group.addTask {
@@ -318,23 +276,6 @@ public final class EdgeStreamSource: RemoteStreamSource {
             return .failed("no media for \(configuration.stallTimeout)")
         } catch {
             return .failed("\(error)")
-        }
-    }
-
-    /// Wakes the hub's viewers after a chunk: at once when the hub says so, or with one
-    /// forced flush when its merged-write interval is due, so the end of a burst never
-    /// waits for the next one.
-    private static func flush(_ pull: Pull, loop: any EventLoop) {
-        guard let deferral = pull.hub.flush() else { return }
-        let schedule = pull.flushScheduled.withLockedValue { scheduled -> Bool in
-            guard !scheduled else { return false }
-            scheduled = true
-            return true
-        }
-        guard schedule else { return }
-        loop.scheduleTask(in: deferral) {
-            pull.flushScheduled.withLockedValue { $0 = false }
-            pull.hub.flush(force: true)
         }
     }
 

@@ -69,6 +69,8 @@ struct NodeConfigurationFile: Codable, Sendable {
     var upstreams: [String]?
     /// Push-forward targets by application: `{"live": ["rtmp://cdn.example/live"]}`.
     var forwards: [String: [String]]?
+    /// Static pulls by application and stream name: `{"live": {"cam": "rtmp://origin/live/cam"}}`.
+    var pulls: [String: [String: String]]?
     /// Ladders by application: `{"abr": [{"name": "480p", "height": 480, "videoBitRate": 1400000}]}`.
     /// An application not listed passes streams through unchanged.
     var ladders: [String: [LadderRung]]?
@@ -243,6 +245,8 @@ struct NodeConfiguration: Sendable {
     var upstreams: [Upstream] = []
     /// Streams published to these applications are pushed on to these targets.
     var forwards: [String: [ForwardTarget]] = [:]
+    /// Streams pulled from other servers and published here (`StaticPull`).
+    var pulls: [StreamPath: String] = [:]
     /// The cluster bus; nil for the embedded default.
     var nats: NATSBusConfiguration?
     /// This node's name on the bus and in the coordinator: by default the host name.
@@ -344,6 +348,21 @@ struct NodeConfiguration: Sendable {
             }
             forwards = parsed
         }
+        if let value = file.pulls {
+            var parsed: [StreamPath: String] = [:]
+            for (app, streams) in value {
+                for (name, source) in streams {
+                    guard let path = try? StreamPath(app: app, name: name) else {
+                        throw ConfigurationError.invalidValue("pulls: invalid stream name '\(app)/\(name)'")
+                    }
+                    guard Self.isPullSource(source) else {
+                        throw ConfigurationError.invalidValue("pulls.\(app).\(name): '\(source.prefix(80))' is not rtmp://host[:port]/app/name or http(s)://host[:port]/….flv")
+                    }
+                    parsed[path] = source
+                }
+            }
+            pulls = parsed
+        }
         if let value = file.upstreams {
             upstreams = try value.map { string throws(ConfigurationError) in
                 do {
@@ -390,6 +409,17 @@ struct NodeConfiguration: Sendable {
         if let value = file.drainReconnectTo { drainReconnectTo = try Self.drainTarget(value) }
     }
 
+    /// A static pull's source: an RTMP stream URL, or an HTTP(S) URL of an FLV stream, at
+    /// most 2048 bytes.
+    static func isPullSource(_ source: String) -> Bool {
+        guard source.utf8.count <= 2048, !source.contains(where: \.isWhitespace) else { return false }
+        if source.lowercased().hasPrefix("rtmp://") { return (try? RTMPClientURL(source)) != nil }
+        guard let url = URLComponents(string: source), let scheme = url.scheme?.lowercased(),
+              scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty, url.path.count > 1
+        else { return false }
+        return true
+    }
+
     static func drainTarget(_ url: String) throws(ConfigurationError) -> String {
         do {
             return try DrainTarget.validated(url)
@@ -412,6 +442,9 @@ struct NodeConfiguration: Sendable {
             guard nats == nil else {
                 throw ConfigurationError.invalidValue("an edge pulls over HTTP-FLV and joins no cluster bus yet: drop --nats")
             }
+        }
+        if !pulls.isEmpty, ![.all, .ingest].contains(role) {
+            throw ConfigurationError.invalidValue("pulls publish into the node: they need --role all or ingest")
         }
         if role != .edge, !upstreams.isEmpty {
             throw ConfigurationError.invalidValue("upstreams are for --role edge")

@@ -5,6 +5,8 @@ public enum StreamProtocol: String, Sendable, Hashable, CustomStringConvertible 
     case httpFLV = "http-flv"
     case hls
     case srt
+    /// A stream the node pulls from another server and publishes as its own (a static pull).
+    case pull
 
     public var description: String { rawValue }
 }

@@ -56,6 +56,21 @@ extension IntegrationTests {
                         "\(json): expected \"\(expected)\" and the file's path in a short message, got:\n\(output)"
                     )
                 }
+                // Values that parse but cannot be used: one line saying which and why.
+                for (json, expected) in [
+                    (#"{"pulls": {"live": {"cam": "ftp://origin/live/cam"}}}"#, "pulls.live.cam: 'ftp://origin/live/cam' is not"),
+                    (#"{"pulls": {"live": {"bad name": "rtmp://origin/live/cam"}}}"#, "pulls: invalid stream name 'live/bad name'"),
+                    (#"{"drainReconnectTo": "http://other:8080"}"#, "drainReconnectTo: 'http://other:8080' is not rtmp://host[:port]"),
+                    (#"{"drainGraceSeconds": -1}"#, "drainGraceSeconds must be ≥ 0"),
+                ] {
+                    let file = scenario.file("config-\(UUID().uuidString.prefix(6)).json")
+                    try Data(json.utf8).write(to: file)
+                    let run = try scenario.launch(executable: binary, ["--config", file.path, "--check-config"], name: "check-config")
+                    let ended = await run.waitForExit(timeout: .seconds(10))
+                    let output = run.stderrText + run.stdoutText
+                    scenario.check(ended != nil && ended != .exited(0) && output.contains(expected) && output.split(separator: "\n").count <= 3,
+                                   "\(json): expected a failure saying \"\(expected)\", got \(ended.map(\.description) ?? "no exit"):\n\(output)")
+                }
             }
         }
 

@@ -1,3 +1,6 @@
+import Coordinator
+import Edge
+import Hummingbird
 import Logging
 import Media
 import RTMP
@@ -27,5 +30,34 @@ struct ListenerAssembly {
         PlaybackRoutes(flv: HTTPFLVRoutes(admission: admission, logger: context.logger), hls: relay?.routes)
             .register(on: context.router)
         services = [.init(service: RTMPServer(configuration: configuration.rtmp, admission: admission, group: context.group, logger: context.logger))]
+            + Self.pulls(context, admission: ingest != nil ? admission : nil)
     }
+
+    /// Static pulls (`pulls`) publish through the node's admission, like any publisher;
+    /// `GET /api/v1/pulls` shows them (admin token). They stop before the streams end.
+    private static func pulls(_ context: NodeContext, admission: NodeAdmission?) -> [ServiceGroupConfiguration.ServiceConfiguration] {
+        guard let admission, !context.configuration.pulls.isEmpty else { return [] }
+        let pulls = StaticPulls(context.configuration.pulls, admission: admission, logger: context.logger)
+        context.router.group("/api/v1")
+            .add(middleware: BearerTokenMiddleware<NodeRequestContext>(token: context.configuration.adminToken ?? ""))
+            .get("/pulls") { _, _ in
+                PullList(pulls: pulls.statuses())
+            }
+        return [.init(service: StaticPullsService(pulls: pulls))]
+    }
+}
+
+/// Stops the static pulls when the node shuts down.
+struct StaticPullsService: Service {
+    let pulls: StaticPulls
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await pulls.stop()
+    }
+}
+
+/// The body of `GET /api/v1/pulls`.
+struct PullList: ResponseEncodable {
+    let pulls: [StaticPull.Status]
 }

@@ -140,6 +140,9 @@ final class NodeDrain: SessionObserver, Sendable {
 
     func observe(_ event: SessionEvent) async {
         switch event {
+        case .publishStarted(let session) where session.transport == .pull:
+            // The node's own static pulls: nobody to wait for.
+            break
         case .publishStarted(let session):
             let draining = state.withLock { state in
                 state.publishers[PublisherKey(path: session.path, id: session.id)] = session

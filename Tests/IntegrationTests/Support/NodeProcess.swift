@@ -45,6 +45,8 @@ struct NodeConfig: Encodable, Sendable {
     /// drains on purpose.
     var drainGraceSeconds: Double? = 0
     var drainReconnectTo: String?
+    /// Static pulls: application → stream name → source URL.
+    var pulls: [String: [String: String]]?
 
     struct Rung: Encodable, Sendable {
         var name: String
