@@ -122,7 +122,7 @@ let package = Package(
         .target(
             name: "Edge",
             dependencies: [
-                "Media", "RTMP",
+                "Media", "RTMP", "Session",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
