@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-hls bench-transcode bench-cluster clean
+.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-hls bench-transcode bench-cluster bench-edge clean
 
 ## Everything `make test` needs: Debian packages (test tools, chromium) and the Python
 ## virtualenv .venv/ with Playwright and cryptography (scripts/install-deps.sh --test).
@@ -55,6 +55,10 @@ bench-transcode: deps
 ## The cluster hop (ingest → NATS → relay) against one process: added latency, relay CPU per Gbit.
 bench-cluster: deps
 	scripts/bench-cluster.sh
+
+## Edges: latency each edge tier adds (origin → edge → edge), and edge CPU per Gbit against a relay.
+bench-edge: deps
+	scripts/bench-edge.sh
 
 ## Scale and soak: 10,000 viewers of a 64 kbit/s stream for 10 min, then 30 min of churn; RSS each minute.
 bench-soak: deps

@@ -42,7 +42,22 @@ struct RunReport: Codable, Sendable {
     var flv: LatencyFigures?
     var flvViewers: Int?
     var flvViewerBytes: Int?
+    /// `--tier-url`: a chain of nodes (origin, edge, edge of the edge…), one measuring
+    /// HTTP-FLV viewer each, and what each tier adds to the one before.
+    var tiers: [TierFigures]?
     var errors: [String]
+}
+
+/// One tier of a chain: its viewer's latency, and per frame what it adds to the tier before.
+struct TierFigures: Codable, Sendable {
+    var url: String
+    var latency: LatencyFigures?
+    /// Frames in the window both this tier's and the previous tier's viewers received.
+    var framesCompared: Int
+    /// This tier's arrival − the previous tier's, per frame (the first tier: − the write).
+    var addedP50Milliseconds: Double?
+    var addedP99Milliseconds: Double?
+    var addedMaxMilliseconds: Double?
 }
 
 struct Run: AsyncParsableCommand {
@@ -80,6 +95,9 @@ struct Run: AsyncParsableCommand {
     @Option(name: .customLong("flv-url"), help: "http://host:port of a node to play /app/name.flv from (the relay in a cluster); adds an HTTP-FLV latency player.")
     var flvURL: String?
 
+    @Option(name: .customLong("tier-url"), help: "http://host:port of a node in a chain (origin, then its edge, then that edge's edge…); each gets a measuring HTTP-FLV viewer. Repeat in chain order.")
+    var tierURLs: [String] = []
+
     @Option(name: .customLong("flv-viewers"), help: "HTTP-FLV load viewers on --flv-url (bytes counted, not parsed).")
     var flvViewers = 0
 
@@ -116,6 +134,7 @@ struct Run: AsyncParsableCommand {
         case cpu(CPUFigures?)
         case flv(FLVPlayerHandler.Result)
         case flvViewer(FLVPlayerHandler.Result)
+        case tier(Int, FLVPlayerHandler.Result)
     }
 
     func run() async throws {
@@ -147,6 +166,8 @@ struct Run: AsyncParsableCommand {
         var flvViewerErrors = 0
         var cpu: CPUFigures?
         let flvTarget = try flvURL.map { try HTTPTarget($0) }
+        let tierTargets = try tierURLs.map { try HTTPTarget($0) }
+        var tierResults: [Int: FLVPlayerHandler.Result] = [:]
         let flvPath = "/\(rtmp.app)/\(rtmp.streamName).flv"
         let flvViewers = flvViewers
         let hls = hls
@@ -173,6 +194,13 @@ struct Run: AsyncParsableCommand {
                         try? await Task.sleep(for: .milliseconds(1000) + ramp * index)
                         return .flvViewer(await FLVPlayer.run(host: flvTarget.host, port: flvTarget.port, path: flvPath, records: false, group: group, registry: registry, stopAt: stopAt))
                     }
+                }
+            }
+            for (index, target) in tierTargets.enumerated() {
+                tasks.addTask {
+                    // Joins once the stream exists (an edge then pulls it on this request).
+                    try? await Task.sleep(for: .milliseconds(1000))
+                    return .tier(index, await FLVPlayer.run(host: target.host, port: target.port, path: flvPath, records: true, group: group, registry: registry, stopAt: stopAt))
                 }
             }
             if hls { tasks.addTask {
@@ -235,6 +263,7 @@ struct Run: AsyncParsableCommand {
                 case .viewer(let result): viewerResults.append(result)
                 case .cpu(let figures): if let figures { cpu = figures }
                 case .flv(let result): flvResult = result
+                case .tier(let index, let result): tierResults[index] = result
                 case .flvViewer(let result):
                     flvViewerBytes += result.bodyBytes
                     if !result.errors.isEmpty || result.status != 200 { flvViewerErrors += 1 }
@@ -273,6 +302,30 @@ struct Run: AsyncParsableCommand {
             report.errors += flvResult.errors.map { "HTTP-FLV player: \($0)" }
             if flvViewerErrors > 0 { report.errors.append("\(flvViewerErrors) HTTP-FLV load viewers failed") }
         }
+        if !tierTargets.isEmpty {
+            var tiers: [TierFigures] = []
+            var previous: [Int64: ContinuousClock.Instant]?
+            for (index, url) in tierURLs.enumerated() {
+                let result = tierResults[index] ?? FLVPlayerHandler.Result()
+                report.errors += result.errors.map { "tier \(index) (\(url)): \($0)" }
+                var arrivals: [Int64: ContinuousClock.Instant] = [:]
+                for frame in result.frames where arrivals[frame.pts] == nil { arrivals[frame.pts] = frame.availableAt }
+                var added: [Double] = []
+                for frame in analysis.framesInWindow {
+                    guard let arrival = arrivals[frame.pts] else { continue }
+                    let before = previous.map { $0[frame.pts] } ?? frame.sentAt
+                    guard let before else { continue }
+                    added.append((arrival - before).milliseconds)
+                }
+                added.sort()
+                tiers.append(TierFigures(
+                    url: url, latency: analysis.latency(of: PlayerResult(frames: result.frames)), framesCompared: added.count,
+                    addedP50Milliseconds: percentile(added, 0.5), addedP99Milliseconds: percentile(added, 0.99), addedMaxMilliseconds: added.last
+                ))
+                previous = arrivals
+            }
+            report.tiers = tiers
+        }
         if viewers > 0 {
             let start = published.startedAt
             report.loadViewers = analysis.viewers(viewerResults, reference: lowLatency, from: start + .seconds(skip), to: start + .seconds(duration - tail))
@@ -297,6 +350,9 @@ struct Run: AsyncParsableCommand {
         var lines = ["\(report.label): " + figures("LL-HLS", report.llhls), figures("classic", report.classic)]
         if report.flv != nil || report.flvViewers != nil {
             lines.append(figures("HTTP-FLV", report.flv) + ", p99 \(Int(report.flv?.p99Milliseconds ?? 0)) ms")
+        }
+        for (index, tier) in (report.tiers ?? []).enumerated() {
+            lines.append("tier \(index) " + figures(tier.url, tier.latency) + ", adds p50 \(Int(tier.addedP50Milliseconds ?? -1)) ms p99 \(Int(tier.addedP99Milliseconds ?? -1)) ms over \(tier.framesCompared) frames")
         }
         if let cpu = report.cpu {
             lines.append("node CPU \(String(format: "%.3f", cpu.serverCores)) cores, RSS \(cpu.rssMaxKiB / 1024) MiB")

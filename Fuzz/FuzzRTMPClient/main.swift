@@ -110,9 +110,10 @@ func fuzzRTMPClient(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         case .refused:
             precondition(!started && !refused, "`refused` after `started`, or twice")
             refused = true
-        case .frame(let frame):
-            precondition(started && role == .play, "a frame before `started`, or while publishing (event \(index))")
-            if frame.kind != .script {
+        case .frames(let frames):
+            precondition(started && role == .play, "frames before `started`, or while publishing (event \(index))")
+            precondition(!frames.isEmpty, "an empty batch of frames (event \(index))")
+            for frame in frames where frame.kind != .script {
                 precondition(frame.tagHeader != nil, "a reported frame without its parsed header")
             }
         case .writable:

@@ -4,7 +4,6 @@ import RTMP
 import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOPosix
 
 /// An edge's streams, pulled from upstream servers on demand.
 ///
@@ -46,7 +45,6 @@ public final class EdgeStreamSource: RemoteStreamSource {
     private let configuration: Configuration
     private let logger: Logger
     private let connector: UpstreamConnector
-    private let loop: any EventLoop
     private let pulls = NIOLockedValueBox<[RenditionPath: Pull]>([:])
     private let opening = NIOLockedValueBox(0)
 
@@ -59,7 +57,6 @@ public final class EdgeStreamSource: RemoteStreamSource {
         self.configuration = configuration
         self.logger = logger
         self.connector = UpstreamConnector(timeout: configuration.connectTimeout, maxTagBytes: configuration.maxTagBytes)
-        self.loop = MultiThreadedEventLoopGroup.singleton.next()
     }
 
     public func touch(_ path: RenditionPath) {
@@ -86,7 +83,7 @@ public final class EdgeStreamSource: RemoteStreamSource {
             // Published here meanwhile (a static pull, say): use that.
             return await registry.hub(for: path)
         }
-        let pull = Pull(hub: hub, publisher: publisher, loop: loop)
+        let pull = Pull(hub: hub, publisher: publisher)
         pull.upstream.withLockedValue { $0 = index }
         pulls.withLockedValue { $0[path] = pull }
         EdgeMetrics.pulls.increment()
@@ -150,13 +147,11 @@ public final class EdgeStreamSource: RemoteStreamSource {
         let lastMedia = NIOLockedValueBox(NIODeadline.now())
         let upstream = NIOLockedValueBox<Int?>(nil)
         let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
-        let flusher: DeferredHubFlush
         let stopReason = NIOLockedValueBox<String?>(nil)
 
-        init(hub: StreamHub, publisher: StreamHub.PublisherID, loop: any EventLoop) {
+        init(hub: StreamHub, publisher: StreamHub.PublisherID) {
             self.hub = hub
             self.publisher = publisher
-            self.flusher = DeferredHubFlush(hub: hub, loop: loop)
         }
 
         func stop(_ reason: String) {
@@ -256,7 +251,9 @@ public final class EdgeStreamSource: RemoteStreamSource {
                             if frame.kind != .script, !frame.isSequenceHeader { media = true }
                         }
                         if media { pull.lastMedia.withLockedValue { $0 = .now() } }
-                        pull.flusher.afterPublishing()
+                        // Each batch is one read of an upstream that merged its writes
+                        // already: merging again would only add up to an interval per tier.
+                        pull.hub.flush(force: true)
                     }
                 }
                 group.addTask {

@@ -77,17 +77,18 @@ final class RTMPFeed: UpstreamFeed {
         case .refused(let code):
             state.withLockedValue { $0.refusal = code }
             started.set(false)
-        case .frame(let frame):
+        case .frames(let frames):
             let deliver = state.withLockedValue { state -> (@Sendable ([MediaFrame]) -> Void)? in
                 if let deliver = state.deliver { return deliver }
-                let bytes = frame.payload.readableBytes
-                if state.heldBytes + bytes <= Self.maxHeldBytes {
+                for frame in frames {
+                    let bytes = frame.payload.readableBytes
+                    guard state.heldBytes + bytes <= Self.maxHeldBytes else { break }
                     state.held.append(frame)
                     state.heldBytes += bytes
                 }
                 return nil
             }
-            deliver?([frame])
+            deliver?(frames)
         case .ended(let reason, let clean):
             ended.set(End(reason: reason, clean: clean))
             started.set(false)

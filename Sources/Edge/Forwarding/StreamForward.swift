@@ -228,7 +228,7 @@ private final class PushSession: Sendable {
         case .refused(let code):
             refusal.withLockedValue { $0 = code }
             started.set(false)
-        case .frame:
+        case .frames:
             break
         case .writable:
             onWritable?()

@@ -3,7 +3,6 @@ import Media
 import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOPosix
 import Session
 
 /// A stream the node pulls from another server (an HTTP-FLV or RTMP origin) and publishes
@@ -145,7 +144,6 @@ public final class StaticPull: Sendable {
         PullMetrics.connected.increment()
         logger.info("pulling into the node")
         let session = PublishSession(path: path, hub: hub, id: publisher, transport: .pull, remoteAddress: remote)
-        let flusher = DeferredHubFlush(hub: hub, loop: MultiThreadedEventLoopGroup.singleton.next())
         let lastMedia = NIOLockedValueBox(NIODeadline.now())
         let frames = NIOLockedValueBox(0)
         let stall = TimeAmount(configuration.stallTimeout)
@@ -163,7 +161,8 @@ public final class StaticPull: Sendable {
                         }
                         frames.withLockedValue { $0 += batch.count }
                         status.withLockedValue { $0.framesReceived += batch.count }
-                        flusher.afterPublishing()
+                        // One read of an origin that merged its writes: wake viewers now.
+                        hub.flush(force: true)
                     }
                 }
                 group.addTask {

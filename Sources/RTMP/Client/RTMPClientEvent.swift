@@ -5,8 +5,9 @@ import Media
 public enum RTMPClientEvent: Sendable {
     /// The server accepted: `NetStream.Play.Start` or `NetStream.Publish.Start`.
     case started
-    /// A frame of the stream being played, with the server's timestamp.
-    case frame(MediaFrame)
+    /// Frames of the stream being played, with the server's timestamps: those one read
+    /// from the socket brought, in order (a server writes a burst at a time).
+    case frames([MediaFrame])
     /// The server refused the play or publish (its status code: `NetStream.Play.StreamNotFound`,
     /// `NetStream.Publish.BadName`, `_error` …); the connection closes.
     case refused(String)

@@ -49,6 +49,9 @@ public final class RTMPClientHandler: ChannelDuplexHandler {
     private var windowSize: UInt64 = 0
     private var receivedBytes: UInt64 = 0
     private var acknowledgedBytes: UInt64 = 0
+    /// Frames decoded from the current read, reported together at its end: a consumer
+    /// (an edge's hub) wakes its viewers once per read, as a server does per publisher read.
+    private var received: [MediaFrame] = []
 
     public init(url: RTMPClientURL, role: Role, limits: ChunkLimits = .init(), acceptsReconnectRequests: Bool = false, onEvent: @escaping @Sendable (RTMPClientEvent) -> Void) {
         self.url = url
@@ -101,6 +104,7 @@ public final class RTMPClientHandler: ChannelDuplexHandler {
             finish(.ended(reason: "protocol error: \(error)", clean: false), context: context)
             return
         }
+        reportFrames()
         if buffer.readableBytes > 0 { pending = buffer }
         if windowSize > 0, receivedBytes - acknowledgedBytes >= windowSize {
             acknowledgedBytes = receivedBytes
@@ -157,12 +161,12 @@ public final class RTMPClientHandler: ChannelDuplexHandler {
             guard role == .play, case .started = state, let kind = MediaKind(rawValue: message.typeID) else { return false }
             // A frame that does not parse is skipped, as a player would; the stream goes on.
             if let frame = try? MediaFrame.classified(kind: kind, timestamp: Int64(message.timestamp), payload: message.payload) {
-                onEvent(.frame(frame))
+                received.append(frame)
             }
             return false
         case .dataAMF0:
             guard role == .play, case .started = state, let frame = Self.metadata(message.payload, timestamp: Int64(message.timestamp)) else { return false }
-            onEvent(.frame(frame))
+            received.append(frame)
             return false
         case .setChunkSize:
             // Read by the decoder itself.
@@ -256,8 +260,17 @@ public final class RTMPClientHandler: ChannelDuplexHandler {
         context.write(wrapOutboundOut(encoder.encode(message, allocator: context.channel.allocator)), promise: nil)
     }
 
+    private func reportFrames() {
+        guard !received.isEmpty else { return }
+        let frames = received
+        received = []
+        onEvent(.frames(frames))
+    }
+
     private func finish(_ event: RTMPClientEvent, context: ChannelHandlerContext) {
         if case .finished = state { return }
+        // Frames of the read that ended the session come before its end.
+        reportFrames()
         state = .finished
         switch event {
         case .refused(let code):
