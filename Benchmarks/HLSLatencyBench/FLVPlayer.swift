@@ -142,6 +142,18 @@ final class FLVPlayerHandler: ChannelInboundHandler, @unchecked Sendable {
 }
 
 enum FLVPlayer {
+    /// A measuring player: as `run`, asking again (every 250 ms, for up to 10 s) while the
+    /// node answers 404, which a node down the line does until the stream reaches it.
+    static func runOnceLive(host: String, port: Int, path: String, group: any EventLoopGroup, registry: ConnectionRegistry, stopAt: ContinuousClock.Instant) async -> FLVPlayerHandler.Result {
+        var result = FLVPlayerHandler.Result()
+        for _ in 0..<40 {
+            result = await run(host: host, port: port, path: path, records: true, group: group, registry: registry, stopAt: stopAt)
+            guard result.status == 404, result.frames.isEmpty, ContinuousClock.now < stopAt else { break }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+        return result
+    }
+
     /// Connects, plays until the registry closes the connection (or `stopAt`), and returns
     /// what arrived.
     static func run(host: String, port: Int, path: String, records: Bool, group: any EventLoopGroup, registry: ConnectionRegistry, stopAt: ContinuousClock.Instant) async -> FLVPlayerHandler.Result {

@@ -187,7 +187,7 @@ struct Run: AsyncParsableCommand {
                 tasks.addTask {
                     // Joins once the stream exists (the first tags are cached GOP, outside the window).
                     try? await Task.sleep(for: .milliseconds(1000))
-                    return .flv(await FLVPlayer.run(host: flvTarget.host, port: flvTarget.port, path: flvPath, records: true, group: group, registry: registry, stopAt: stopAt))
+                    return .flv(await FLVPlayer.runOnceLive(host: flvTarget.host, port: flvTarget.port, path: flvPath, group: group, registry: registry, stopAt: stopAt))
                 }
                 for index in 0..<flvViewers {
                     tasks.addTask {
@@ -200,7 +200,7 @@ struct Run: AsyncParsableCommand {
                 tasks.addTask {
                     // Joins once the stream exists (an edge then pulls it on this request).
                     try? await Task.sleep(for: .milliseconds(1000))
-                    return .tier(index, await FLVPlayer.run(host: target.host, port: target.port, path: flvPath, records: true, group: group, registry: registry, stopAt: stopAt))
+                    return .tier(index, await FLVPlayer.runOnceLive(host: target.host, port: target.port, path: flvPath, group: group, registry: registry, stopAt: stopAt))
                 }
             }
             if hls { tasks.addTask {

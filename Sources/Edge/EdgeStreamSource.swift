@@ -45,11 +45,15 @@ public final class EdgeStreamSource: RemoteStreamSource {
     private let configuration: Configuration
     private let logger: Logger
     private let connector: UpstreamConnector
+    /// The cluster's streams for `estuary://` upstreams (the bus), mirrored into a registry
+    /// of their own; nil for an edge outside a cluster.
+    private let cluster: (source: any RemoteStreamSource, registry: StreamRegistry)?
     private let pulls = NIOLockedValueBox<[RenditionPath: Pull]>([:])
     private let opening = NIOLockedValueBox(0)
 
     public init(
         upstreams: [Upstream],
+        cluster: (any RemoteStreamSource)? = nil,
         configuration: Configuration = .init(),
         logger: Logger
     ) {
@@ -57,6 +61,25 @@ public final class EdgeStreamSource: RemoteStreamSource {
         self.configuration = configuration
         self.logger = logger
         self.connector = UpstreamConnector(timeout: configuration.connectTimeout, maxTagBytes: configuration.maxTagBytes)
+        self.cluster = cluster.map { ($0, StreamRegistry(serializers: [])) }
+    }
+
+    /// What an edge reports of one pull: the coordinator's view of the edge.
+    public struct PullReport: Sendable {
+        public var path: RenditionPath
+        /// The upstream it pulls from now (nil between two).
+        public var upstream: String?
+        public var viewers: Int
+    }
+
+    /// The pulls running now, in path order.
+    public func pullReports() -> [PullReport] {
+        let upstreams = health.upstreams
+        return pulls.withLockedValue { pulls in
+            pulls.map { path, pull in
+                PullReport(path: path, upstream: pull.upstream.withLockedValue { $0 }.map { upstreams[$0].description }, viewers: pull.hub.statistics.viewers)
+            }
+        }.sorted { "\($0.path)" < "\($1.path)" }
     }
 
     public func touch(_ path: RenditionPath) {
@@ -123,7 +146,8 @@ public final class EdgeStreamSource: RemoteStreamSource {
     }
 
     private func request(_ path: RenditionPath, from index: Int) async -> UpstreamAnswer {
-        let answer = await connector.open(health.upstreams[index].url(for: path))
+        let upstream = health.upstreams[index]
+        let answer = upstream.scheme == .estuary ? await openFromCluster(path) : await connector.open(upstream.url(for: path))
         switch answer {
         case .media:
             health.succeeded(index)
@@ -136,6 +160,14 @@ public final class EdgeStreamSource: RemoteStreamSource {
             EdgeMetrics.connections("error")
         }
         return answer
+    }
+
+    /// An `estuary://` upstream: the stream's mirror from the cluster's bus.
+    private func openFromCluster(_ path: RenditionPath) async -> UpstreamAnswer {
+        guard let cluster else { return .failed("estuary:// needs the cluster's bus (--nats)") }
+        if let hub = await cluster.registry.hub(for: path), !hub.isEnded { return .media(HubFeed(hub: hub)) }
+        guard let hub = await cluster.source.open(path, registry: cluster.registry) else { return .notFound }
+        return .media(HubFeed(hub: hub))
     }
 
     // MARK: The pull

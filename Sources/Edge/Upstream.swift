@@ -9,9 +9,11 @@ import Media
 ///   (Estuary's rendition address).
 /// - `rtmp://host[:port]` is an RTMP origin (Estuary, nginx-rtmp, SRS): a stream is played
 ///   as `rtmp://host:port/app/name`, a rung as `rtmp://host:port/app/name/rung`.
+/// - `estuary://cluster` is the Estuary cluster the edge joined (`--nats`): a stream is
+///   fetched over the cluster's bus, as a relay does (the name after `//` is only a label).
 public struct Upstream: Sendable, Hashable, CustomStringConvertible {
     public enum Scheme: String, Sendable {
-        case http, https, rtmp
+        case http, https, rtmp, estuary
     }
 
     public let scheme: Scheme
@@ -27,7 +29,7 @@ public struct Upstream: Sendable, Hashable, CustomStringConvertible {
         public var description: String {
             switch self {
             case .unsupportedScheme(let url):
-                "\(url): an upstream is http://, https:// (HTTP-FLV) or rtmp://"
+                "\(url): an upstream is http://, https:// (HTTP-FLV), rtmp:// or estuary:// (the cluster's bus)"
             case .malformed(let url):
                 "\(url): not an upstream URL (http[s]://host[:port][/prefix] or rtmp://host[:port])"
             }
@@ -50,8 +52,9 @@ public struct Upstream: Sendable, Hashable, CustomStringConvertible {
         guard !authority.isEmpty, authority.count <= 255,
               !authority.contains(where: { $0 == "@" || $0 == "?" || $0 == "#" || $0.isWhitespace }),
               !prefix.contains(where: { $0 == "?" || $0 == "#" || $0.isWhitespace }),
-              // An RTMP application is the stream's own; a prefix would change it.
-              scheme != .rtmp || prefix.isEmpty
+              // An RTMP application is the stream's own; a prefix would change it; the bus
+              // has no paths.
+              (scheme != .rtmp && scheme != .estuary) || prefix.isEmpty
         else {
             throw .malformed(string)
         }
@@ -74,6 +77,7 @@ public struct Upstream: Sendable, Hashable, CustomStringConvertible {
         switch scheme {
         case .http, .https: "\(scheme.rawValue)://\(authority)\(prefix)/\(path).flv"
         case .rtmp: "rtmp://\(authority)/\(path)"
+        case .estuary: "estuary://\(authority)/\(path)"
         }
     }
 

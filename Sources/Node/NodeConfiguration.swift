@@ -439,8 +439,9 @@ struct NodeConfiguration: Sendable {
             guard !upstreams.isEmpty else {
                 throw ConfigurationError.invalidValue("an edge needs at least one upstream (--upstream http://origin:8080)")
             }
-            guard nats == nil else {
-                throw ConfigurationError.invalidValue("an edge pulls over HTTP-FLV and joins no cluster bus yet: drop --nats")
+            // estuary:// pulls over the cluster's bus.
+            if upstreams.contains(where: { $0.scheme == .estuary }), nats == nil {
+                throw ConfigurationError.invalidValue("an estuary:// upstream is the cluster's bus: add --nats nats://host:4222")
             }
         }
         if !pulls.isEmpty, ![.all, .ingest].contains(role) {

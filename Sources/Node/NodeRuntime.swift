@@ -34,7 +34,9 @@ import UnixSignals
 /// - `transcode`: runs the jobs the coordinator places on it (`BusTranscoding`).
 /// - `coordinator`: the `Coordinator` actor, its SQLite store and the admin API.
 /// - `edge`: serves players like a relay, from streams it pulls from `--upstream` servers
-///   over HTTP-FLV while they are watched (`EdgeStreamSource`), failing over between them.
+///   (HTTP-FLV, RTMP, or with `--nats` the cluster's bus) while they are watched
+///   (`EdgeStreamSource`), failing over between them; in a cluster it registers with the
+///   coordinator (`EdgeNode`).
 ///
 /// Every node answers `/healthz`, `/readyz` (ready while the bus is connected) and
 /// `/metrics`.
@@ -66,7 +68,10 @@ struct NodeRuntime {
         let ingest = roles.contains(.ingest) ? try IngestAssembly(context) : nil
         let transcode = roles.contains(.transcode) ? try TranscodeAssembly(context, hls: relay?.hls) : nil
         let listeners = ingest != nil || relay != nil ? ListenerAssembly(context, ingest: ingest, relay: relay) : nil
-        let link = Self.isLinked(roles) ? CoordinatorLinkAssembly(context, ingest: ingest, transcode: transcode, relay: relay) : nil
+        // An edge in a cluster reports its pulls to the coordinator (`EdgeNode`).
+        let edge = try Self.edgeNode(context)
+        let link = Self.isLinked(roles, clustered: context.nats != nil)
+            ? CoordinatorLinkAssembly(context, ingest: ingest, transcode: transcode, relay: relay, edge: edge) : nil
 
         let configuration = context.configuration
         let logger = context.logger
@@ -93,7 +98,7 @@ struct NodeRuntime {
             throw NodeStartupError.cannotListen("HTTP", "\(configuration.bindHost):\(configuration.httpPort)", flag: "--http-port", Self.reason(error))
         }
         // The actor system holds actors weakly: the assemblies keep them until here.
-        withExtendedLifetime((coordinator?.actor, ingest?.node, transcode?.worker, relay?.node)) {}
+        withExtendedLifetime((coordinator?.actor, ingest?.node, transcode?.worker, relay?.node, edge)) {}
         await coordinator?.close()
         if let nats = context.nats {
             await nats.close()
@@ -133,7 +138,9 @@ struct NodeRuntime {
         // pulls from its upstreams.
         let remote: (any RemoteStreamSource)?
         if roles.contains(.edge) {
-            remote = EdgeStreamSource(upstreams: configuration.upstreams, logger: logger)
+            // In a cluster, `estuary://` upstreams fetch over the bus, as a relay does.
+            let cluster = nats != nil ? BusStreamSource(bus: bus, logger: logger) : nil
+            remote = EdgeStreamSource(upstreams: configuration.upstreams, cluster: cluster, logger: logger)
         } else if nats != nil, roles.contains(.relay) || roles.contains(.transcode) {
             remote = BusStreamSource(bus: bus, logger: logger)
         } else {
@@ -143,7 +150,7 @@ struct NodeRuntime {
         // Ready: the bus is connected and, for a node with a coordinator link, the coordinator
         // has answered at least once.
         let coordinatorStatus = CoordinatorLink.Status()
-        let linked = Self.isLinked(roles)
+        let linked = Self.isLinked(roles, clustered: nats != nil)
         let drain = NodeDrain(logger: logger)
         let router = NodeHTTP.router(metrics: metrics) {
             (nats?.isConnected ?? true) && (!linked || coordinatorStatus.hasAnswered) && !drain.isDraining
@@ -159,9 +166,16 @@ struct NodeRuntime {
     }
 
     /// Whether the process's roles report to a coordinator: every role but the coordinator
-    /// itself, except an edge, which joins no cluster yet.
-    static func isLinked(_ roles: Set<NodeRole>) -> Bool {
-        !roles.subtracting([.coordinator, .edge]).isEmpty
+    /// itself; an edge only when it joined a cluster (`--nats`).
+    static func isLinked(_ roles: Set<NodeRole>, clustered: Bool) -> Bool {
+        !roles.subtracting([.coordinator, .edge]).isEmpty || (roles.contains(.edge) && clustered)
+    }
+
+    /// The `EdgeNode` actor of an edge in a cluster; nil otherwise.
+    private static func edgeNode(_ context: NodeContext) throws -> EdgeNode? {
+        guard context.nats != nil, let source = context.remote as? EdgeStreamSource else { return nil }
+        let system = context.system
+        return try system.makeActor(named: RoleAddress.edge) { EdgeNode(source: source, actorSystem: system) }
     }
 
     /// The system's words for a socket error (`Address already in use`), without NIO's call name.

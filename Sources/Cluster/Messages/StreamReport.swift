@@ -15,14 +15,17 @@ public struct StreamReport: Codable, Sendable, Hashable {
     public var viewers: Int?
     /// Rungs this node is producing for the stream (transcoder).
     public var rungs: [String]?
+    /// The upstream this node pulls the stream from (edge), without credentials.
+    public var upstream: String?
 
-    public init(app: String, name: String, publishing: StreamFacts? = nil, bytes: Int64? = nil, viewers: Int? = nil, rungs: [String]? = nil) {
+    public init(app: String, name: String, publishing: StreamFacts? = nil, bytes: Int64? = nil, viewers: Int? = nil, rungs: [String]? = nil, upstream: String? = nil) {
         self.app = app
         self.name = name
         self.publishing = publishing
         self.bytes = bytes
         self.viewers = viewers
         self.rungs = rungs
+        self.upstream = upstream
     }
 
     /// An ingest's report of a stream it publishes.
@@ -33,6 +36,11 @@ public struct StreamReport: Codable, Sendable, Hashable {
     /// A relay's report of a stream it plays.
     public static func playing(app: String, name: String, viewers: Int) -> StreamReport {
         StreamReport(app: app, name: name, viewers: viewers)
+    }
+
+    /// An edge's report of a stream it pulls.
+    public static func pulling(app: String, name: String, viewers: Int, upstream: String?) -> StreamReport {
+        StreamReport(app: app, name: name, viewers: viewers, upstream: upstream)
     }
 
     /// A transcoder's report of a job it runs.
@@ -59,6 +67,7 @@ extension StreamReport {
             existing.bytes = existing.bytes ?? report.bytes
             existing.viewers = existing.viewers ?? report.viewers
             existing.rungs = existing.rungs ?? report.rungs
+            existing.upstream = existing.upstream ?? report.upstream
             byPath[key] = existing
         }
         return order.compactMap { byPath[$0] }

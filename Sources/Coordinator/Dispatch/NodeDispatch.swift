@@ -52,6 +52,10 @@ public struct NodeDispatch: Sendable {
             let relay = try $RelayNodeAPI.resolve(id: RoleAddress.id(RoleAddress.relay, onNode: node), using: system)
             reports += try await bounded { try await relay.streams() }
         }
+        if role == .edge {
+            let edge = try $EdgeNodeAPI.resolve(id: RoleAddress.id(RoleAddress.edge, onNode: node), using: system)
+            reports += try await bounded { try await edge.pulls() }
+        }
         return StreamReport.merged(reports)
     }
 

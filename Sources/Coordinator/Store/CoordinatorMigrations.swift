@@ -95,6 +95,25 @@ enum CoordinatorMigrations {
             // The retention pass deletes events by age.
             try db.create(index: "events_time", on: "events", columns: ["time"])
         }
+        // Edges register once they join a cluster. SQLite cannot change a CHECK in place:
+        // the table is rebuilt under a new name and renamed (foreign keys are checked at the
+        // end of the migration, so `streams` and `renditions` keep pointing at `nodes`).
+        migrator.registerMigration("v3-edge-role") { db in
+            try db.create(table: "nodes_v3") { table in
+                table.primaryKey("id", .text)
+                table.column("role", .text).notNull()
+                    .check(sql: "role IN ('ingest', 'transcode', 'relay', 'coordinator', 'edge', 'all')")
+                table.column("advertise_host", .text).notNull()
+                table.column("state", .text).notNull().check(sql: "state IN ('alive', 'dead')")
+                table.column("load", .double).notNull().defaults(to: 0)
+                table.column("registered_at", .datetime).notNull()
+                table.column("last_heartbeat_at", .datetime).notNull()
+            }
+            let columns = "id, role, advertise_host, state, load, registered_at, last_heartbeat_at"
+            try db.execute(sql: "INSERT INTO nodes_v3 (\(columns)) SELECT \(columns) FROM nodes")
+            try db.drop(table: "nodes")
+            try db.rename(table: "nodes_v3", to: "nodes")
+        }
         return migrator
     }
 }

@@ -7,7 +7,7 @@ import ServiceLifecycle
 struct CoordinatorLinkAssembly {
     let services: [ServiceGroupConfiguration.ServiceConfiguration]
 
-    init(_ context: NodeContext, ingest: IngestAssembly?, transcode: TranscodeAssembly?, relay: RelayAssembly?) {
+    init(_ context: NodeContext, ingest: IngestAssembly?, transcode: TranscodeAssembly?, relay: RelayAssembly?, edge: EdgeNode? = nil) {
         let ingestNode = ingest?.node
         let transcodeWorker = transcode?.worker
         let relayNode = relay?.node
@@ -24,8 +24,9 @@ struct CoordinatorLinkAssembly {
                 let published = (try? await ingestNode?.streams()) ?? []
                 let jobs = (try? await transcodeWorker?.jobs()) ?? []
                 let played = (try? await relayNode?.streams()) ?? []
+                let pulled = (try? await edge?.pulls()) ?? []
                 let load = Double(jobs.reduce(0) { $0 + ($1.rungs?.count ?? 0) } + published.count)
-                return .init(load: load, streams: StreamReport.merged(published + jobs + played))
+                return .init(load: load, streams: StreamReport.merged(published + jobs + played + pulled))
             },
             handle: { instruction in
                 switch instruction {

@@ -28,8 +28,8 @@ struct RelayAssembly {
             Self.openRemoteRenditions(
                 registry: registry, hls: hls,
                 rungs: RungDirectory(
-                    // An edge has no coordinator to ask.
-                    coordinator: context.roles.contains(.edge) ? nil : context.coordinator,
+                    // An edge outside a cluster has no coordinator to ask.
+                    coordinator: context.roles.contains(.edge) && context.nats == nil ? nil : context.coordinator,
                     ladders: context.configuration.ladders
                 )
             )

@@ -8,7 +8,7 @@ import Testing
 /// The store on a real SQLite file: schema, WAL, and what survives a reopen.
 struct CoordinatorStoreTests {
     /// Every migration, in the order a new file gets them.
-    static let migrations = ["v1-nodes-streams-renditions-keys-events", "v2-indexes-for-sweep-and-retention"]
+    static let migrations = ["v1-nodes-streams-renditions-keys-events", "v2-indexes-for-sweep-and-retention", "v3-edge-role"]
 
     @Test func migrationsCreateTheTablesAndWALIsOn() async throws {
         let fixture = try await CoordinatorFixture()
@@ -109,5 +109,39 @@ struct CoordinatorStoreTests {
             }
         }
         try await fixture.close()
+    }
+
+    /// A file written before edges existed (v2) upgrades in place: its nodes and the streams
+    /// that point at them survive, an edge can register, and the foreign keys still hold.
+    @Test func aV2FileUpgradesToAcceptEdges() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("estuary-v3-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("estuary.sqlite").path
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try CoordinatorMigrations.migrator.migrate(queue, upTo: "v2-indexes-for-sweep-and-retention")
+            try await queue.write { db in
+                try db.execute(sql: "INSERT INTO nodes (id, role, advertise_host, state, registered_at, last_heartbeat_at) VALUES ('ingest-1', 'ingest', 'h', 'alive', '2026-01-01', '2026-01-01')")
+                try db.execute(sql: "INSERT INTO streams (app, name, state, ingest_node, container, started_at) VALUES ('live', 'cam', 'live', 'ingest-1', 'flv', '2026-01-01')")
+            }
+            try queue.close()
+        }
+        let store = try await CoordinatorStore.open(at: path)
+        #expect(try await store.appliedMigrations() == Self.migrations)
+        try await store.write { db in
+            try db.execute(sql: "INSERT INTO nodes (id, role, advertise_host, state, registered_at, last_heartbeat_at) VALUES ('edge-1', 'edge', 'h', 'alive', '2026-01-01', '2026-01-01')")
+        }
+        let (nodes, streams) = try await store.read { db in
+            (try String.fetchAll(db, sql: "SELECT id FROM nodes ORDER BY id"), try String.fetchAll(db, sql: "SELECT ingest_node FROM streams"))
+        }
+        #expect(nodes == ["edge-1", "ingest-1"])
+        #expect(streams == ["ingest-1"])
+        await #expect(throws: DatabaseError.self) {
+            try await store.write { db in
+                try db.execute(sql: "INSERT INTO streams (app, name, state, ingest_node, container, started_at) VALUES ('live', 'x', 'live', 'nobody', 'flv', '2026-01-01')")
+            }
+        }
+        try await store.close()
     }
 }
