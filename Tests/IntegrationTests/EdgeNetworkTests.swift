@@ -122,5 +122,71 @@ extension IntegrationTests {
                 }
             }
         }
+        @Test("Across namespaces with 50 ms between them: a forward pushes a stream to a second node, which plays it; that node is drained, and the forward (an Enhanced RTMP v2 publisher) moves to a third node, which plays it; the drained node exits")
+        func forwardAndDrainAcrossNamespaces() async throws {
+            try await Scenario.run("forward-drain-netns") { scenario in
+                guard let net = try await NetworkTopology.up(["origin", "target", "backup", "mid", "clients"], scenario: scenario) else {
+                    return
+                }
+                let media = try await MediaLibrary.shared.file(.shortGOPAudioVideo)
+                let mid = try net.address("mid")
+                let targetAddress = try net.address("target")
+                let backupAddress = try net.address("backup")
+                let token = "netns-drain"
+                // The forward's path to the target crosses the delay proxy.
+                _ = try await net.startDelayProxy(in: "mid", port: 9003, to: "\(targetAddress):1935", delayMilliseconds: Self.delayMilliseconds, label: "delay-rtmp")
+                let target = try await net.startNode(in: "target", label: "target", config: NodeConfig(drainGraceSeconds: 30), arguments: ["--admin-token", token])
+                _ = try await net.startNode(in: "backup", label: "backup")
+                _ = try await net.startNode(in: "origin", label: "origin", config: NodeConfig(forwards: ["live": ["rtmp://\(mid):9003/relayed"]]))
+                _ = try net.launch(
+                    in: "clients", "ffmpeg",
+                    ["-nostdin", "-hide_banner", "-loglevel", "warning", "-stream_loop", "-1", "-re", "-i", media.url.path, "-c", "copy", "-f", "flv",
+                     "rtmp://\(try net.address("origin")):1935/live/cam"],
+                    name: "publisher"
+                )
+                let forwarded = await eventually(timeout: .seconds(20), interval: .milliseconds(250)) {
+                    (try? await net.status(from: "clients", "http://\(targetAddress):8080/relayed/cam.flv")) == 200
+                }
+                try scenario.require(forwarded, "the forward did not reach the target within 20 s")
+                try await Self.checkPlays(net, scenario, "rtmp://\(targetAddress):1935/relayed/cam", label: "target")
+
+                // Drain the target, sending its publishers to the backup.
+                let drained = try await net.run(
+                    in: "clients", "curl",
+                    ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-H", "Authorization: Bearer \(token)", "-H", "Content-Type: application/json",
+                     "-d", #"{"reconnectTo": "rtmp://\#(backupAddress):1935"}"#, "http://\(targetAddress):8080/api/v1/node/drain"],
+                    name: "curl-drain", timeout: .seconds(10)
+                )
+                scenario.check(drained.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "202", "POST /api/v1/node/drain answered \(drained.stdout)")
+                let moved = await eventually(timeout: .seconds(10), interval: .milliseconds(250)) {
+                    (try? await net.status(from: "clients", "http://\(backupAddress):8080/relayed/cam.flv")) == 200
+                }
+                scenario.check(moved, "the forward did not move to the backup within 10 s of the drain")
+                let exit = await target.waitForExit(timeout: .seconds(10))
+                scenario.check(exit == .exited(0), "the drained target: \(exit.map(\.description) ?? "still running 10 s after the drain")")
+                if moved {
+                    try await Self.checkPlays(net, scenario, "rtmp://\(backupAddress):1935/relayed/cam", label: "backup")
+                }
+                let metrics = try await net.run(in: "clients", "curl", ["-s", "http://\(try net.address("origin")):8080/metrics"], name: "curl-metrics", timeout: .seconds(10))
+                let moves = metrics.stdout.split(separator: "\n").first { $0.hasPrefix("estuary_forward_moves_total") }
+                scenario.check(moves?.hasSuffix(" 1") == true, "the origin's forward moves: \(moves ?? "none")")
+            }
+        }
+
+        /// ffprobe from the clients' namespace: H.264 and AAC, a keyframe first, DTS forward.
+        static func checkPlays(_ net: NetworkTopology, _ scenario: Scenario, _ url: String, label: String) async throws {
+            let probe = try await net.run(
+                in: "clients", "ffprobe",
+                ["-v", "error", "-show_entries", "stream=index,codec_type,codec_name:packet=stream_index,dts,flags", "-of", "json", "-read_intervals", "%+3", url],
+                name: "probe-\(label)", timeout: .seconds(30)
+            )
+            scenario.check(probe.succeeded, "ffprobe of \(url): \(probe)")
+            guard probe.succeeded else { return }
+            let report = try ProbeReport.decode(probe.stdout)
+            scenario.check(report.video?.codecName == "h264" && report.audio?.codecName == "aac", "\(label): \(String(describing: report.video)) \(String(describing: report.audio))")
+            scenario.check(report.packets(of: report.video).count >= 60, "\(label): \(report.packets(of: report.video).count) video packets in 3 s")
+            scenario.check(report.packets(of: report.video).first?.isKeyframe == true, "\(label): the stream does not start on a keyframe")
+            scenario.check(report.dtsRegressions(of: report.video).isEmpty, "\(label): DTS regressions \(report.dtsRegressions(of: report.video).prefix(3))")
+        }
     }
 }
