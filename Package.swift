@@ -212,7 +212,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EdgeTests",
-            dependencies: ["Edge", "Media", "RTMP", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["Edge", "Media", "RTMP", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .testTarget(
