@@ -37,12 +37,10 @@ struct ComposeTests {
             let command = try #require(service.command, "\(name): `command:` must be a list of strings")
             #expect(service.argument("--role") == Self.expectedRoles[name], "\(name): --role")
             if name == "edge" {
-                // The edge joins no bus: it pulls from both relays, in order.
-                #expect(service.argument("--nats") == nil, "edge: --nats")
+                // The edge pulls from both relays, in order; it joins the bus to register.
                 #expect(service.argument("--upstream") == "http://relay-1:8080,http://relay-2:8080", "edge: --upstream")
                 #expect(service.node["depends_on"]?["relay-1"] != nil && service.node["depends_on"]?["relay-2"] != nil, "edge: starts after the relays")
                 #expect(service.healthcheck == ["CMD", "curl", "-fsS", "http://localhost:8080/readyz"], "edge: healthcheck")
-                continue
             }
             // Every node connects with the cluster's NATS token (cnats reads `nats://TOKEN@host` as a token).
             let natsURL = try #require(service.argument("--nats"), "\(name): --nats")

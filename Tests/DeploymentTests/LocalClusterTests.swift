@@ -66,10 +66,8 @@ struct LocalClusterTests {
                 // Its upstreams are the relays' HTTP ports, mapped as their own services'.
                 let relays = ["relay-1", "relay-2"].map { name in local.firstIndex { $0.service == name }.map { 8080 + 20000 + 100 * $0 } ?? 0 }
                 #expect(value("--upstream") == relays.map { "http://127.0.0.1:\($0)" }.joined(separator: ","), "edge: --upstream")
-                #expect(value("--nats") == nil)
-            } else {
-                #expect(value("--nats") == "nats://\(natsToken)@127.0.0.1:24222", "\(entry.service): the token, nats → 127.0.0.1, port 4222 + 20000")
             }
+            #expect(value("--nats") == "nats://\(natsToken)@127.0.0.1:24222", "\(entry.service): the token, nats → 127.0.0.1, port 4222 + 20000")
             #expect(value("--advertise-host") == "127.0.0.1")
             #expect(value("--bind") == "127.0.0.1")
             #expect(value("--data-dir") == "\(directory)/\(entry.service)")
@@ -102,8 +100,8 @@ struct LocalClusterTests {
         )
         #expect(run.status == 0, "\(run.summary)")
         let local = Self.parseLines(run.output)
-        // Every service on the bus (the edge joins none).
-        for entry in local where entry.service != "nats" && entry.service != "edge" {
+        // Every service on the bus.
+        for entry in local where entry.service != "nats" {
             #expect(entry.arguments.contains("nats://<ESTUARY_NATS_TOKEN>@127.0.0.1:24222"), "\(entry.service): \(entry.arguments)")
         }
         #expect(!FileManager.default.fileExists(atPath: directory.path), "--print-args created \(directory.path)")
