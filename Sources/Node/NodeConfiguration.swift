@@ -58,6 +58,10 @@ struct NodeConfigurationFile: Codable, Sendable {
     /// The per-address limit applies to loopback clients too (false: a local proxy is exempt).
     var limitLoopbackConnections: Bool?
     var viewerWakeIntervalMilliseconds: Int?
+    /// Viewers on the node up to which writes are not merged (50), and from which they are
+    /// merged over the whole `viewerWakeIntervalMilliseconds` (500); linear in between.
+    var mergeWritesAboveViewers: Int?
+    var mergeWritesFullAtViewers: Int?
     var hlsSegmentSeconds: Double?
     var hlsPartSeconds: Double?
     var hlsWindowSegments: Int?
@@ -230,7 +234,11 @@ struct NodeConfiguration: Sendable {
     /// connection that trickles a request head for ever.
     var httpIdleTimeout: Duration = .seconds(60)
     var dataDir = "data"
-    var hub = HubConfiguration()
+    var hub: HubConfiguration = {
+        var hub = HubConfiguration()
+        hub.wakeLoad = WakeLoad()
+        return hub
+    }()
     var publisherGrace: Duration = .seconds(10)
     var hls = HLSConfiguration()
     /// Applications whose streams are transcoded, with their ladders: `abr` gets the
@@ -323,6 +331,14 @@ struct NodeConfiguration: Sendable {
         if let value = file.viewerWakeIntervalMilliseconds {
             guard (0...1000).contains(value) else { throw ConfigurationError.invalidValue("viewerWakeIntervalMilliseconds must be within 0…1000, got \(value)") }
             hub.wakeInterval = .milliseconds(value)
+        }
+        if file.mergeWritesAboveViewers != nil || file.mergeWritesFullAtViewers != nil {
+            let low = file.mergeWritesAboveViewers ?? hub.wakeLoad?.lowViewers ?? 50
+            let full = file.mergeWritesFullAtViewers ?? hub.wakeLoad?.fullViewers ?? 500
+            guard low >= 0, full > low else {
+                throw ConfigurationError.invalidValue("mergeWritesFullAtViewers (\(full)) must be above mergeWritesAboveViewers (\(low)), which must be ≥ 0")
+            }
+            hub.wakeLoad = WakeLoad(lowViewers: low, fullViewers: full)
         }
         if let value = file.hlsSegmentSeconds { hls.targetSegmentDuration = try seconds(value, "hlsSegmentSeconds") }
         if let value = file.hlsPartSeconds {

@@ -27,6 +27,11 @@ public struct HubConfiguration: Sendable, Equatable {
     /// there); zero wakes on every burst.
     public var wakeInterval: Duration = .milliseconds(100)
 
+    /// The node's viewer count, shared by its hubs: with one, `wakeInterval` is the bound of
+    /// an interval that grows with the node's load (`WakeLoad`); nil merges over the whole
+    /// interval whatever the load.
+    public var wakeLoad: WakeLoad? = nil
+
     /// Publisher timestamps that jump by more than this are re-based onto the stream's
     /// timeline (see `TimestampNormalizer`). nil keeps the input's timeline as it is, only
     /// making each track monotonic: for hubs fed from another hub's timeline, such as a

@@ -264,8 +264,9 @@ public final class StreamHub: Sendable {
     ///   after that delay, so deferred frames never wait for the next burst.
     @discardableResult
     public func flush(force: Bool = false, now: NIODeadline = .now()) -> TimeAmount? {
-        let interval = TimeAmount.nanoseconds(Int64(configuration.wakeInterval.components.seconds) * 1_000_000_000
+        let configured = TimeAmount.nanoseconds(Int64(configuration.wakeInterval.components.seconds) * 1_000_000_000
             + configuration.wakeInterval.components.attoseconds / 1_000_000_000)
+        let interval = configuration.wakeLoad?.interval(configured) ?? configured
         let (immediate, coalesced, deferral) = state.withLockedValue { state -> ([HubSubscriber], [HubSubscriber], TimeAmount?) in
             let elapsed = now - state.lastWake
             guard force || elapsed >= interval else { return (state.immediateSubscribers, [], interval - elapsed) }
@@ -286,10 +287,13 @@ public final class StreamHub: Sendable {
     public func subscribe(_ subscriber: HubSubscriber) -> Bool {
         let added = state.withLockedValue { state -> Bool in
             guard !state.ended else { return false }
-            state.subscribers[ObjectIdentifier(subscriber)] = subscriber
+            guard state.subscribers.updateValue(subscriber, forKey: ObjectIdentifier(subscriber)) == nil else { return true }
             state.rebuildSubscriberLists()
             state.statistics.subscribers = state.subscribers.count
-            state.statistics.viewers = state.subscribers.values.count(where: \.isViewer)
+            if subscriber.isViewer {
+                state.statistics.viewers += 1
+                configuration.wakeLoad?.add(1)
+            }
             if let format = subscriber.format, let serializer = serializers[format.rawValue] {
                 let slot = format.rawValue
                 state.demand[slot] += 1
@@ -322,7 +326,10 @@ public final class StreamHub: Sendable {
             guard state.subscribers.removeValue(forKey: ObjectIdentifier(subscriber)) != nil else { return }
             state.rebuildSubscriberLists()
             state.statistics.subscribers = state.subscribers.count
-            state.statistics.viewers = state.subscribers.values.count(where: \.isViewer)
+            if subscriber.isViewer {
+                state.statistics.viewers -= 1
+                configuration.wakeLoad?.add(-1)
+            }
             if let format = subscriber.format, serializers[format.rawValue] != nil { state.demand[format.rawValue] -= 1 }
         }
     }
@@ -344,6 +351,7 @@ public final class StreamHub: Sendable {
             state.audioSequenceHeader = nil
             state.videoSequenceHeader = nil
             state.statistics.subscribers = 0
+            configuration.wakeLoad?.add(-state.statistics.viewers)
             state.statistics.viewers = 0
             state.statistics.hasPublisher = false
             return (subscribers, publisher)

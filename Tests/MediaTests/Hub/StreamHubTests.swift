@@ -190,6 +190,53 @@ import Testing
         #expect(viewerWakes.withLockedValue { $0 } == 1)
     }
 
+    /// Merged writes adapt to the node's load: no merging while it serves few viewers, the
+    /// whole interval from `fullViewers` on, linear in between; every hub of the node
+    /// counts its viewers into the one `WakeLoad`, and gives them back as they leave.
+    @Test func theWakeIntervalGrowsWithTheNodesViewers() throws {
+        let load = WakeLoad(lowViewers: 2, fullViewers: 6)
+        var configuration = HubConfiguration()
+        configuration.wakeLoad = load
+        let hub = makeHub(configuration)
+        let other = makeHub(configuration)
+        try attach(hub)
+        let wakes = NIOLockedValueBox(0)
+        let viewers = (0..<3).map { _ in HubSubscriber(format: .flvTag, maxQueueBytes: 1 << 20) { _ in wakes.withLockedValue { $0 += 1 } } }
+        let pipeline = HubSubscriber(format: nil, maxQueueBytes: 1 << 20, isViewer: false) { _ in }
+        hub.subscribe(viewers[0])
+        hub.subscribe(pipeline)
+        #expect(load.current == 1, "a pipeline is not a viewer")
+        let start = NIODeadline.uptimeNanoseconds(7_000_000_000)
+        // One viewer: every burst wakes it, however close together.
+        for burst in 0..<4 {
+            hub.publish(Self.audio(Int64(burst) * 10), publisher: 1)
+            #expect(hub.flush(now: start + .milliseconds(Int64(burst))) == nil)
+            _ = viewers[0].drain()
+        }
+        #expect(wakes.withLockedValue { $0 } == 4)
+        // Four viewers over two hubs: half-way from 2 to 6, so half the interval.
+        hub.subscribe(viewers[1])
+        other.subscribe(viewers[2])
+        other.subscribe(HubSubscriber(format: .flvTag, maxQueueBytes: 1 << 20) { _ in })
+        #expect(load.current == 4)
+        #expect(load.interval(.milliseconds(100)) == .milliseconds(50))
+        hub.publish(Self.audio(100), publisher: 1)
+        // The last wake was at 3 ms: 50 − 7 to go.
+        #expect(hub.flush(now: start + .milliseconds(10)) == .milliseconds(43))
+        #expect(load.interval(.milliseconds(100)) == .milliseconds(50))
+        // Six or more: the whole interval.
+        other.subscribe(HubSubscriber(format: .flvTag, maxQueueBytes: 1 << 20) { _ in })
+        other.subscribe(HubSubscriber(format: .flvTag, maxQueueBytes: 1 << 20) { _ in })
+        #expect(load.interval(.milliseconds(100)) == .milliseconds(100))
+        // Leaving gives the count back: one by one, and all at once when a hub ends.
+        hub.unsubscribe(viewers[1])
+        hub.unsubscribe(viewers[1])
+        #expect(load.current == 5)
+        other.end()
+        #expect(load.current == 1)
+        #expect(load.interval(.milliseconds(100)) == .zero)
+    }
+
     @Test func identicalSequenceHeadersFromAReconnectAreNotForwardedAgain() throws {
         let hub = makeHub()
         try attach(hub)
