@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-hls bench-transcode bench-cluster bench-edge clean
+.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-hls bench-transcode bench-cluster bench-edge bench-latency clean
 
 ## Everything `make test` needs: Debian packages (test tools, chromium) and the Python
 ## virtualenv .venv/ with Playwright and cryptography (scripts/install-deps.sh --test).
@@ -59,6 +59,10 @@ bench-cluster: deps
 ## Edges: latency each edge tier adds (origin → edge → edge), and edge CPU per Gbit against a relay.
 bench-edge: deps
 	scripts/bench-edge.sh
+
+## Latency against load: HTTP-FLV publish → viewer latency and CPU per Gbit, adaptive vs fixed merged writes.
+bench-latency: deps
+	scripts/bench-latency.sh
 
 ## Scale and soak: 10,000 viewers of a 64 kbit/s stream for 10 min, then 30 min of churn; RSS each minute.
 bench-soak: deps

@@ -58,8 +58,8 @@ struct NodeConfigurationFile: Codable, Sendable {
     /// The per-address limit applies to loopback clients too (false: a local proxy is exempt).
     var limitLoopbackConnections: Bool?
     var viewerWakeIntervalMilliseconds: Int?
-    /// Viewers on the node up to which writes are not merged (50), and from which they are
-    /// merged over the whole `viewerWakeIntervalMilliseconds` (500); linear in between.
+    /// Viewers on the node up to which writes are not merged (20), and from which they are
+    /// merged over the whole `viewerWakeIntervalMilliseconds` (300); linear in between.
     var mergeWritesAboveViewers: Int?
     var mergeWritesFullAtViewers: Int?
     var hlsSegmentSeconds: Double?
@@ -333,8 +333,8 @@ struct NodeConfiguration: Sendable {
             hub.wakeInterval = .milliseconds(value)
         }
         if file.mergeWritesAboveViewers != nil || file.mergeWritesFullAtViewers != nil {
-            let low = file.mergeWritesAboveViewers ?? hub.wakeLoad?.lowViewers ?? 50
-            let full = file.mergeWritesFullAtViewers ?? hub.wakeLoad?.fullViewers ?? 500
+            let low = file.mergeWritesAboveViewers ?? hub.wakeLoad?.lowViewers ?? 20
+            let full = file.mergeWritesFullAtViewers ?? hub.wakeLoad?.fullViewers ?? 300
             guard low >= 0, full > low else {
                 throw ConfigurationError.invalidValue("mergeWritesFullAtViewers (\(full)) must be above mergeWritesAboveViewers (\(low)), which must be ≥ 0")
             }

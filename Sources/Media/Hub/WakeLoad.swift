@@ -13,7 +13,7 @@ public final class WakeLoad: Sendable, Equatable {
     public let fullViewers: Int
     private let viewers = Atomic<Int>(0)
 
-    public init(lowViewers: Int = 50, fullViewers: Int = 500) {
+    public init(lowViewers: Int = 20, fullViewers: Int = 300) {
         self.lowViewers = max(0, lowViewers)
         self.fullViewers = max(self.lowViewers + 1, fullViewers)
     }
