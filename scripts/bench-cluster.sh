@@ -28,21 +28,10 @@ BENCH_NAME=bench-cluster
 # shellcheck source=lib/bench.sh
 source "$(dirname "$0")/lib/bench.sh"
 
-pids=()
-tmp=""
-cleanup() {
-  local status=$? pid
-  for pid in "${pids[@]}"; do stop_pid "$pid"; done
-  if [[ -n $tmp && -z ${KEEP_TMP:-} ]]; then rm -rf "$tmp"; fi
-  if [[ -n $tmp && -n ${KEEP_TMP:-} ]]; then log "kept $tmp"; fi
-  exit "$status"
-}
-trap cleanup EXIT
+trap stop_all_on_exit EXIT
 trap 'exit 130' INT TERM
 
-# The project virtualenv's python (scripts/install-deps.sh makes .venv/), else python3 from PATH.
-python="$PWD/.venv/bin/python3"
-[[ -x $python ]] || python=python3
+python=$(project_python)
 for tool in ffmpeg flock pgrep nats-server "$python"; do command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh)"; done
 if [[ -z ${SKIP_BUILD:-} ]]; then
   wait_quiet
@@ -56,19 +45,7 @@ bench=.build/release/hls-latency-bench
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 tmp=$(mktemp -d /tmp/estuary-bench-cluster.XXXXXX)
 
-log "encoding the 30 s source"
-ffmpeg -nostdin -loglevel error -y \
-  -f lavfi -i testsrc2=size=640x360:rate=30 -f lavfi -i sine=frequency=440:sample_rate=44100 \
-  -c:v libx264 -preset veryfast -tune zerolatency -g 60 -keyint_min 60 -sc_threshold 0 -b:v 600k \
-  -c:a aac -b:a 64k -t 30 "$tmp/src.flv"
-
-start() { # name args… : starts a process in the background, remembers its pid in $started
-  local name=$1
-  shift
-  "$@" >"$tmp/$name.log" 2>&1 &
-  started=$!
-  pids+=("$started")
-}
+encode_latency_source "$tmp/src.flv"
 
 measure() { # name rtmp-port http-port server-pid
   local name=$1

@@ -26,20 +26,10 @@ BENCH_NAME=bench-latency
 # shellcheck source=lib/bench.sh
 source "$(dirname "$0")/lib/bench.sh"
 
-pids=()
-tmp=""
-cleanup() {
-  local status=$? pid
-  for pid in "${pids[@]}"; do stop_pid "$pid"; done
-  if [[ -n $tmp && -z ${KEEP_TMP:-} ]]; then rm -rf "$tmp"; fi
-  if [[ -n $tmp && -n ${KEEP_TMP:-} ]]; then log "kept $tmp"; fi
-  exit "$status"
-}
-trap cleanup EXIT
+trap stop_all_on_exit EXIT
 trap 'exit 130' INT TERM
 
-python="$PWD/.venv/bin/python3"
-[[ -x $python ]] || python=python3
+python=$(project_python)
 for tool in ffmpeg flock pgrep "$python"; do command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh)"; done
 build_release node hls-latency-bench
 node=.build/release/node
@@ -48,11 +38,7 @@ bench=.build/release/hls-latency-bench
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 tmp=$(mktemp -d /tmp/estuary-bench-latency.XXXXXX)
 
-log "encoding the 30 s source"
-ffmpeg -nostdin -loglevel error -y \
-  -f lavfi -i testsrc2=size=640x360:rate=30 -f lavfi -i sine=frequency=440:sample_rate=44100 \
-  -c:v libx264 -preset veryfast -tune zerolatency -g 60 -keyint_min 60 -sc_threshold 0 -b:v 600k \
-  -c:a aac -b:a 64k -t 30 "$tmp/src.flv"
+encode_latency_source "$tmp/src.flv"
 echo '{"mergeWritesAboveViewers": 0, "mergeWritesFullAtViewers": 1}' >"$tmp/fixed.json"
 echo '{}' >"$tmp/adaptive.json"
 

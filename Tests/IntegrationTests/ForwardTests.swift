@@ -31,20 +31,8 @@ extension IntegrationTests {
 
                 // The forward arrives at the target as relayed/cam, a stream like any other.
                 try await scenario.waitUntilLive(target, "relayed", "cam", timeout: .seconds(15))
-                let probe = try await scenario.run(
-                    "ffprobe",
-                    ["-v", "error", "-show_entries", "stream=index,codec_type,codec_name,width,height,sample_rate:packet=stream_index,dts,flags",
-                     "-of", "json", "-read_intervals", "%+5", target.flvURL("relayed", "cam")],
-                    name: "probe-target", timeout: .seconds(30)
-                )
-                scenario.check(probe.succeeded, "ffprobe of the forwarded stream on the target: \(probe)")
-                if probe.succeeded {
-                    let report = try ProbeReport.decode(probe.stdout)
-                    scenario.check(report.video?.codecName == "h264" && report.video?.width == media.width, "forwarded video: \(String(describing: report.video))")
-                    scenario.check(report.audio?.codecName == "aac", "forwarded audio: \(String(describing: report.audio))")
-                    scenario.check(report.packets(of: report.video).count >= 120, "\(report.packets(of: report.video).count) forwarded video packets in 5 s")
-                    scenario.check(report.packets(of: report.video).first?.isKeyframe == true, "the forwarded stream does not start on a keyframe")
-                    scenario.check(report.dtsRegressions(of: report.video).isEmpty, "forwarded DTS regressions: \(report.dtsRegressions(of: report.video).prefix(3))")
+                if let report = try await scenario.probeLive(target.flvURL("relayed", "cam"), name: "probe-target", seconds: 5) {
+                    scenario.checkLivePlayback(report, "the forwarded stream", minVideoPackets: 120, width: media.width)
                 }
                 let status = try await HTTPClient.get(port: origin.httpPort, path: "/api/v1/forwards", headers: ["Authorization": "Bearer secret"])
                 scenario.check(status.status == 200 && status.bodyText.contains("\"forwarding\"") && status.bodyText.contains("relayed"),

@@ -20,20 +20,9 @@ extension IntegrationTests {
                 try await scenario.waitUntilLive(node, "live", "rtmp-mirror")
 
                 for name in ["mirror", "rtmp-mirror"] {
-                    let probe = try await scenario.run(
-                        "ffprobe",
-                        ["-v", "error", "-show_entries", "stream=index,codec_type,codec_name,width,height,sample_rate:packet=stream_index,dts,flags",
-                         "-of", "json", "-read_intervals", "%+3", node.rtmpURL("live", name)],
-                        name: "probe-\(name)", timeout: .seconds(30)
-                    )
-                    scenario.check(probe.succeeded, "ffprobe (RTMP) of the pulled stream \(name): \(probe)")
-                    guard probe.succeeded else { continue }
-                    let report = try ProbeReport.decode(probe.stdout)
-                    scenario.check(report.video?.codecName == "h264" && report.video?.width == media.width && report.video?.height == media.height, "\(name) video: \(String(describing: report.video))")
-                    scenario.check(report.audio?.codecName == "aac", "\(name) audio: \(String(describing: report.audio))")
-                    scenario.check(report.packets(of: report.video).count >= 60, "\(name): \(report.packets(of: report.video).count) video packets in 3 s")
-                    scenario.check(report.packets(of: report.video).first?.isKeyframe == true, "\(name) does not start on a keyframe")
-                    scenario.check(report.dtsRegressions(of: report.video).isEmpty, "\(name): DTS regressions \(report.dtsRegressions(of: report.video).prefix(3))")
+                    if let report = try await scenario.probeLive(node.rtmpURL("live", name), name: "probe-\(name)") {
+                        scenario.checkLivePlayback(report, "the pulled stream \(name)", minVideoPackets: 60, width: media.width)
+                    }
                 }
                 // Published, so segmented: HLS plays the pulled stream too.
                 let hls = await eventually(timeout: .seconds(15), interval: .milliseconds(250)) {

@@ -64,3 +64,39 @@ build_release() { # product...
   local product
   for product in "$@"; do flock -w 3600 "$BUILD_LOCK" swift build -c release --product "$product"; done
 }
+
+# --- for scripts that run several background processes at once -----------------------------
+# `start NAME ARGS…` runs ARGS in the background with its output in $tmp/NAME.log, keeps its
+# pid in `pids` (stopped on exit) and in $started; `tmp` is removed on exit unless KEEP_TMP.
+pids=()
+tmp=""
+started=""
+stop_all_on_exit() {
+  local status=$? pid
+  for pid in "${pids[@]}"; do stop_pid "$pid"; done
+  if [[ -n $tmp && -z ${KEEP_TMP:-} ]]; then rm -rf "$tmp"; fi
+  if [[ -n $tmp && -n ${KEEP_TMP:-} ]]; then log "kept $tmp"; fi
+  exit "$status"
+}
+start() { # name args…
+  local name=$1
+  shift
+  "$@" >"$tmp/$name.log" 2>&1 &
+  started=$!
+  pids+=("$started")
+}
+
+# The project virtualenv's python (scripts/install-deps.sh makes .venv/), else python3 from PATH.
+project_python() {
+  if [[ -x $PWD/.venv/bin/python3 ]]; then echo "$PWD/.venv/bin/python3"; else echo python3; fi
+}
+
+# The latency benchmarks' source: 30 s of 640x360 30 fps H.264 at 600 kbit/s in 2 s GOPs,
+# with AAC, published in real time by hls-latency-bench.
+encode_latency_source() { # file
+  log "encoding the 30 s source"
+  ffmpeg -nostdin -loglevel error -y \
+    -f lavfi -i testsrc2=size=640x360:rate=30 -f lavfi -i sine=frequency=440:sample_rate=44100 \
+    -c:v libx264 -preset veryfast -tune zerolatency -g 60 -keyint_min 60 -sc_threshold 0 -b:v 600k \
+    -c:a aac -b:a 64k -t 30 "$1"
+}
