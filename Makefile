@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-hls bench-transcode bench-cluster bench-edge bench-latency clean
+.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-hls bench-transcode bench-cluster bench-edge bench-latency bench-syscalls clean
 
 ## Everything `make test` needs: Debian packages (test tools, chromium) and the Python
 ## virtualenv .venv/ with Playwright and cryptography (scripts/install-deps.sh --test).
@@ -63,6 +63,11 @@ bench-edge: deps
 ## Latency against load: HTTP-FLV publish → viewer latency and CPU per Gbit, adaptive vs fixed merged writes.
 bench-latency: deps
 	scripts/bench-latency.sh
+
+## Syscalls per delivered MB (strace -c): Estuary RTMP and HTTP-FLV beside nginx-rtmp.
+bench-syscalls:
+	@scripts/install-deps.sh --bench
+	scripts/bench-syscalls.sh
 
 ## Scale and soak: 10,000 viewers of a 64 kbit/s stream for 10 min, then 30 min of churn; RSS each minute.
 bench-soak: deps
