@@ -55,11 +55,7 @@ trap 'exit 130' INT TERM
 scripts/install-deps.sh --bench
 for tool in ffmpeg ffprobe nginx curl flock; do command -v "$tool" >/dev/null || die "$tool not found"; done
 
-rtmp_module=""
-for candidate in /usr/lib/nginx/modules/ngx_rtmp_module.so /usr/share/nginx/modules/ngx_rtmp_module.so; do
-  if [[ -f $candidate ]]; then rtmp_module=$candidate; break; fi
-done
-[[ -n $rtmp_module ]] || die "ngx_rtmp_module.so not found (apt-get install libnginx-mod-rtmp)"
+find_rtmp_module
 
 build_release node fanout-bench
 node=.build/release/node
@@ -84,11 +80,7 @@ tmp=$(mktemp -d /tmp/estuary-bench-fanout.XXXXXX)
 chmod 755 "$tmp" # nginx workers run as nobody when started by root
 
 # --- the source: 600 kbit/s H.264 + AAC, made once, published in a loop --------------------
-log "encoding the 30 s source"
-ffmpeg -nostdin -loglevel error -y \
-  -f lavfi -i testsrc2=size=640x360:rate=30 -f lavfi -i sine=frequency=440:sample_rate=44100 \
-  -c:v libx264 -preset veryfast -b:v 520k -maxrate 520k -bufsize 1M -g 60 \
-  -c:a aac -b:a 64k -t 30 "$tmp/src.flv"
+encode_fanout_source "$tmp/src.flv"
 source_kbps=$(ffprobe -v error -show_entries format=bit_rate -of default=nw=1:nk=1 "$tmp/src.flv")
 source_kbps=$((source_kbps / 1000))
 

@@ -25,11 +25,7 @@ trap stop_all_on_exit EXIT
 trap 'exit 130' INT TERM
 
 for tool in ffmpeg nginx strace flock pgrep; do command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh --bench)"; done
-rtmp_module=""
-for candidate in /usr/lib/nginx/modules/ngx_rtmp_module.so /usr/share/nginx/modules/ngx_rtmp_module.so; do
-  if [[ -f $candidate ]]; then rtmp_module=$candidate; break; fi
-done
-[[ -n $rtmp_module ]] || die "ngx_rtmp_module.so not found (apt-get install libnginx-mod-rtmp)"
+find_rtmp_module
 ((STRACE + 4 < DURATION)) || die "STRACE must leave at least 4 s of DURATION"
 build_release node fanout-bench
 node=.build/release/node
@@ -39,11 +35,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 tmp=$(mktemp -d /tmp/estuary-bench-syscalls.XXXXXX)
 chmod 755 "$tmp" # nginx workers run as nobody when started by root
 
-log "encoding the 30 s source"
-ffmpeg -nostdin -loglevel error -y \
-  -f lavfi -i testsrc2=size=640x360:rate=30 -f lavfi -i sine=frequency=440:sample_rate=44100 \
-  -c:v libx264 -preset veryfast -b:v 520k -maxrate 520k -bufsize 1M -g 60 \
-  -c:a aac -b:a 64k -t 30 "$tmp/src.flv"
+encode_fanout_source "$tmp/src.flv"
 
 RTMP=$(free_port 29361)
 HTTP=$(free_port 29091)

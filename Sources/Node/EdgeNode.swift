@@ -23,17 +23,17 @@ distributed actor EdgeNode: EdgeNodeAPI {
     /// One report per stream, its renditions' viewers summed; the upstream of its first
     /// rendition pulled (renditions of one stream come from the same upstreams).
     static func reports(_ pulls: [EdgeStreamSource.PullReport]) -> [StreamReport] {
-        var order: [String] = []
-        var byStream: [String: StreamReport] = [:]
+        var order: [StreamPath] = []
+        var byStream: [StreamPath: StreamReport] = [:]
         for pull in pulls {
-            let key = "\(pull.path.stream)"
-            if var report = byStream[key] {
+            let stream = pull.path.stream
+            if var report = byStream[stream] {
                 report.viewers = (report.viewers ?? 0) + pull.viewers
                 report.upstream = report.upstream ?? pull.upstream
-                byStream[key] = report
+                byStream[stream] = report
             } else {
-                order.append(key)
-                byStream[key] = .pulling(app: pull.path.stream.app, name: pull.path.stream.name, viewers: pull.viewers, upstream: pull.upstream)
+                order.append(stream)
+                byStream[stream] = .pulling(app: stream.app, name: stream.name, viewers: pull.viewers, upstream: pull.upstream)
             }
         }
         return order.compactMap { byStream[$0] }

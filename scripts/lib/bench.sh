@@ -100,3 +100,23 @@ encode_latency_source() { # file
     -c:v libx264 -preset veryfast -tune zerolatency -g 60 -keyint_min 60 -sc_threshold 0 -b:v 600k \
     -c:a aac -b:a 64k -t 30 "$1"
 }
+
+# The fan-out benchmarks' source: 30 s of 640x360 30 fps H.264 at 520 kbit/s in 2 s GOPs,
+# with AAC, about 600 kbit/s in all, published in a loop with `ffmpeg -re -c copy`.
+encode_fanout_source() { # file
+  log "encoding the 30 s source"
+  ffmpeg -nostdin -loglevel error -y \
+    -f lavfi -i testsrc2=size=640x360:rate=30 -f lavfi -i sine=frequency=440:sample_rate=44100 \
+    -c:v libx264 -preset veryfast -b:v 520k -maxrate 520k -bufsize 1M -g 60 \
+    -c:a aac -b:a 64k -t 30 "$1"
+}
+
+# Sets rtmp_module to Debian's nginx-rtmp module (libnginx-mod-rtmp), the reference server.
+find_rtmp_module() {
+  rtmp_module=""
+  local candidate
+  for candidate in /usr/lib/nginx/modules/ngx_rtmp_module.so /usr/share/nginx/modules/ngx_rtmp_module.so; do
+    if [[ -f $candidate ]]; then rtmp_module=$candidate; break; fi
+  done
+  [[ -n $rtmp_module ]] || die "ngx_rtmp_module.so not found (apt-get install libnginx-mod-rtmp)"
+}

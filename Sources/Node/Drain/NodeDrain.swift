@@ -108,19 +108,19 @@ final class NodeDrain: SessionObserver, Sendable {
 
     /// Asks every publisher that can be asked, and not yet asked, to reconnect.
     func askPublishersToMove() {
-        let toAsk = state.withLock { state -> [(PublishSession, ReconnectRequester)] in
-            guard state.request != nil else { return [] }
-            var toAsk: [(PublishSession, ReconnectRequester)] = []
+        let toAsk = state.withLock { state -> [(ReconnectRequester, String?)] in
+            guard let request = state.request else { return [] }
+            var toAsk: [(ReconnectRequester, String?)] = []
             for (key, session) in state.publishers where !state.asked.contains(key) {
                 guard let requester = session.requestReconnect else { continue }
                 state.asked.insert(key)
-                toAsk.append((session, requester))
+                toAsk.append((requester, Self.serverURL(request.reconnectTo, app: session.path.app)))
             }
             return toAsk
         }
-        let base = state.withLock { $0.request?.reconnectTo }
-        for (session, requester) in toAsk {
-            requester(Self.serverURL(base, app: session.path.app))
+        // Outside the lock: a requester schedules work on its connection's event loop.
+        for (requester, url) in toAsk {
+            requester(url)
         }
     }
 
