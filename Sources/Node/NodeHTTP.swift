@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdCore
 import Media
 import Logging
 import NIOCore
@@ -38,11 +39,15 @@ enum NodeHTTP {
         return Application(
             router: router,
             // Keep-alive connections idle for `httpIdleTimeout` are closed (Hummingbird's
-            // default is never); the guard bounds connections, request heads and write stalls.
-            server: .http1(configuration: .init(
-                additionalChannelHandlers: [HTTPConnectionGuard(settings: settings, limiter: limiter, logger: logger)],
-                idleTimeout: .init(configuration.httpIdleTimeout)
-            )),
+            // default is never); the guard bounds connections, request heads and write stalls;
+            // live HTTP-FLV bodies are written from the channel (`NodeHTTPChannel`).
+            server: HTTPServerBuilder { responder in
+                NodeHTTPChannel(
+                    responder: responder,
+                    connectionHandlers: { [HTTPConnectionGuard(settings: settings, limiter: limiter, logger: logger)] },
+                    idleTimeout: configuration.httpIdleTimeout
+                )
+            },
             configuration: .init(address: .hostname(configuration.bindHost, port: configuration.httpPort), serverName: "estuary"),
             eventLoopGroupProvider: .shared(MultiThreadedEventLoopGroup.singleton),
             logger: logger

@@ -133,7 +133,7 @@ struct NodeRuntime {
         }
         let coordinatorNode = roles.contains(.coordinator) ? configuration.nodeID : configuration.coordinatorNode
         let system = try NodeActorSystem(nodeID: configuration.nodeID, bus: bus, logger: logger)
-        let registry = StreamRegistry(serializers: [FLVTagSerializer(), RTMPChunkSerializer()], hubConfiguration: configuration.hub, publisherGrace: configuration.publisherGrace)
+        let registry = StreamRegistry(serializers: [HTTPFLVChunkSerializer(), RTMPChunkSerializer()], hubConfiguration: configuration.hub, publisherGrace: configuration.publisherGrace)
         // Streams of other nodes, mirrored on demand; a node alone has none to find, an edge
         // pulls from its upstreams.
         let remote: (any RemoteStreamSource)?

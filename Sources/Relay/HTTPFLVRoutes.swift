@@ -9,8 +9,10 @@ import Session
 /// a live FLV stream over chunked HTTP, as flv.js, mpegts.js, ffplay and VLC play it. The
 /// routes themselves are registered by `PlaybackRoutes`, beside HLS's.
 ///
-/// Each viewer is a hub subscriber reading the hub's shared FLV tag bytes; the response
-/// task wakes once per publisher burst and writes everything queued in one batch.
+/// Each viewer is a hub subscriber reading the hub's shared `httpFLVChunk` buffers (FLV tags
+/// framed once per stream as HTTP chunks), written from the channel by the connection's
+/// `HTTPFLVViewerHandler` as RTMP viewers are: the route only admits the request and
+/// answers the head.
 ///
 /// A request is a `PlayRequest` (transport `http-flv`) answered by the node's
 /// `SessionAdmission`, the same path an RTMP play takes: a refusal is a 404 (no such
@@ -39,7 +41,7 @@ public struct HTTPFLVRoutes: Sendable {
         return RequestedRendition(rung)
     }
 
-    func stream(_ requested: RequestedRendition?, query: String, remoteAddress: String, closed: EventLoopFuture<Void>? = nil) async throws -> Response {
+    func stream(_ requested: RequestedRendition?, query: String, remoteAddress: String, channel: any Channel) async throws -> Response {
         guard let path = requested else {
             RelayMetrics.rejectedRequests(reason: "bad_path")
             return Self.notFound()
@@ -52,73 +54,32 @@ public struct HTTPFLVRoutes: Sendable {
         case .refuse(let refusal):
             return Self.refused(refusal)
         }
-        let admission = admission
         let session = PlaySession(path: hub.path, transport: .httpFLV, remoteAddress: remoteAddress)
-        let format = OutputFormat.flvTag
         let records = hub.configurationRecords
         let preamble = FLVFileHeader.httpFLVPreamble(
             hasAudio: records.audio != nil || records.video == nil,
             hasVideo: records.video != nil || records.audio == nil,
-            allocator: ByteBufferAllocator()
+            allocator: channel.allocator
         )
-        let logger = logger
+        await admission.playStarted(session)
+        let viewer = HTTPFLVViewer(hub: hub, session: session, admission: admission, preamble: HTTPChunk.framed(preamble, allocator: channel.allocator), logger: logger)
+        guard await HTTPFLVViewerHandler.arm(viewer, on: channel) else {
+            // The viewer left while it was admitted (or the listener cannot stream).
+            await admission.playEnded(session)
+            return Self.refused(.unavailable("the connection cannot take a live stream"))
+        }
         var headers = HTTPFields()
         headers[.contentType] = "video/x-flv"
         headers[.cacheControl] = "no-cache, no-store"
         headers[.accessControlAllowOrigin] = "*"
+        // A live response ends only with its stream, and then so does the connection.
+        headers[.connection] = "close"
+        // No content length: the encoder makes the head chunked. The body is empty here:
+        // the connection's `HTTPFLVViewerHandler` writes it (see there).
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            let (wakes, waker) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-            let subscriber = HubSubscriber(format: format, maxQueueBytes: hub.configuration.subscriberQueueBytes) { _ in
-                waker.yield()
-            }
-            RelayMetrics.flvViewers.increment()
-            await admission.playStarted(session)
-            defer {
-                hub.unsubscribe(subscriber)
-                Task { await admission.playEnded(session) }
-                waker.finish()
-                RelayMetrics.flvViewers.decrement()
-                let statistics = subscriber.statistics
-                if statistics.skips > 0 {
-                    logger.info("HTTP-FLV viewer of \(path) left after \(statistics.skips) queue overflows (\(statistics.droppedFrames) frames skipped)")
-                }
-            }
-            try await writer.write(preamble)
-            guard hub.subscribe(subscriber) else {
-                try await writer.finish(nil)
-                return
-            }
-            // A viewer that leaves is otherwise noticed only at the next write, which an idle
-            // stream may never make. (One callback per accepted response: a connection has as
-            // many as streams ended under it, since a live response ends only with its stream.)
-            closed?.whenComplete { _ in waker.finish() }
-            for await _ in wakes {
-                let batch = subscriber.drain()
-                // At most `maxTagsPerWrite` tags per write: see its comment.
-                var start = batch.packets.startIndex
-                while start < batch.packets.endIndex {
-                    let end = min(start + Self.maxTagsPerWrite, batch.packets.endIndex)
-                    try await writer.write(contentsOf: batch.packets[start..<end].lazy.compactMap { $0.bytes(for: format) })
-                    start = end
-                }
-                if batch.ended { break }
-            }
             try await writer.finish(nil)
         })
     }
-
-    /// The most tags one `write(contentsOf:)` hands to the channel.
-    ///
-    /// The HTTP/1 encoder turns every tag into three writes (chunk header, tag, CRLF), all
-    /// queued in the channel's pending-writes ring before the flush, and that ring keeps its
-    /// largest size for the life of the connection. Handing a joining viewer's whole GOP
-    /// (≈ 150 tags at 2 s) over in one call grew it to 512 entries, ≈ 18 KiB per viewer
-    /// for as long as it watches (docs/benchmarks.md, "Where an HTTP-FLV viewer's memory
-    /// goes"). In slices of 16 tags (48 writes) it grows to about 256 (the socket cannot
-    /// take a whole GOP at once), ≈ 12 KiB; a live 100 ms burst is a handful of tags, so
-    /// only the join takes more than one slice. The bytes and their order are the same;
-    /// when the socket is full, the writer still waits for it between slices.
-    static let maxTagsPerWrite = 16
 
     /// A refusal as an HTTP answer: 404 for a stream that is not there, 403 when the
     /// admission denies it, 503 when a capacity is reached.

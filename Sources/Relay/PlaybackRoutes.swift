@@ -3,10 +3,9 @@ import Media
 import NIOCore
 
 /// The request context playback needs: the peer's address (for the admission path), and
-/// the connection's close, so that an endless HTTP-FLV response ends as soon as its viewer
-/// goes, even while the stream sends nothing (a publisher in its grace period).
+/// the connection, to which an admitted HTTP-FLV viewer is handed (`HTTPFLVViewerHandler`).
 public protocol PlaybackRequestContext: RemoteAddressRequestContext {
-    var connectionClosed: EventLoopFuture<Void> { get }
+    var channel: any Channel { get }
 }
 
 /// Every playback URL of a node, on one router.
@@ -37,7 +36,7 @@ public struct PlaybackRoutes: Sendable {
             return try await flv.stream(
                 HTTPFLVRoutes.streamPath(app: app, file: context.parameters.get("name") ?? ""),
                 query: request.uri.query ?? "", remoteAddress: Self.describe(context.remoteAddress),
-                closed: context.connectionClosed
+                channel: context.channel
             )
         }
         router.get("/:app/:name/:rendition") { request, context in
@@ -49,7 +48,7 @@ public struct PlaybackRoutes: Sendable {
                 return try await flv.stream(
                     HTTPFLVRoutes.renditionPath(app: app, name: name, file: file),
                     query: request.uri.query ?? "", remoteAddress: Self.describe(context.remoteAddress),
-                    closed: context.connectionClosed
+                    channel: context.channel
                 )
             }
             guard let hls = self.hls else { return HLSRoutes.status(.notFound) }

@@ -58,6 +58,8 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     private var logger: Logger
     private var phase: Phase
     private var role: Role = .none
+    /// A viewer's media on its way to the socket, a slice at a time (`ViewerBacklog`).
+    private var backlog = ViewerBacklog()
     private var decoder: ChunkDecoder
     private var encoder = ChunkEncoder()
     private var inbound: ByteBuffer?
@@ -678,20 +680,27 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     private func drainSubscriber() {
         guard case .playing(let play) = role, let context, context.channel.isActive else { return }
         guard context.channel.isWritable else { return }  // resumed by channelWritabilityChanged
-        let batch = play.subscriber.drain()
         writeReplies()  // Play.Start and the rest go before the media
-        for packet in batch.packets {
+        let outcome = backlog.pump(from: play.subscriber, eventLoop: context.eventLoop) { packet, promise in
             if let format = play.sharedFormat, let bytes = packet.bytes(for: format) {
-                context.write(wrapOutboundOut(bytes), promise: nil)
+                context.write(wrapOutboundOut(bytes), promise: promise)
             } else {
                 let bytes = RTMPChunkSerializer.serialize(packet.frame, streamID: play.streamID, chunkSize: encoder.chunkSize, allocator: context.channel.allocator)
-                context.write(wrapOutboundOut(bytes), promise: nil)
+                context.write(wrapOutboundOut(bytes), promise: promise)
             }
         }
-        if batch.ended {
+        switch outcome {
+        case .sliceInFlight(let written):
+            written.assumeIsolated().whenComplete { _ in
+                self.backlog.sliceWritten()
+                self.drainSubscriber()
+            }
+        case .ended:
             send(UserControl.streamEOF(streamID: play.streamID).message())
             status(.status, .playUnpublishNotify, "\(play.path) ended", streamID: play.streamID)
             closeAfterFlush()  // writes the two replies above
+        case .idle, .waiting:
+            break
         }
         context.flush()
         needsFlush = false
@@ -817,6 +826,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             break
         }
         role = .none
+        backlog = ViewerBacklog()
         idleTimer?.cancel()
         idleTimer = nil
         pendingMessages = []

@@ -1,0 +1,228 @@
+import HTTPTypes
+import Logging
+import Media
+import Metrics
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import Session
+
+/// A viewer the HTTP-FLV route has admitted, on its way to the connection's
+/// `HTTPFLVViewerHandler`.
+public struct HTTPFLVViewer: Sendable {
+    let hub: StreamHub
+    let session: PlaySession
+    let admission: any SessionAdmission
+    /// The FLV file header and PreviousTagSize0, as one chunk.
+    let preamble: ByteBuffer
+    let logger: Logger
+}
+
+/// Writes an HTTP-FLV viewer's response body from the channel, the way an RTMP viewer is
+/// written: no task, no async sequence, no HTTP encoder per tag.
+///
+/// Hummingbird parses the request and the route admits it (or answers the error). An
+/// admitted viewer is handed here (`arm`), the route answers an empty chunked response, and
+/// this handler, between Hummingbird's connection state handler and its async channel:
+/// - lets the response head through (the HTTP encoder writes it, chunked);
+/// - takes the body over: it subscribes to the hub and, on each wake, writes the hub's
+///   shared `httpFLVChunk` buffers (every tag framed once per stream as one chunk) from the
+///   HTTP encoder's own context, which sends them to the socket as they are: one `writev`
+///   of shared buffers per viewer per wake, as for RTMP (`ViewerBacklog` for the slices);
+/// - swallows what Hummingbird writes after the head (the empty body's end, the half-close
+///   a `Connection: close` request asks for): from here the body is this handler's;
+/// - when the stream ends, writes the last chunk and closes the connection.
+///
+/// Hummingbird's connection task is left waiting for a next request that never comes, as
+/// on any kept-alive connection, instead of running a response per viewer.
+public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    public typealias InboundIn = HTTPRequestPart
+    public typealias InboundOut = HTTPRequestPart
+    public typealias OutboundIn = HTTPResponsePart
+    public typealias OutboundOut = HTTPResponsePart
+
+    private enum State {
+        /// Requests pass through.
+        case idle
+        /// The route admitted `viewer`; its response head is on its way.
+        case armed(HTTPFLVViewer)
+        /// The body is this handler's.
+        case streaming(HTTPFLVViewer, HubSubscriber)
+        /// The stream ended or the connection closed.
+        case finished
+    }
+
+    private var state = State.idle
+    private var backlog = ViewerBacklog()
+    /// The HTTP encoder's context: a write from it goes to the socket unencoded.
+    private var wire: ChannelHandlerContext?
+
+    public init() {}
+
+    /// Hands an admitted viewer to `channel`'s handler, before the route returns its
+    /// response. False if the connection is gone, or its pipeline has no such handler.
+    public static func arm(_ viewer: HTTPFLVViewer, on channel: any Channel) async -> Bool {
+        let armed = channel.eventLoop.submit { () -> Bool in
+            guard channel.isActive, let handler = try? channel.pipeline.syncOperations.handler(type: HTTPFLVViewerHandler.self) else { return false }
+            return handler.arm(viewer)
+        }
+        return (try? await armed.get()) ?? false
+    }
+
+    private func arm(_ viewer: HTTPFLVViewer) -> Bool {
+        guard case .idle = state else { return false }
+        state = .armed(viewer)
+        return true
+    }
+
+    // MARK: Outbound: the response
+
+    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch state {
+        case .idle:
+            context.write(data, promise: promise)
+        case .armed(let viewer):
+            guard case .head = unwrapOutboundIn(data) else {
+                context.write(data, promise: promise)
+                return
+            }
+            context.write(data, promise: promise)
+            start(viewer, context: context)
+        case .streaming, .finished:
+            // The route's empty body ends here: the body is written below the encoder.
+            promise?.succeed(())
+        }
+    }
+
+    public func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        if mode == .output, case .streaming = state {
+            // Hummingbird half-closes after answering a `Connection: close` request; the
+            // body is still being written.
+            promise?.succeed(())
+            return
+        }
+        context.close(mode: mode, promise: promise)
+    }
+
+    private func start(_ viewer: HTTPFLVViewer, context: ChannelHandlerContext) {
+        guard let wire = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self) else {
+            viewer.logger.error("HTTP-FLV viewer of \(viewer.session.path): no HTTP encoder in the pipeline")
+            state = .finished
+            ended(viewer)
+            context.close(promise: nil)
+            return
+        }
+        self.wire = wire
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let subscriber = HubSubscriber(format: .httpFLVChunk, maxQueueBytes: viewer.hub.configuration.subscriberQueueBytes) { _ in
+            bound.eventLoop.execute {
+                let (handler, context) = bound.value
+                handler.drain(context: context)
+            }
+        }
+        state = .streaming(viewer, subscriber)
+        RelayMetrics.flvViewers.increment()
+        wire.write(NIOAny(viewer.preamble), promise: nil)
+        if !viewer.hub.subscribe(subscriber) {
+            finish(context: context)
+        }
+    }
+
+    private func drain(context: ChannelHandlerContext) {
+        guard case .streaming(_, let subscriber) = state, let wire, context.channel.isActive else { return }
+        guard context.channel.isWritable else { return }  // resumed by channelWritabilityChanged
+        let outcome = backlog.pump(from: subscriber, eventLoop: context.eventLoop) { packet, promise in
+            if let bytes = packet.bytes(for: .httpFLVChunk) {
+                wire.write(NIOAny(bytes), promise: promise)
+            } else {
+                promise?.succeed(())
+            }
+        }
+        switch outcome {
+        case .sliceInFlight(let written):
+            written.assumeIsolated().whenComplete { _ in
+                self.backlog.sliceWritten()
+                self.drain(context: context)
+            }
+        case .ended:
+            finish(context: context)
+            return
+        case .idle, .waiting:
+            break
+        }
+        wire.flush()
+    }
+
+    /// The stream ended: the last chunk, and the connection closes once it is written.
+    private func finish(context: ChannelHandlerContext) {
+        guard let wire else { return }
+        stop()
+        var end = context.channel.allocator.buffer(capacity: 5)
+        end.writeStaticString(HTTPChunk.end)
+        wire.writeAndFlush(NIOAny(end)).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
+    }
+
+    /// Leaves the hub and tells the admission path; idempotent.
+    private func stop() {
+        switch state {
+        case .idle, .finished:
+            break
+        case .armed(let viewer):
+            state = .finished
+            ended(viewer)
+        case .streaming(let viewer, let subscriber):
+            state = .finished
+            viewer.hub.unsubscribe(subscriber)
+            RelayMetrics.flvViewers.decrement()
+            let statistics = subscriber.statistics
+            if statistics.skips > 0 {
+                viewer.logger.info("HTTP-FLV viewer of \(viewer.session.path) left after \(statistics.skips) queue overflows (\(statistics.droppedFrames) frames skipped)")
+            }
+            ended(viewer)
+        }
+        backlog = ViewerBacklog()
+    }
+
+    private func ended(_ viewer: HTTPFLVViewer) {
+        let admission = viewer.admission
+        let session = viewer.session
+        if let immediate = admission as? any ImmediateSessionAdmission {
+            immediate.playEndedImmediately(session)
+        } else {
+            // `playStarted` returned before the route armed this handler: the two are in order.
+            Task { await admission.playEnded(session) }
+        }
+    }
+
+    // MARK: Inbound
+
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch state {
+        case .idle, .armed:
+            context.fireChannelRead(data)
+        case .streaming, .finished:
+            // Nothing a client sends during an endless response is answered.
+            break
+        }
+    }
+
+    public func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { drain(context: context) }
+        context.fireChannelWritabilityChanged()
+    }
+
+    public func channelInactive(context: ChannelHandlerContext) {
+        stop()
+        context.fireChannelInactive()
+    }
+
+    public func handlerRemoved(context: ChannelHandlerContext) {
+        stop()
+        wire = nil
+    }
+}
+
+@available(*, unavailable)
+extension HTTPFLVViewerHandler: Sendable {}

@@ -1,0 +1,122 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOEmbedded
+import Testing
+
+@testable import Media
+
+/// A viewer's writes a slice at a time (`ViewerBacklog`): a GOP is handed over in slices of
+/// 16, each once the last is written; a live burst in one; the order is the hub's; no
+/// wake-up is lost between slices; the end comes after everything before it.
+@Suite struct ViewerBacklogTests {
+    typealias Hub = StreamHubTests
+
+    /// A hub with a publisher and a subscriber that counts its wake-ups.
+    func makeViewer() throws -> (StreamHub, HubSubscriber, wakes: () -> Int) {
+        var configuration = HubConfiguration()
+        configuration.subscriberQueueBytes = 1 << 20
+        configuration.wakeInterval = .zero
+        let hub = Hub().makeHub(configuration)
+        try Hub().attach(hub)
+        let count = WakeCounter()
+        let subscriber = HubSubscriber(format: nil, maxQueueBytes: configuration.subscriberQueueBytes) { _ in count.add() }
+        return (hub, subscriber, { count.value })
+    }
+
+    /// Pumps once, recording the timestamps written and whether each carried a promise.
+    func pump(_ backlog: inout ViewerBacklog, _ subscriber: HubSubscriber, on loop: EmbeddedEventLoop, into written: inout [(Int64, Bool)]) -> ViewerBacklog.Outcome {
+        var slice: [(Int64, Bool)] = []
+        let outcome = backlog.pump(from: subscriber, eventLoop: loop) { packet, promise in
+            slice.append((packet.frame.timestamp, promise != nil))
+            promise?.succeed(())
+        }
+        written += slice
+        return outcome
+    }
+
+    @Test func aJoiningGOPIsHandedOverSixteenAtATimeInOrder() throws {
+        let (hub, subscriber, _) = try makeViewer()
+        let loop = EmbeddedEventLoop()
+        // 40 frames before the viewer joins: it is replayed the whole GOP (records + 40).
+        hub.publish(Hub.videoSequenceHeader(), publisher: 1)
+        for index in 0..<40 { hub.publish(Hub.video(Int64(index) * 33, keyframe: index == 0), publisher: 1) }
+        #expect(hub.subscribe(subscriber))
+        var backlog = ViewerBacklog()
+        var written: [(Int64, Bool)] = []
+        var slices = 0
+        var outcome = pump(&backlog, subscriber, on: loop, into: &written)
+        while case .sliceInFlight(let future) = outcome, slices < 10 {
+            #expect(written.count == (slices + 1) * ViewerBacklog.sliceLength)
+            // Only the slice's last write carries the promise.
+            #expect(written.suffix(ViewerBacklog.sliceLength).map(\.1) == Array(repeating: false, count: 15) + [true])
+            // Pumping again before the slice is written does nothing.
+            if case .waiting = pump(&backlog, subscriber, on: loop, into: &written) {} else { Issue.record("a second slice before the first was written") }
+            loop.run()
+            try future.wait()
+            backlog.sliceWritten()
+            slices += 1
+            outcome = pump(&backlog, subscriber, on: loop, into: &written)
+        }
+        #expect(slices == 2)
+        guard case .idle = outcome else { Issue.record("expected idle, got \(outcome)"); return }
+        #expect(written.count == 41)
+        #expect(written.map(\.0) == [0] + (0..<40).map { Int64($0) * 33 })
+        #expect(backlog.pendingCount == 0)
+    }
+
+    @Test func aLiveBurstIsOneSliceAndTheNextBurstWakesAgain() throws {
+        let (hub, subscriber, wakes) = try makeViewer()
+        let loop = EmbeddedEventLoop()
+        hub.publish(Hub.videoSequenceHeader(), publisher: 1)
+        hub.publish(Hub.video(0, keyframe: true), publisher: 1)
+        #expect(hub.subscribe(subscriber))
+        var backlog = ViewerBacklog()
+        var written: [(Int64, Bool)] = []
+        guard case .idle = pump(&backlog, subscriber, on: loop, into: &written) else { Issue.record("join"); return }
+        for burst in 0..<3 {
+            let before = wakes()
+            for index in 0..<5 { hub.publish(Hub.audio(Int64(100 * burst + index)), publisher: 1) }
+            hub.flush(force: true)
+            #expect(wakes() == before + 1)
+            let count = written.count
+            guard case .idle = pump(&backlog, subscriber, on: loop, into: &written) else { Issue.record("burst \(burst)"); return }
+            #expect(written.count == count + 5)
+            #expect(!written.suffix(5).contains { $0.1 })
+        }
+    }
+
+    @Test func aWakeDuringSlicesIsNotLostAndTheEndComesLast() throws {
+        let (hub, subscriber, wakes) = try makeViewer()
+        let loop = EmbeddedEventLoop()
+        hub.publish(Hub.videoSequenceHeader(), publisher: 1)
+        for index in 0..<20 { hub.publish(Hub.video(Int64(index), keyframe: index == 0), publisher: 1) }
+        #expect(hub.subscribe(subscriber))
+        var backlog = ViewerBacklog()
+        var written: [(Int64, Bool)] = []
+        guard case .sliceInFlight(let first) = pump(&backlog, subscriber, on: loop, into: &written) else { Issue.record("join"); return }
+        // New media and the stream's end arrive while the first slice is on its way.
+        hub.publish(Hub.video(500, keyframe: false), publisher: 1)
+        hub.end()
+        #expect(wakes() >= 1)
+        loop.run()
+        try first.wait()
+        backlog.sliceWritten()
+        // The rest of the join, then what came during it, then the end.
+        var outcome = pump(&backlog, subscriber, on: loop, into: &written)
+        if case .sliceInFlight(let next) = outcome {
+            loop.run()
+            try next.wait()
+            backlog.sliceWritten()
+            outcome = pump(&backlog, subscriber, on: loop, into: &written)
+        }
+        guard case .ended = outcome else { Issue.record("expected the end, got \(outcome)"); return }
+        #expect(written.map(\.0) == [0] + (0..<20).map { Int64($0) } + [500])
+    }
+}
+
+/// Wake-ups counted from the hub's thread.
+final class WakeCounter: Sendable {
+    private let count = NIOLockedValueBox(0)
+    func add() { count.withLockedValue { $0 += 1 } }
+    var value: Int { count.withLockedValue { $0 } }
+}
