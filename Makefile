@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-hls bench-transcode bench-cluster bench-edge bench-latency bench-syscalls clean
+.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-hls bench-transcode bench-cluster bench-edge bench-latency bench-syscalls bench-profile clean
 
 ## Everything `make test` needs: Debian packages (test tools, chromium) and the Python
 ## virtualenv .venv/ with Playwright and cryptography (scripts/install-deps.sh --test).
@@ -68,6 +68,11 @@ bench-latency: deps
 bench-syscalls:
 	@scripts/install-deps.sh --bench
 	scripts/bench-syscalls.sh
+
+## Where the CPU goes (perf record): Estuary RTMP and HTTP-FLV beside nginx-rtmp, 1000 viewers.
+bench-profile:
+	@scripts/install-deps.sh --bench
+	scripts/bench-profile.sh
 
 ## Scale and soak: 10,000 viewers of a 64 kbit/s stream for 10 min, then 30 min of churn; RSS each minute.
 bench-soak: deps

@@ -4,7 +4,8 @@
 # For each N in N_LIST it measures, each time on a freshly started server:
 #   1. Estuary, N RTMP + N HTTP-FLV viewers
 #   2. Estuary, N RTMP viewers
-#   3. nginx-rtmp (Debian libnginx-mod-rtmp), N RTMP viewers
+#   3. Estuary, N HTTP-FLV viewers
+#   4. nginx-rtmp (Debian libnginx-mod-rtmp), N RTMP viewers
 # and prints a markdown table (see docs/benchmarks.md for how to read it).
 #
 # Environment (all optional):
@@ -13,6 +14,7 @@
 #   SKIP_BUILD=1           use the existing .build/release binaries
 #   RESULTS_DIR=dir        also keep the JSON results and the table there
 #   KEEP_TMP=1             keep the temporary directory (logs, nginx.conf)
+#   RUNS="mixed rtmp flv nginx"  which configurations (1–4 above), in this order
 #   RTMP_PORT HTTP_PORT NGINX_PORT   loopback ports (default: the first free ones from 29351, 29081, 29451)
 set -euo pipefail
 export LC_ALL=C
@@ -20,6 +22,7 @@ cd "$(dirname "$0")/.."
 
 N_LIST=${N_LIST:-"100 500 1000"}
 DURATION=${DURATION:-20}
+RUNS=${RUNS:-"mixed rtmp flv nginx"}
 RAMP_MS=${RAMP_MS:-2}
 GEN_THREADS=${GEN_THREADS:-1}
 STREAM=live/bench
@@ -100,25 +103,7 @@ start_estuary() { # run name
 
 start_nginx() { # run name
   local prefix="$tmp/nginx-$1"
-  mkdir -p "$prefix/logs"
-  chmod 755 "$prefix"
-  cat >"$prefix/nginx.conf" <<EOF
-load_module $rtmp_module;
-worker_processes 1;
-worker_rlimit_nofile $nofile;
-daemon off;
-master_process on;
-error_log $prefix/logs/error.log warn;
-pid $prefix/nginx.pid;
-events { worker_connections $((2 * max_n + 256)); }
-rtmp {
-  server {
-    listen 127.0.0.1:$NGINX_PORT;
-    chunk_size 4096;
-    application live { live on; }
-  }
-}
-EOF
+  write_nginx_rtmp_conf "$prefix" "$NGINX_PORT" "$max_n"
   nginx -p "$prefix/" -c "$prefix/nginx.conf" -e "$prefix/logs/error.log" >"$prefix/logs/stdout.log" 2>&1 &
   server_pid=$!
   wait_port "$NGINX_PORT" || die "nginx did not listen (see $prefix/logs)"
@@ -185,9 +170,15 @@ run_once() { # server rtmp-viewers flv-viewers
 
 started_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 for n in $N_LIST; do
-  run estuary "$n" "$n"
-  run estuary "$n" 0
-  run nginx "$n" 0
+  for config in $RUNS; do
+    case $config in
+      mixed) run estuary "$n" "$n" ;;
+      rtmp) run estuary "$n" 0 ;;
+      flv) run estuary 0 "$n" ;;
+      nginx) run nginx "$n" 0 ;;
+      *) die "unknown run '$config' in RUNS (mixed rtmp flv nginx)" ;;
+    esac
+  done
 done
 
 # --- the table -------------------------------------------------------------------------------
@@ -231,18 +222,21 @@ table() {
     echo "Warning: a swift build ran during ${busy_runs[*]}; their CPU figures are not trustworthy."
   fi
   echo
-  echo "CPU per delivered Gbit, Estuary / nginx-rtmp, RTMP viewers only (target ≤ 0.5):"
+  echo "CPU per delivered Gbit, Estuary / nginx-rtmp's RTMP (targets: RTMP ≤ 0.33, HTTP-FLV ≤ 0.4):"
   echo
-  local n estuary nginx
+  local n kind estuary nginx
   for n in $N_LIST; do
-    estuary=$tmp/estuary-$n-0.json
     nginx=$tmp/nginx-$n-0.json
-    if [[ -s $estuary && -s $nginx ]]; then
-      awk -v n="$n" -v a="$(field "$estuary" serverCPUSecondsPerGbit)" -v b="$(field "$nginx" serverCPUSecondsPerGbit)" \
-        'BEGIN { if (b > 0 && a != "") printf "- N = %d: %.3f / %.3f = **%.2f**\n", n, a, b, a / b; else printf "- N = %d: n/a\n", n }'
-    else
-      echo "- N = $n: n/a (a run failed)"
-    fi
+    for kind in RTMP HTTP-FLV; do
+      if [[ $kind == RTMP ]]; then estuary=$tmp/estuary-$n-0.json; else estuary=$tmp/estuary-0-$n.json; fi
+      if [[ -s $estuary && -s $nginx ]]; then
+        awk -v n="$n" -v k="$kind" -v a="$(field "$estuary" serverCPUSecondsPerGbit)" -v b="$(field "$nginx" serverCPUSecondsPerGbit)" \
+          -v m="$(field "$estuary" rssPerViewerKiB)" \
+          'BEGIN { if (b > 0 && a != "") printf "- N = %d, %s: %.3f / %.3f = **%.2f**; %.1f KiB per viewer\n", n, k, a, b, a / b, m; else printf "- N = %d, %s: n/a\n", n, k }'
+      else
+        echo "- N = $n, $kind: n/a (a run failed)"
+      fi
+    done
   done
 }
 table | tee "$tmp/table.md"

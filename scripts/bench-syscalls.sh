@@ -41,53 +41,10 @@ RTMP=$(free_port 29361)
 HTTP=$(free_port 29091)
 NGINX=$(free_port 29461)
 
-measure() { # name server-pid traced-pid rtmp-url bench-args…
-  local name=$1 server=$2 traced=$3 url=$4
-  shift 4
-  start "publisher-$name" ffmpeg -nostdin -loglevel error -re -stream_loop -1 -i "$tmp/src.flv" -c copy -f flv "$url"
-  local publisher=$started
-  sleep 4
-  wait_quiet
-  log "$name: $N viewers for ${DURATION}s; strace of pid $traced for ${STRACE}s"
-  timeout $((DURATION + 120)) "$bench" --rtmp-url "$url" "$@" --duration "$DURATION" --ramp-ms 2 \
-    --server-pid "$server" --label "$name" --json >"$tmp/$name.json" 2>"$tmp/$name.log" &
-  local generator=$!
-  sleep 3
-  timeout -s INT "$STRACE" strace -c -f -p "$traced" -o "$tmp/$name.strace" 2>/dev/null || true
-  wait "$generator" || log "warning: $name: fanout-bench failed: $(tail -2 "$tmp/$name.log")"
-  stop_pid "$publisher"
-  stop_pid "$server"
+trace_hook() { # name pid
+  timeout -s INT "$STRACE" strace -c -f -p "$2" -o "$tmp/$1.strace" 2>/dev/null || true
 }
-
-# Estuary, RTMP viewers; then Estuary, HTTP-FLV viewers.
-for kind in rtmp flv; do
-  start "estuary-$kind" "$node" --bind 127.0.0.1 --rtmp-port "$RTMP" --http-port "$HTTP" --data-dir "$tmp/data-$kind" --log-level warning
-  server=$started
-  wait_port "$RTMP" && wait_port "$HTTP" || die "Estuary did not listen"
-  if [[ $kind == rtmp ]]; then viewers=(--rtmp-viewers "$N"); else viewers=(--rtmp-viewers 0 --flv-url "http://127.0.0.1:$HTTP/$STREAM.flv" --flv-viewers "$N"); fi
-  measure "estuary-$kind" "$server" "$server" "rtmp://127.0.0.1:$RTMP/$STREAM" "${viewers[@]}"
-done
-
-# nginx-rtmp, RTMP viewers: its one worker process serves them.
-mkdir -p "$tmp/nginx/logs"
-chmod 755 "$tmp/nginx"
-cat >"$tmp/nginx/nginx.conf" <<EOF
-load_module $rtmp_module;
-worker_processes 1;
-worker_rlimit_nofile $((2 * N + 256));
-daemon off;
-master_process on;
-error_log $tmp/nginx/logs/error.log warn;
-pid $tmp/nginx/nginx.pid;
-events { worker_connections $((2 * N + 256)); }
-rtmp { server { listen 127.0.0.1:$NGINX; chunk_size 4096; application live { live on; } } }
-EOF
-start nginx nginx -p "$tmp/nginx/" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/logs/error.log"
-server=$started
-wait_port "$NGINX" || die "nginx did not listen"
-worker=$(pgrep -P "$server" | head -1)
-[[ -n $worker ]] || die "no nginx worker"
-measure nginx "$server" "$worker" "rtmp://127.0.0.1:$NGINX/$STREAM" --rtmp-viewers "$N"
+measure_three_servers
 
 python=$(project_python)
 "$python" - "$tmp" "$STRACE" "$N" <<'PY' >"$RESULTS"

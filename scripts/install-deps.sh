@@ -9,7 +9,7 @@
 #            plus ffmpeg, rtmpdump, librtmp-dev, nats-server, srt-tools, curl, openssl, chromium,
 #            gcc + libc6-dev, python3-venv, and the virtualenv .venv/ with Playwright for Python
 #            and `cryptography`, pip-installed into it with .venv/bin/pip.
-#   --bench  --test plus nginx and nginx-rtmp, the fan-out benchmark's reference, and strace.
+#   --bench  --test plus nginx and nginx-rtmp, the fan-out benchmark's reference, strace and perf.
 #
 # Python packages never go into the system python (Debian 12 refuses: externally-managed-
 # environment); tests and scripts run .venv/bin/python3, falling back to python3 without it.
@@ -43,7 +43,7 @@ if [[ $mode != run ]]; then
   )
 fi
 if [[ $mode == bench ]]; then
-  packages+=(nginx libnginx-mod-rtmp strace)
+  packages+=(nginx libnginx-mod-rtmp strace linux-perf)
 fi
 
 missing=()

@@ -1,6 +1,7 @@
 import Hummingbird
 import HummingbirdCore
 import Logging
+import Media
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
@@ -30,6 +31,8 @@ struct NodeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             limits.maxHeaderListSize = 80 * 1024
             limits.maxHeaderFieldCount = 1000
             let pipeline = channel.pipeline.syncOperations
+            // Before the first read, or the pool keeps the default 2 KiB buffer.
+            try channel.syncOptions?.setOption(.recvAllocator, value: ReceiveBuffers.allocator)
             try pipeline.configureHTTPServerPipeline(
                 withPipeliningAssistance: false,
                 withErrorHandling: false,

@@ -74,10 +74,10 @@ public struct HTTPFLVRoutes: Sendable {
         headers[.accessControlAllowOrigin] = "*"
         // A live response ends only with its stream, and then so does the connection.
         headers[.connection] = "close"
-        // No content length: the encoder makes the head chunked. The body is empty here:
-        // the connection's `HTTPFLVViewerHandler` writes it (see there).
-        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            try await writer.finish(nil)
+        // No content length: the encoder makes the head chunked. The connection's
+        // `HTTPFLVViewerHandler` writes the body; this one only lets Hummingbird's task go.
+        return Response(status: .ok, headers: headers, body: ResponseBody { _ in
+            throw HTTPFLVViewerHandler.HandedOver()
         })
     }
 

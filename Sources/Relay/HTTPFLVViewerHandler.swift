@@ -22,19 +22,21 @@ public struct HTTPFLVViewer: Sendable {
 /// written: no task, no async sequence, no HTTP encoder per tag.
 ///
 /// Hummingbird parses the request and the route admits it (or answers the error). An
-/// admitted viewer is handed here (`arm`), the route answers an empty chunked response, and
-/// this handler, between Hummingbird's connection state handler and its async channel:
+/// admitted viewer is handed here (`arm`), and this handler, between Hummingbird's
+/// connection state handler and its async channel:
 /// - lets the response head through (the HTTP encoder writes it, chunked);
 /// - takes the body over: it subscribes to the hub and, on each wake, writes the hub's
 ///   shared `httpFLVChunk` buffers (every tag framed once per stream as one chunk) from the
 ///   HTTP encoder's own context, which sends them to the socket as they are: one `writev`
 ///   of shared buffers per viewer per wake, as for RTMP (`ViewerBacklog` for the slices);
-/// - swallows what Hummingbird writes after the head (the empty body's end, the half-close
-///   a `Connection: close` request asks for): from here the body is this handler's;
+/// - lets Hummingbird's connection task go: the route's body throws `HandedOver`, and the
+///   task, on its way out, finishes its writer and closes the channel; this handler
+///   swallows that half-close and that close (and anything written after the head), so the
+///   task and its stack (≈ 17 KiB of task-allocator slabs per viewer, docs/benchmarks.md)
+///   are freed while the connection stays;
+/// - keeps reading (the async channel stops asking once its task is gone) and drops what it
+///   reads, so a viewer that leaves is noticed (`HTTPConnectionGuard` closes on its EOF);
 /// - when the stream ends, writes the last chunk and closes the connection.
-///
-/// Hummingbird's connection task is left waiting for a next request that never comes, as
-/// on any kept-alive connection, instead of running a response per viewer.
 public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     public typealias InboundIn = HTTPRequestPart
     public typealias InboundOut = HTTPRequestPart
@@ -53,6 +55,8 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
     }
 
     private var state = State.idle
+    /// Hummingbird's task will let go of this connection: its one close is swallowed.
+    private var awaitingTaskClose = false
     private var backlog = ViewerBacklog()
     /// The HTTP encoder's context: a write from it goes to the socket unencoded.
     private var wire: ChannelHandlerContext?
@@ -72,6 +76,7 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
     private func arm(_ viewer: HTTPFLVViewer) -> Bool {
         guard case .idle = state else { return false }
         state = .armed(viewer)
+        awaitingTaskClose = true
         return true
     }
 
@@ -94,12 +99,28 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
         }
     }
 
+    /// What a route's body throws once its viewer is handed over: it ends Hummingbird's
+    /// connection task (which closes the channel on its way out: see `close`).
+    public struct HandedOver: Error {
+        public init() {}
+    }
+
     public func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
-        if mode == .output, case .streaming = state {
-            // Hummingbird half-closes after answering a `Connection: close` request; the
-            // body is still being written.
-            promise?.succeed(())
-            return
+        switch state {
+        case .armed, .streaming:
+            if mode == .output {
+                // The task's writer finishing: the body is still being written.
+                promise?.succeed(())
+                return
+            }
+            if awaitingTaskClose {
+                // The task leaving (see `HandedOver`): the connection is this handler's.
+                awaitingTaskClose = false
+                promise?.succeed(())
+                return
+            }
+        case .idle, .finished:
+            break
         }
         context.close(mode: mode, promise: promise)
     }
@@ -123,6 +144,7 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
         state = .streaming(viewer, subscriber)
         RelayMetrics.flvViewers.increment()
         wire.write(NIOAny(viewer.preamble), promise: nil)
+        context.read()  // see `channelReadComplete`
         if !viewer.hub.subscribe(subscriber) {
             finish(context: context)
         }
@@ -206,6 +228,17 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
             // Nothing a client sends during an endless response is answered.
             break
         }
+    }
+
+    public func channelReadComplete(context: ChannelHandlerContext) {
+        if case .streaming = state {
+            // Once Hummingbird's task has gone, its async channel asks for no more reads:
+            // this handler asks, so that a viewer's EOF (or reset) is seen while its stream
+            // sends nothing.
+            context.read()
+            return
+        }
+        context.fireChannelReadComplete()
     }
 
     public func channelWritabilityChanged(context: ChannelHandlerContext) {

@@ -120,3 +120,63 @@ find_rtmp_module() {
   done
   [[ -n $rtmp_module ]] || die "ngx_rtmp_module.so not found (apt-get install libnginx-mod-rtmp)"
 }
+
+# nginx-rtmp's configuration for the fan-out benchmarks: one worker, 4096-byte chunks, live
+# application "live", room for `viewers` connections. Writes $1/nginx.conf (and $1/logs).
+write_nginx_rtmp_conf() { # dir port viewers
+  local dir=$1 port=$2 viewers=$3
+  mkdir -p "$dir/logs"
+  chmod 755 "$dir"
+  cat >"$dir/nginx.conf" <<CONF
+load_module $rtmp_module;
+worker_processes 1;
+worker_rlimit_nofile $((2 * viewers + 256));
+daemon off;
+master_process on;
+error_log $dir/logs/error.log warn;
+pid $dir/nginx.pid;
+events { worker_connections $((2 * viewers + 256)); }
+rtmp { server { listen 127.0.0.1:$port; chunk_size 4096; application live { live on; } } }
+CONF
+}
+
+# Runs one traced fan-out measurement: a looping publisher to `url`, `fanout-bench` with the
+# given viewer arguments for DURATION s, and `trace_hook name pid` (defined by the caller)
+# 3 s in; then stops the publisher and the server. Needs $tmp, $bench, DURATION.
+measure_traced() { # name server-pid traced-pid rtmp-url bench-args…
+  local name=$1 server=$2 traced=$3 url=$4
+  shift 4
+  start "publisher-$name" ffmpeg -nostdin -loglevel error -re -stream_loop -1 -i "$tmp/src.flv" -c copy -f flv "$url"
+  local publisher=$started
+  sleep 4
+  wait_quiet
+  log "$name: fanout-bench $* for ${DURATION}s; tracing pid $traced"
+  timeout $((DURATION + 120)) "$bench" --rtmp-url "$url" "$@" --duration "$DURATION" --ramp-ms 2 \
+    --server-pid "$server" --label "$name" --json >"$tmp/$name.json" 2>"$tmp/$name.log" &
+  local generator=$!
+  sleep 3
+  trace_hook "$name" "$traced"
+  wait "$generator" || log "warning: $name: fanout-bench failed: $(tail -2 "$tmp/$name.log")"
+  stop_pid "$publisher"
+  stop_pid "$server"
+}
+
+# Estuary with RTMP viewers, Estuary with HTTP-FLV viewers, then nginx-rtmp's worker with
+# RTMP viewers, each measured by `measure_traced` (N viewers; ports RTMP, HTTP, NGINX).
+measure_three_servers() {
+  local kind server viewers worker
+  for kind in rtmp flv; do
+    start "estuary-$kind" "$node" --bind 127.0.0.1 --rtmp-port "$RTMP" --http-port "$HTTP" --data-dir "$tmp/data-$kind" --log-level warning
+    server=$started
+    wait_port "$RTMP" && wait_port "$HTTP" || die "Estuary did not listen"
+    if [[ $kind == rtmp ]]; then viewers=(--rtmp-viewers "$N"); else viewers=(--rtmp-viewers 0 --flv-url "http://127.0.0.1:$HTTP/$STREAM.flv" --flv-viewers "$N"); fi
+    measure_traced "estuary-$kind" "$server" "$server" "rtmp://127.0.0.1:$RTMP/$STREAM" "${viewers[@]}"
+  done
+  write_nginx_rtmp_conf "$tmp/nginx" "$NGINX" "$N"
+  start nginx nginx -p "$tmp/nginx/" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/logs/error.log"
+  server=$started
+  wait_port "$NGINX" || die "nginx did not listen"
+  worker=$(pgrep -P "$server" | head -1)
+  [[ -n $worker ]] || die "no nginx worker"
+  measure_traced nginx "$server" "$worker" "rtmp://127.0.0.1:$NGINX/$STREAM" --rtmp-viewers "$N"
+}

@@ -47,6 +47,7 @@ public final class RTMPServer: Service, Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: configuration.writeBufferLowWaterMark, high: configuration.writeBufferHighWaterMark))
+            .childChannelOption(.recvAllocator, value: ReceiveBuffers.allocator)
             .childChannelInitializer { channel in
                 // Limits first: a refused connection costs a close and nothing else. There is
                 // nothing to tell an RTMP peer before its handshake, so the close is the answer.
