@@ -153,11 +153,16 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
     private func drain(context: ChannelHandlerContext) {
         guard case .streaming(_, let subscriber) = state, let wire, context.channel.isActive else { return }
         guard context.channel.isWritable else { return }  // resumed by channelWritabilityChanged
-        let outcome = backlog.pump(from: subscriber, eventLoop: context.eventLoop) { packet, promise in
-            if let bytes = packet.bytes(for: .httpFLVChunk) {
+        let outcome = backlog.pump(from: subscriber, eventLoop: context.eventLoop) { unit, promise in
+            switch unit {
+            case .bytes(let bytes):
                 wire.write(NIOAny(bytes), promise: promise)
-            } else {
-                promise?.succeed(())
+            case .packet(let packet):
+                if let bytes = packet.bytes(for: .httpFLVChunk) {
+                    wire.write(NIOAny(bytes), promise: promise)
+                } else {
+                    promise?.succeed(())
+                }
             }
         }
         switch outcome {

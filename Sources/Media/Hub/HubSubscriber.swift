@@ -14,6 +14,10 @@ import NIOCore
 /// Wake-ups are edge-triggered and coalesced: the hub calls `wake` once when new data is
 /// waiting and the consumer has not been woken since its last `drain()`. A consumer
 /// drains everything at once and writes it with one flush.
+///
+/// A viewer (`coalescesWakeUps`) gets what the hub took in since its last wake-up as one
+/// shared `HubBurst` (`deliver`), one queue entry for all its frames; a pipeline gets each
+/// frame as it is published (`enqueue`). Both go through the same bound and skip policy.
 public final class HubSubscriber: Sendable {
     /// Which serialisation this subscriber reads (`nil`: it reads `HubPacket.frame`).
     public let format: OutputFormat?
@@ -27,10 +31,37 @@ public final class HubSubscriber: Sendable {
     private let wake: @Sendable (HubSubscriber) -> Void
     private let state: NIOLockedValueBox<State>
 
+    /// One queue entry: a frame, or a burst of them from its `from` index on.
+    public enum Item: Sendable {
+        case packet(HubPacket)
+        case burst(HubBurst, from: Int)
+
+        /// The frames of this entry, in order.
+        public var packets: ArraySlice<HubPacket> {
+            switch self {
+            case .packet(let packet): [packet][...]
+            case .burst(let burst, let from): burst.packets[from...]
+            }
+        }
+
+        var count: Int {
+            switch self {
+            case .packet: 1
+            case .burst(let burst, let from): burst.packets.count - from
+            }
+        }
+    }
+
     public struct Batch: Sendable {
-        public var packets: [HubPacket]
+        public var items: [Item]
         /// The stream has ended: after these packets there will be no more.
         public var ended: Bool
+
+        /// Every frame of the batch, in order.
+        public var packets: [HubPacket] {
+            if items.count == 1, case .burst(let burst, 0) = items[0] { return burst.packets }
+            return items.flatMap(\.packets)
+        }
     }
 
     public struct Statistics: Sendable, Equatable {
@@ -42,11 +73,14 @@ public final class HubSubscriber: Sendable {
     }
 
     struct State {
-        var queue: [HubPacket] = []
+        var queue: [Item] = []
         var queuedBytes = 0
         var skippingToSyncPoint = false
         var wakePending = false
         var ended = false
+        /// The hub's sequence number of the last frame this subscriber had before it joined
+        /// (in its replay, or published before it): bursts deliver only what came after.
+        var joinedAfter: UInt64 = 0
         var statistics = Statistics()
     }
 
@@ -69,12 +103,12 @@ public final class HubSubscriber: Sendable {
     /// Takes everything queued. After this, the next enqueue wakes the consumer again.
     public func drain() -> Batch {
         state.withLockedValue { state in
-            let packets = state.queue
-            state.queue.removeAll(keepingCapacity: packets.count <= 64)
+            let items = state.queue
+            state.queue.removeAll(keepingCapacity: items.count <= 64)
             state.queuedBytes = 0
             state.wakePending = false
-            state.statistics.deliveredFrames &+= packets.count
-            return Batch(packets: packets, ended: state.ended)
+            state.statistics.deliveredFrames &+= items.reduce(0) { $0 + $1.count }
+            return Batch(items: items, ended: state.ended)
         }
     }
 
@@ -86,49 +120,110 @@ public final class HubSubscriber: Sendable {
     /// `replay` packets (headers and GOP for a new subscriber) bypass the bound: a new
     /// viewer must get the whole GOP to start on a keyframe.
     func enqueue(_ packet: HubPacket, replay: Bool = false) {
-        let cost = packet.cost(format: format)
         state.withLockedValue { state in
-            guard !state.ended else { return }
-            let isConfiguration = Self.isConfiguration(packet)
-            if isConfiguration || replay {
-                if isConfiguration, !replay, state.queuedBytes + cost > maxQueueBytes {
-                    // A publisher that sends configuration records faster than this viewer
-                    // reads: they count against the bound too. Drop the queued media and the
-                    // older records of this kind (only the newest matters), resume at a sync point.
-                    let before = state.queue.count
-                    let mediaBefore = state.queue.count { !Self.isConfiguration($0) }
-                    state.queue.removeAll { !Self.isConfiguration($0) || Self.sameConfiguration($0, packet) }
-                    state.queuedBytes = state.queue.reduce(0) { $0 + $1.cost(format: format) }
-                    state.statistics.skips &+= 1
-                    state.statistics.droppedFrames &+= before - state.queue.count
-                    if mediaBefore > 0 { state.skippingToSyncPoint = true }
-                }
-                state.queue.append(packet)
+            enqueue(packet, replay: replay, into: &state)
+        }
+    }
+
+    /// Records where this subscriber joined the hub's sequence (under the hub's lock, before
+    /// its replay is queued).
+    func joined(after sequence: UInt64) {
+        state.withLockedValue { $0.joinedAfter = sequence }
+    }
+
+    /// Hands over a viewer's share of `burst`: the whole burst as one entry when it fits the
+    /// bound and no skip is under way (the common case), otherwise frame by frame under the
+    /// same policy as `enqueue`. Called by the hub under its lock. Returns whether the
+    /// consumer must be woken (outside the hub's lock: `wakeUp()`).
+    func deliver(_ burst: HubBurst) -> Bool {
+        state.withLockedValue { state in
+            guard !state.ended else { return false }
+            var from = 0
+            if burst.firstSequence <= state.joinedAfter {
+                // Joined during the burst: what came before the join was in its replay.
+                let skip = state.joinedAfter - burst.firstSequence + 1
+                guard skip < UInt64(burst.packets.count) else { return false }
+                from = Int(skip)
+            }
+            let cost = burst.cost(format: format)
+            if from == 0, !state.skippingToSyncPoint, state.queuedBytes + cost <= maxQueueBytes {
+                state.queue.append(.burst(burst, from: 0))
                 state.queuedBytes += cost
+            } else {
+                for packet in burst.packets[from...] {
+                    enqueue(packet, replay: false, into: &state)
+                }
+            }
+            guard !state.wakePending, !state.queue.isEmpty else { return false }
+            state.wakePending = true
+            return true
+        }
+    }
+
+    /// Wakes the consumer after a `deliver` that said so.
+    func wakeUp() {
+        wake(self)
+    }
+
+    private func enqueue(_ packet: HubPacket, replay: Bool, into state: inout State) {
+        let cost = packet.cost(format: format)
+        guard !state.ended else { return }
+        let isConfiguration = Self.isConfiguration(packet)
+        if isConfiguration || replay {
+            if isConfiguration, !replay, state.queuedBytes + cost > maxQueueBytes {
+                // A publisher that sends configuration records faster than this viewer
+                // reads: they count against the bound too. Drop the queued media and the
+                // older records of this kind (only the newest matters), resume at a sync point.
+                let mediaBefore = dropQueued(from: &state) { !Self.isConfiguration($0) || Self.sameConfiguration($0, packet) }
+                if mediaBefore > 0 { state.skippingToSyncPoint = true }
+            }
+            state.queue.append(.packet(packet))
+            state.queuedBytes += cost
+            return
+        }
+        if state.skippingToSyncPoint {
+            guard packet.isSyncPoint else {
+                state.statistics.droppedFrames &+= 1
                 return
             }
-            if state.skippingToSyncPoint {
-                guard packet.isSyncPoint else {
-                    state.statistics.droppedFrames &+= 1
-                    return
-                }
-                state.skippingToSyncPoint = false
-            } else if state.queuedBytes + cost > maxQueueBytes {
-                // Overflow: drop queued media, keep configuration records, resume at a sync point.
-                let before = state.queue.count
-                state.queue.removeAll { !Self.isConfiguration($0) }
-                state.queuedBytes = state.queue.reduce(0) { $0 + $1.cost(format: format) }
-                state.statistics.skips &+= 1
-                state.statistics.droppedFrames &+= before - state.queue.count
-                guard packet.isSyncPoint else {
-                    state.skippingToSyncPoint = true
-                    state.statistics.droppedFrames &+= 1
-                    return
+            state.skippingToSyncPoint = false
+        } else if state.queuedBytes + cost > maxQueueBytes {
+            // Overflow: drop queued media, keep configuration records, resume at a sync point.
+            _ = dropQueued(from: &state) { !Self.isConfiguration($0) }
+            guard packet.isSyncPoint else {
+                state.skippingToSyncPoint = true
+                state.statistics.droppedFrames &+= 1
+                return
+            }
+        }
+        state.queue.append(.packet(packet))
+        state.queuedBytes += cost
+    }
+
+    /// Drops the queued packets `dropping` selects (counted as a skip and as dropped frames)
+    /// and keeps the rest, in order, as single entries. Returns how many media frames (not
+    /// configuration records) were queued before.
+    private func dropQueued(from state: inout State, dropping: (HubPacket) -> Bool) -> Int {
+        var kept: [Item] = []
+        var dropped = 0
+        var media = 0
+        var bytes = 0
+        for item in state.queue {
+            for packet in item.packets {
+                if !Self.isConfiguration(packet) { media += 1 }
+                if dropping(packet) {
+                    dropped += 1
+                } else {
+                    kept.append(.packet(packet))
+                    bytes += packet.cost(format: format)
                 }
             }
-            state.queue.append(packet)
-            state.queuedBytes += cost
         }
+        state.queue = kept
+        state.queuedBytes = bytes
+        state.statistics.skips &+= 1
+        state.statistics.droppedFrames &+= dropped
+        return media
     }
 
     private static func isConfiguration(_ packet: HubPacket) -> Bool {

@@ -12,7 +12,8 @@ import NIOCore
 /// Concurrency: the state sits behind one lock rather than being confined to an event
 /// loop, because a publisher that reconnects arrives on whichever loop accepted it while
 /// viewers stay attached. The lock is uncontended on the hot path (one publisher thread)
-/// and is held for O(subscribers) cheap appends per frame; wake-ups happen outside it.
+/// and is held for one append per pipeline per frame, and one per viewer per wake-up
+/// (`HubBurst`); wake-ups happen outside it.
 public final class StreamHub: Sendable {
     /// The stream, or the rung of it, this hub carries.
     public let path: RenditionPath
@@ -89,6 +90,12 @@ public final class StreamHub: Sendable {
         var coalescedSubscribers: [HubSubscriber] = []
         var immediateSubscribers: [HubSubscriber] = []
         var lastWake: NIODeadline = .distantPast
+        /// The sequence number of the last frame taken in (see `HubSubscriber.joined`).
+        var sequence: UInt64 = 0
+        /// What the viewers get at their next wake-up, as one `HubBurst` (empty while
+        /// nobody coalesces).
+        var pendingBurst: [HubPacket] = []
+        var pendingBurstFirstSequence: UInt64 = 0
         /// Subscribers per `OutputFormat` (by raw value): formats nobody reads are not serialised.
         var demand: [Int]
         var ended = false
@@ -233,9 +240,28 @@ public final class StreamHub: Sendable {
         } else {
             cache(packet, in: &state, configuration: configuration)
         }
-        for subscriber in state.subscribers.values {
+        state.sequence &+= 1
+        // Pipelines take each frame as it comes; viewers take the burst at their wake-up.
+        for subscriber in state.immediateSubscribers {
             subscriber.enqueue(packet)
         }
+        if !state.coalescedSubscribers.isEmpty {
+            if state.pendingBurst.isEmpty { state.pendingBurstFirstSequence = state.sequence }
+            state.pendingBurst.append(packet)
+        }
+    }
+
+    /// Hands the pending burst to every viewer; returns those to wake (outside the lock).
+    private func deliverPendingBurst(_ state: inout State) -> [HubSubscriber] {
+        guard !state.pendingBurst.isEmpty else { return [] }
+        let burst = HubBurst(packets: state.pendingBurst, firstSequence: state.pendingBurstFirstSequence, demand: state.demand, allocator: allocator)
+        state.pendingBurst = []
+        var wakes: [HubSubscriber] = []
+        wakes.reserveCapacity(state.coalescedSubscribers.count)
+        for subscriber in state.coalescedSubscribers where subscriber.deliver(burst) {
+            wakes.append(subscriber)
+        }
+        return wakes
     }
 
     private static func cache(_ packet: HubPacket, in state: inout State, configuration: HubConfiguration) {
@@ -257,7 +283,8 @@ public final class StreamHub: Sendable {
     /// Wakes subscribers that have new data: call it after a burst of frames. Wake-ups
     /// are coalesced to at most one per `HubConfiguration.wakeInterval` (a burst inside
     /// the interval is picked up by the next one); `force` wakes at once (a publisher
-    /// leaving must not strand its last frames).
+    /// leaving must not strand its last frames). Viewers get the frames taken in since
+    /// their last wake-up here, as one `HubBurst`: until then they have none of them.
     ///
     /// - Returns: nil when subscribers were woken; otherwise how long until the next
     ///   wake-up is due. A publisher that may go quiet should then call `flush(force:)`
@@ -267,14 +294,16 @@ public final class StreamHub: Sendable {
         let configured = TimeAmount.nanoseconds(Int64(configuration.wakeInterval.components.seconds) * 1_000_000_000
             + configuration.wakeInterval.components.attoseconds / 1_000_000_000)
         let interval = configuration.wakeLoad?.interval(configured) ?? configured
-        let (immediate, coalesced, deferral) = state.withLockedValue { state -> ([HubSubscriber], [HubSubscriber], TimeAmount?) in
+        let (immediate, woken, deferral) = state.withLockedValue { state -> ([HubSubscriber], [HubSubscriber], TimeAmount?) in
             let elapsed = now - state.lastWake
-            guard force || elapsed >= interval else { return (state.immediateSubscribers, [], interval - elapsed) }
+            guard force || elapsed >= interval else {
+                return (state.immediateSubscribers, [], interval - elapsed)
+            }
             state.lastWake = now
-            return (state.immediateSubscribers, state.coalescedSubscribers, nil)
+            return (state.immediateSubscribers, deliverPendingBurst(&state), nil)
         }
         for subscriber in immediate { subscriber.notify() }
-        for subscriber in coalesced { subscriber.notify() }
+        for subscriber in woken { subscriber.wakeUp() }
         return deferral
     }
 
@@ -289,6 +318,7 @@ public final class StreamHub: Sendable {
             guard !state.ended else { return false }
             guard state.subscribers.updateValue(subscriber, forKey: ObjectIdentifier(subscriber)) == nil else { return true }
             state.rebuildSubscriberLists()
+            subscriber.joined(after: state.sequence)
             state.statistics.subscribers = state.subscribers.count
             if subscriber.isViewer {
                 state.statistics.viewers += 1
@@ -325,6 +355,7 @@ public final class StreamHub: Sendable {
         state.withLockedValue { state in
             guard state.subscribers.removeValue(forKey: ObjectIdentifier(subscriber)) != nil else { return }
             state.rebuildSubscriberLists()
+            if state.coalescedSubscribers.isEmpty { state.pendingBurst = [] }
             state.statistics.subscribers = state.subscribers.count
             if subscriber.isViewer {
                 state.statistics.viewers -= 1
@@ -340,6 +371,8 @@ public final class StreamHub: Sendable {
     public func end() {
         let (subscribers, publisher) = state.withLockedValue { state -> ([HubSubscriber], Publisher?) in
             guard !state.ended else { return ([], nil) }
+            // The viewers' last burst goes before the end (they are all woken below).
+            _ = deliverPendingBurst(&state)
             state.ended = true
             let subscribers = Array(state.subscribers.values)
             let publisher = state.publisher

@@ -11,12 +11,20 @@ import NIOCore
 /// at its first 16 entries, and a live burst (a few frames) is a single slice, written
 /// exactly as before: one `writev` of shared buffers per wake.
 public struct ViewerBacklog {
-    /// The most packets handed to the channel before waiting for the socket to take them.
+    /// The most writes handed to the channel before waiting for the socket to take them.
     public static let sliceLength = 16
 
-    private var packets: [HubPacket] = []
+    /// One write: a whole burst's shared bytes (`HubBurst.mergedBytes`), or one frame.
+    public enum Unit {
+        case bytes(ByteBuffer)
+        case packet(HubPacket)
+    }
+
+    private var items: [HubSubscriber.Item] = []
+    /// The next item, and the next frame in it when it is written frame by frame.
     private var next = 0
-    /// The subscriber said its stream ended after these packets.
+    private var offset = 0
+    /// The subscriber said its stream ended after these items.
     private var ended = false
     /// A slice with more behind it is on its way to the socket: wait for `sliceWritten()`.
     private var sliceInFlight = false
@@ -37,49 +45,70 @@ public struct ViewerBacklog {
     }
 
     /// Hands the backlog, refilled once from `subscriber` when it runs out, to `write`, one
-    /// slice of `sliceLength` packets; the caller flushes afterwards. The last packet of a
-    /// slice with more behind it is written with a promise, and the outcome carries its
-    /// future.
+    /// slice of `sliceLength` writes; the caller flushes afterwards. A burst the subscriber
+    /// took whole is one write of its merged bytes in the subscriber's format; anything else
+    /// is a write per frame. The last write of a slice with more behind it carries a
+    /// promise, and the outcome carries its future.
     ///
     /// A subscriber wakes its consumer once per `drain()`: each pump that empties the backlog
     /// drains the subscriber again, so no wake-up is lost while slices are being written.
     public mutating func pump(
         from subscriber: HubSubscriber,
         eventLoop: any EventLoop,
-        write: (HubPacket, EventLoopPromise<Void>?) -> Void
+        write: (Unit, EventLoopPromise<Void>?) -> Void
     ) -> Outcome {
         guard !sliceInFlight else { return .waiting }
         var refilled = false
         while true {
-            if next >= packets.count {
+            if next >= items.count {
                 if ended { return .ended }
                 guard !refilled else {
-                    // Between wakes a viewer holds no packets (nor the memory of their array).
-                    packets = []
+                    // Between wakes a viewer holds no frames (nor the memory of their array).
+                    items = []
                     next = 0
                     return .idle
                 }
                 let batch = subscriber.drain()
-                packets = batch.packets
+                items = batch.items
                 next = 0
+                offset = 0
                 ended = batch.ended
                 refilled = true
                 continue
             }
-            let end = min(next + Self.sliceLength, packets.count)
-            let more = end < packets.count
-            var promise: EventLoopPromise<Void>?
-            for index in next..<end {
-                if more, index == end - 1 {
-                    promise = eventLoop.makePromise(of: Void.self)
+            var written = 0
+            while written < Self.sliceLength, next < items.count {
+                let unit = nextUnit(format: subscriber.format)
+                written += 1
+                if written == Self.sliceLength, next < items.count {
+                    let promise = eventLoop.makePromise(of: Void.self)
+                    write(unit, promise)
+                    sliceInFlight = true
+                    return .sliceInFlight(promise.futureResult)
                 }
-                write(packets[index], promise)
+                write(unit, nil)
             }
-            next = end
-            if let promise {
-                sliceInFlight = true
-                return .sliceInFlight(promise.futureResult)
+        }
+    }
+
+    /// The next write, advancing past it.
+    private mutating func nextUnit(format: OutputFormat?) -> Unit {
+        switch items[next] {
+        case .packet(let packet):
+            next += 1
+            return .packet(packet)
+        case .burst(let burst, let from):
+            if offset == 0, from == 0, let format, let bytes = burst.mergedBytes(for: format) {
+                next += 1
+                return .bytes(bytes)
             }
+            let packet = burst.packets[from + offset]
+            offset += 1
+            if from + offset >= burst.packets.count {
+                next += 1
+                offset = 0
+            }
+            return .packet(packet)
         }
     }
 
@@ -88,6 +117,6 @@ public struct ViewerBacklog {
         sliceInFlight = false
     }
 
-    /// Packets drained but not yet handed to the channel.
-    public var pendingCount: Int { packets.count - next }
+    /// Queue entries drained but not yet wholly handed to the channel.
+    public var pendingCount: Int { items.count - next }
 }

@@ -681,12 +681,18 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         guard case .playing(let play) = role, let context, context.channel.isActive else { return }
         guard context.channel.isWritable else { return }  // resumed by channelWritabilityChanged
         writeReplies()  // Play.Start and the rest go before the media
-        let outcome = backlog.pump(from: play.subscriber, eventLoop: context.eventLoop) { packet, promise in
-            if let format = play.sharedFormat, let bytes = packet.bytes(for: format) {
+        let outcome = backlog.pump(from: play.subscriber, eventLoop: context.eventLoop) { unit, promise in
+            switch unit {
+            case .bytes(let bytes):
+                // A whole burst in the shared format, as the hub merged it.
                 context.write(wrapOutboundOut(bytes), promise: promise)
-            } else {
-                let bytes = RTMPChunkSerializer.serialize(packet.frame, streamID: play.streamID, chunkSize: encoder.chunkSize, allocator: context.channel.allocator)
-                context.write(wrapOutboundOut(bytes), promise: promise)
+            case .packet(let packet):
+                if let format = play.sharedFormat, let bytes = packet.bytes(for: format) {
+                    context.write(wrapOutboundOut(bytes), promise: promise)
+                } else {
+                    let bytes = RTMPChunkSerializer.serialize(packet.frame, streamID: play.streamID, chunkSize: encoder.chunkSize, allocator: context.channel.allocator)
+                    context.write(wrapOutboundOut(bytes), promise: promise)
+                }
             }
         }
         switch outcome {

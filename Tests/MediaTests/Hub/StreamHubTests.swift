@@ -81,6 +81,7 @@ import Testing
         hub.publish(Self.video(0, keyframe: true), publisher: 1)
         hub.publish(Self.audio(5), publisher: 1)
         #expect(serializer.count.withLockedValue { $0 } == 2)
+        hub.flush(force: true)  // viewers get the frames at their wake-up
         let batches = subscribers.map { $0.drain().packets }
         let firstAddress = batches[0][0].bytes(for: .flvTag)?.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) }
         for batch in batches {
@@ -117,10 +118,12 @@ import Testing
         // 20 frames of ~120 bytes overflow the slow subscriber's 1000 bytes.
         hub.publish(Self.video(0, keyframe: true), publisher: 1)
         for index in 1..<20 { hub.publish(Self.video(Int64(index) * 33, keyframe: false), publisher: 1) }
+        hub.flush(force: true)
         #expect(slow.statistics.skips == 1)
         #expect(slow.queuedBytes <= 1000)
         hub.publish(Self.video(700, keyframe: true), publisher: 1)
         hub.publish(Self.video(733, keyframe: false), publisher: 1)
+        hub.flush(force: true)
         let slowPackets = slow.drain().packets
         // After the skip, delivery resumes exactly at the next keyframe.
         #expect(slowPackets.first?.frame.isKeyframe == true)
@@ -138,6 +141,7 @@ import Testing
         hub.publish(Self.videoSequenceHeader(), publisher: 1)
         hub.publish(Self.video(0, keyframe: true), publisher: 1)
         for index in 1..<10 { hub.publish(Self.video(Int64(index) * 33, keyframe: false), publisher: 1) }
+        hub.flush(force: true)
         let packets = subscriber.drain().packets
         #expect(subscriber.statistics.skips >= 1)
         #expect(packets.first?.frame.isSequenceHeader == true)
@@ -249,6 +253,7 @@ import Testing
         // A changed configuration is forwarded.
         let changed = MediaFrame(kind: .video, timestamp: 6000, isKeyframe: true, isSequenceHeader: true, payload: ByteBuffer(hex: Vectors.avcBaseline360TagBody))
         hub.publish(changed, publisher: 1)
+        hub.flush(force: true)
         #expect(subscriber.drain().packets.count == 1)
     }
 
@@ -279,6 +284,7 @@ import Testing
         try attach(hub, id: 2)
         // The new encoder restarts its clock at 0.
         for index in 0..<30 { hub.publish(Self.video(Int64(index) * 33, keyframe: index == 0), publisher: 2) }
+        hub.flush(force: true)
         let timestamps = subscriber.drain().packets.map(\.frame.timestamp)
         #expect(timestamps.count == 60)
         #expect(zip(timestamps, timestamps.dropFirst()).allSatisfy { $0 <= $1 }, "timestamps went backwards: \(timestamps)")
@@ -296,6 +302,7 @@ import Testing
         for timestamp: Int64 in [2067, 2100, 5067, 5100] {
             hub.publish(Self.video(timestamp, keyframe: timestamp % 1000 == 67), publisher: 1)
         }
+        hub.flush(force: true)
         #expect(subscriber.drain().packets.map(\.frame.timestamp) == [2067, 2100, 5067, 5100])
         // The default re-bases such a jump.
         let rebasing = makeHub()
@@ -305,6 +312,7 @@ import Testing
         for timestamp: Int64 in [2067, 2100, 5067, 5100] {
             rebasing.publish(Self.video(timestamp, keyframe: timestamp % 1000 == 67), publisher: 1)
         }
+        rebasing.flush(force: true)
         #expect(other.drain().packets.map(\.frame.timestamp) != [2067, 2100, 5067, 5100])
     }
 

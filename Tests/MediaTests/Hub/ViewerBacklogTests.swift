@@ -26,7 +26,11 @@ import Testing
     /// Pumps once, recording the timestamps written and whether each carried a promise.
     func pump(_ backlog: inout ViewerBacklog, _ subscriber: HubSubscriber, on loop: EmbeddedEventLoop, into written: inout [(Int64, Bool)]) -> ViewerBacklog.Outcome {
         var slice: [(Int64, Bool)] = []
-        let outcome = backlog.pump(from: subscriber, eventLoop: loop) { packet, promise in
+        let outcome = backlog.pump(from: subscriber, eventLoop: loop) { unit, promise in
+            guard case .packet(let packet) = unit else {
+                Issue.record("a subscriber of raw frames got merged bytes")
+                return
+            }
             slice.append((packet.frame.timestamp, promise != nil))
             promise?.succeed(())
         }
@@ -111,6 +115,61 @@ import Testing
         }
         guard case .ended = outcome else { Issue.record("expected the end, got \(outcome)"); return }
         #expect(written.map(\.0) == [0] + (0..<20).map { Int64($0) } + [500])
+    }
+}
+
+extension ViewerBacklogTests {
+    /// A viewer of a serialised format that takes a live burst whole writes it as one
+    /// buffer: the frames' shared bytes, in order, made once for every viewer; a viewer
+    /// that joined during the burst gets only what came after its join, frame by frame.
+    @Test func aWholeBurstIsOneWriteOfTheFramesBytesSharedByEveryViewer() throws {
+        var configuration = HubConfiguration()
+        configuration.wakeInterval = .seconds(10)
+        let hub = Hub().makeHub(configuration)
+        try Hub().attach(hub)
+        let loop = EmbeddedEventLoop()
+        hub.publish(Hub.videoSequenceHeader(), publisher: 1)
+        hub.publish(Hub.video(0, keyframe: true), publisher: 1)
+        let viewers = (0..<3).map { _ in HubSubscriber(format: .flvTag, maxQueueBytes: 1 << 20) { _ in } }
+        for viewer in viewers.prefix(2) { #expect(hub.subscribe(viewer)) }
+        var backlogs = [ViewerBacklog](repeating: ViewerBacklog(), count: 3)
+        func writes(_ index: Int) -> [ViewerBacklog.Unit] {
+            var units: [ViewerBacklog.Unit] = []
+            _ = backlogs[index].pump(from: viewers[index], eventLoop: loop) { unit, promise in
+                units.append(unit)
+                promise?.succeed(())
+            }
+            return units
+        }
+        _ = writes(0)
+        _ = writes(1)
+        hub.flush(force: true)
+        let frames = [Hub.audio(10), Hub.video(33, keyframe: false), Hub.audio(33)]
+        hub.publish(frames[0], publisher: 1)
+        // The third viewer joins during the burst: the first frame was in its replay.
+        #expect(hub.subscribe(viewers[2]))
+        _ = writes(2)
+        hub.publish(frames[1], publisher: 1)
+        hub.publish(frames[2], publisher: 1)
+        #expect(hub.flush() != nil)  // within the interval: nobody has the burst yet
+        #expect(writes(0).isEmpty)
+        hub.flush(force: true)
+        let expected = frames.reduce(into: ByteBuffer()) { $0.writeImmutableBuffer(FLVTagEncoder.encode($1, allocator: ByteBufferAllocator())) }
+        var addresses: Set<UInt> = []
+        for index in 0..<2 {
+            let units = writes(index)
+            guard units.count == 1, case .bytes(let bytes) = units[0] else { Issue.record("viewer \(index): \(units.count) writes"); continue }
+            #expect(bytes == expected)
+            addresses.insert(bytes.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) })
+        }
+        #expect(addresses.count == 1, "every viewer must write the same storage")
+        let late = writes(2)
+        #expect(late.count == 2)
+        let lateTimestamps: [Int64] = late.compactMap { unit -> Int64? in
+            guard case .packet(let packet) = unit else { return nil }
+            return packet.frame.timestamp
+        }
+        #expect(lateTimestamps == [33, 33])
     }
 }
 
