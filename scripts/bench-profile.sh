@@ -25,22 +25,8 @@ source "$(dirname "$0")/lib/bench.sh"
 trap stop_all_on_exit EXIT
 trap 'exit 130' INT TERM
 
-for tool in ffmpeg nginx perf flock pgrep; do command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh --bench)"; done
-find_rtmp_module
-((PERF + 4 < DURATION)) || die "PERF must leave at least 4 s of DURATION"
-build_release node fanout-bench
-node=.build/release/node
-bench=.build/release/fanout-bench
-[[ -x $node && -x $bench ]] || die "missing $node or $bench (build them or unset SKIP_BUILD)"
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-tmp=$(mktemp -d /tmp/estuary-bench-profile.XXXXXX)
-chmod 755 "$tmp" # nginx workers run as nobody when started by root
-
-encode_fanout_source "$tmp/src.flv"
-
-RTMP=$(free_port 29362)
-HTTP=$(free_port 29092)
-NGINX=$(free_port 29462)
+TRACE_SECONDS=$PERF
+prepare_traced_fanout perf
 
 trace_hook() { # name pid
   perf record -F 999 -g -p "$2" -o "$tmp/$1.perf" -- sleep "$PERF" >/dev/null 2>&1 || log "warning: perf record of $1 failed"

@@ -24,22 +24,8 @@ source "$(dirname "$0")/lib/bench.sh"
 trap stop_all_on_exit EXIT
 trap 'exit 130' INT TERM
 
-for tool in ffmpeg nginx strace flock pgrep; do command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh --bench)"; done
-find_rtmp_module
-((STRACE + 4 < DURATION)) || die "STRACE must leave at least 4 s of DURATION"
-build_release node fanout-bench
-node=.build/release/node
-bench=.build/release/fanout-bench
-[[ -x $node && -x $bench ]] || die "missing $node or $bench (build them or unset SKIP_BUILD)"
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-tmp=$(mktemp -d /tmp/estuary-bench-syscalls.XXXXXX)
-chmod 755 "$tmp" # nginx workers run as nobody when started by root
-
-encode_fanout_source "$tmp/src.flv"
-
-RTMP=$(free_port 29361)
-HTTP=$(free_port 29091)
-NGINX=$(free_port 29461)
+TRACE_SECONDS=$STRACE
+prepare_traced_fanout strace
 
 trace_hook() { # name pid
   timeout -s INT "$STRACE" strace -c -f -p "$2" -o "$tmp/$1.strace" 2>/dev/null || true

@@ -180,3 +180,24 @@ measure_three_servers() {
   [[ -n $worker ]] || die "no nginx worker"
   measure_traced nginx "$server" "$worker" "rtmp://127.0.0.1:$NGINX/$STREAM" --rtmp-viewers "$N"
 }
+
+# The setup shared by the traced fan-out benchmarks (bench-syscalls, bench-profile): checks
+# `tool`, builds, makes $tmp, encodes the source and picks the ports RTMP, HTTP and NGINX.
+# Needs N, DURATION, TRACE_SECONDS (the tracer's window) and BENCH_NAME.
+prepare_traced_fanout() { # tool
+  local tool
+  for tool in ffmpeg nginx "$1" flock pgrep; do command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh --bench)"; done
+  find_rtmp_module
+  ((TRACE_SECONDS + 4 < DURATION)) || die "the trace ($TRACE_SECONDS s) must leave at least 4 s of DURATION"
+  build_release node fanout-bench
+  node=.build/release/node
+  bench=.build/release/fanout-bench
+  [[ -x $node && -x $bench ]] || die "missing $node or $bench (build them or unset SKIP_BUILD)"
+  ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+  tmp=$(mktemp -d "/tmp/estuary-$BENCH_NAME.XXXXXX")
+  chmod 755 "$tmp" # nginx workers run as nobody when started by root
+  encode_fanout_source "$tmp/src.flv"
+  RTMP=$(free_port 29361)
+  HTTP=$(free_port 29091)
+  NGINX=$(free_port 29461)
+}
