@@ -158,11 +158,9 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
             case .bytes(let bytes):
                 wire.write(NIOAny(bytes), promise: promise)
             case .packet(let packet):
-                if let bytes = packet.bytes(for: .httpFLVChunk) {
-                    wire.write(NIOAny(bytes), promise: promise)
-                } else {
-                    promise?.succeed(())
-                }
+                // A hub built without the shared format (none in a node) is framed per viewer.
+                let bytes = packet.bytes(for: .httpFLVChunk) ?? HTTPFLVChunkSerializer().serialize(packet.frame, allocator: context.channel.allocator)
+                wire.write(NIOAny(bytes), promise: promise)
             }
         }
         switch outcome {

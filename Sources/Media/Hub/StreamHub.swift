@@ -68,9 +68,28 @@ public final class StreamHub: Sendable {
     }
 
     struct State {
-        mutating func rebuildSubscriberLists() {
-            coalescedSubscribers = subscribers.values.filter(\.coalescesWakeUps)
-            immediateSubscribers = subscribers.values.filter { !$0.coalescesWakeUps }
+        /// Adds `subscriber` to its list: O(1) per join.
+        mutating func listSubscriber(_ subscriber: HubSubscriber) {
+            if subscriber.coalescesWakeUps {
+                coalescedSubscribers.append(subscriber)
+            } else {
+                immediateSubscribers.append(subscriber)
+            }
+        }
+
+        /// Removes `subscriber` from its list: a scan, no allocation (the order of a list
+        /// does not matter: it is the order of wake-ups within one flush).
+        mutating func unlistSubscriber(_ subscriber: HubSubscriber) {
+            func remove(from list: inout [HubSubscriber]) {
+                guard let index = list.firstIndex(where: { $0 === subscriber }) else { return }
+                list.swapAt(index, list.count - 1)
+                list.removeLast()
+            }
+            if subscriber.coalescesWakeUps {
+                remove(from: &coalescedSubscribers)
+            } else {
+                remove(from: &immediateSubscribers)
+            }
         }
 
         var normalizer = TimestampNormalizer()
@@ -85,8 +104,8 @@ public final class StreamHub: Sendable {
         var gopBytes = 0
         var hasVideo = false
         var subscribers: [ObjectIdentifier: HubSubscriber] = [:]
-        /// The same subscribers as lists, rebuilt only when one joins or leaves, so a flush
-        /// hands out a reference instead of building an array per burst.
+        /// The same subscribers as lists, kept as they join and leave, so a flush hands out a
+        /// reference instead of building an array per burst.
         var coalescedSubscribers: [HubSubscriber] = []
         var immediateSubscribers: [HubSubscriber] = []
         var lastWake: NIODeadline = .distantPast
@@ -96,6 +115,9 @@ public final class StreamHub: Sendable {
         /// nobody coalesces).
         var pendingBurst: [HubPacket] = []
         var pendingBurstFirstSequence: UInt64 = 0
+        /// Payload bytes in `pendingBurst`: a burst as large as a viewer's queue bound is
+        /// handed over at the next flush, whatever the interval.
+        var pendingBurstBytes = 0
         /// Subscribers per `OutputFormat` (by raw value): formats nobody reads are not serialised.
         var demand: [Int]
         var ended = false
@@ -248,6 +270,7 @@ public final class StreamHub: Sendable {
         if !state.coalescedSubscribers.isEmpty {
             if state.pendingBurst.isEmpty { state.pendingBurstFirstSequence = state.sequence }
             state.pendingBurst.append(packet)
+            state.pendingBurstBytes += packet.frame.payload.readableBytes
         }
     }
 
@@ -256,6 +279,7 @@ public final class StreamHub: Sendable {
         guard !state.pendingBurst.isEmpty else { return [] }
         let burst = HubBurst(packets: state.pendingBurst, firstSequence: state.pendingBurstFirstSequence, demand: state.demand, allocator: allocator)
         state.pendingBurst = []
+        state.pendingBurstBytes = 0
         var wakes: [HubSubscriber] = []
         wakes.reserveCapacity(state.coalescedSubscribers.count)
         for subscriber in state.coalescedSubscribers where subscriber.deliver(burst) {
@@ -296,7 +320,8 @@ public final class StreamHub: Sendable {
         let interval = configuration.wakeLoad?.interval(configured) ?? configured
         let (immediate, woken, deferral) = state.withLockedValue { state -> ([HubSubscriber], [HubSubscriber], TimeAmount?) in
             let elapsed = now - state.lastWake
-            guard force || elapsed >= interval else {
+            let full = state.pendingBurstBytes >= configuration.subscriberQueueBytes
+            guard force || full || elapsed >= interval else {
                 return (state.immediateSubscribers, [], interval - elapsed)
             }
             state.lastWake = now
@@ -317,7 +342,7 @@ public final class StreamHub: Sendable {
         let added = state.withLockedValue { state -> Bool in
             guard !state.ended else { return false }
             guard state.subscribers.updateValue(subscriber, forKey: ObjectIdentifier(subscriber)) == nil else { return true }
-            state.rebuildSubscriberLists()
+            state.listSubscriber(subscriber)
             subscriber.joined(after: state.sequence)
             state.statistics.subscribers = state.subscribers.count
             if subscriber.isViewer {
@@ -354,8 +379,11 @@ public final class StreamHub: Sendable {
     public func unsubscribe(_ subscriber: HubSubscriber) {
         state.withLockedValue { state in
             guard state.subscribers.removeValue(forKey: ObjectIdentifier(subscriber)) != nil else { return }
-            state.rebuildSubscriberLists()
-            if state.coalescedSubscribers.isEmpty { state.pendingBurst = [] }
+            state.unlistSubscriber(subscriber)
+            if state.coalescedSubscribers.isEmpty {
+                state.pendingBurst = []
+                state.pendingBurstBytes = 0
+            }
             state.statistics.subscribers = state.subscribers.count
             if subscriber.isViewer {
                 state.statistics.viewers -= 1
@@ -377,7 +405,8 @@ public final class StreamHub: Sendable {
             let subscribers = Array(state.subscribers.values)
             let publisher = state.publisher
             state.subscribers.removeAll()
-            state.rebuildSubscriberLists()
+            state.coalescedSubscribers = []
+            state.immediateSubscribers = []
             state.publisher = nil
             state.gop.removeAll()
             state.metadata = nil

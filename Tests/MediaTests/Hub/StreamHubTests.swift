@@ -174,6 +174,28 @@ import Testing
         #expect(wakes.withLockedValue { $0 } == 3)
     }
 
+    /// The viewers' pending burst is bounded: once it holds as many bytes as a viewer's
+    /// queue may, the next flush hands it over, inside the interval or not.
+    @Test func aBurstAsLargeAsTheQueueBoundIsHandedOverWithinTheInterval() throws {
+        var configuration = HubConfiguration()
+        configuration.subscriberQueueBytes = 1000
+        configuration.wakeInterval = .seconds(10)
+        let hub = makeHub(configuration)
+        try attach(hub)
+        let viewer = HubSubscriber(format: .flvTag, maxQueueBytes: 1 << 20) { _ in }
+        hub.subscribe(viewer)
+        let start = NIODeadline.uptimeNanoseconds(30_000_000_000)  // past the first interval
+        hub.publish(Self.video(0, keyframe: true), publisher: 1)
+        #expect(hub.flush(now: start) == nil)
+        #expect(viewer.drain().packets.count == 1)
+        hub.publish(Self.audio(10), publisher: 1)
+        #expect(hub.flush(now: start + .milliseconds(10)) != nil)
+        #expect(viewer.drain().packets.isEmpty)
+        for index in 1...12 { hub.publish(Self.video(Int64(index) * 33, keyframe: false), publisher: 1) }
+        #expect(hub.flush(now: start + .milliseconds(20)) == nil)
+        #expect(viewer.drain().packets.count == 13)
+    }
+
     @Test func immediateSubscribersAreWokenEveryBurstWhileViewersCoalesce() throws {
         let hub = makeHub()
         try attach(hub)
