@@ -31,12 +31,8 @@ public final class HubBurst: Sendable {
             var bytes = 0
             var complete = true
             for packet in packets {
-                if let buffer = packet.bytes(for: format) {
-                    bytes += buffer.readableBytes
-                } else {
-                    bytes += packet.frame.payload.readableBytes
-                    complete = false
-                }
+                bytes += packet.cost(format: format)
+                if packet.bytes(for: format) == nil { complete = false }
             }
             costs[format.rawValue] = bytes
             guard complete, demand.indices.contains(format.rawValue), demand[format.rawValue] > 0, !packets.isEmpty else { continue }
@@ -50,7 +46,7 @@ public final class HubBurst: Sendable {
                 merged[format.rawValue] = buffer
             }
         }
-        costs[formats.count] = packets.reduce(0) { $0 + $1.frame.payload.readableBytes }
+        costs[formats.count] = packets.reduce(0) { $0 + $1.cost(format: nil) }
         self.merged = merged
         self.costs = costs
     }
