@@ -32,7 +32,7 @@ struct NodeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             limits.maxHeaderFieldCount = 1000
             let pipeline = channel.pipeline.syncOperations
             // Before the first read, or the pool keeps the default 2 KiB buffer.
-            try channel.syncOptions?.setOption(.recvAllocator, value: ReceiveBuffers.allocator)
+            try channel.syncOptions?.setOption(.recvAllocator, value: ReceiveBuffers.http)
             try pipeline.configureHTTPServerPipeline(
                 withPipeliningAssistance: false,
                 withErrorHandling: false,

@@ -103,8 +103,11 @@ public final class HubSubscriber: Sendable {
     /// Takes everything queued. After this, the next enqueue wakes the consumer again.
     public func drain() -> Batch {
         state.withLockedValue { state in
+            // Handed over whole, not emptied in place: keeping the capacity would copy the
+            // array (the batch still holds it) and keep a viewer's largest queue, its GOP
+            // replay, allocated for life. The next entry allocates a small array.
             let items = state.queue
-            state.queue.removeAll(keepingCapacity: items.count <= 64)
+            state.queue = []
             state.queuedBytes = 0
             state.wakePending = false
             state.statistics.deliveredFrames &+= items.reduce(0) { $0 + $1.count }

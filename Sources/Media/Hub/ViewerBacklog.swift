@@ -12,7 +12,9 @@ import NIOCore
 /// exactly as before: one `writev` of shared buffers per wake.
 public struct ViewerBacklog {
     /// The most writes handed to the channel before waiting for the socket to take them.
-    public static let sliceLength = 16
+    /// The ring holds one entry fewer than its 16 before it doubles (NIO's `CircularBuffer`
+    /// grows when it is full), and a viewer's control replies may join a slice: 8 leaves room.
+    public static let sliceLength = 8
 
     /// One write: a whole burst's shared bytes (`HubBurst.mergedBytes`), or one frame.
     public enum Unit {

@@ -36,6 +36,7 @@ public final class RTMPServer: Service, Sendable {
         let logger = logger
         let connections = connections
         let limiter = ConnectionLimiter(limits: configuration.connectionLimits)
+        let environment = RTMPServerConnectionHandler.Environment(configuration: configuration, admission: admission, logger: logger)
         var bootstrap = ServerBootstrap(group: group)
         if let bytes = configuration.socketSendBufferBytes {
             bootstrap = bootstrap.childChannelOption(.socketOption(.so_sndbuf), value: SocketOptionValue(clamping: bytes))
@@ -47,7 +48,8 @@ public final class RTMPServer: Service, Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: configuration.writeBufferLowWaterMark, high: configuration.writeBufferHighWaterMark))
-            .childChannelOption(.recvAllocator, value: ReceiveBuffers.allocator)
+            .childChannelOption(.recvAllocator, value: ReceiveBuffers.rtmpSession)
+            .childChannelOption(.maxMessagesPerRead, value: ReceiveBuffers.rtmpSessionReadsPerWakeUp)
             .childChannelInitializer { channel in
                 // Limits first: a refused connection costs a close and nothing else. There is
                 // nothing to tell an RTMP peer before its handshake, so the close is the answer.
@@ -68,7 +70,7 @@ public final class RTMPServer: Service, Sendable {
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
-                        RTMPServerConnectionHandler(configuration: configuration, admission: admission, logger: logger)
+                        RTMPServerConnectionHandler(environment: environment)
                     )
                 }
             }

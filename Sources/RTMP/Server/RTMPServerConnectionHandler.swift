@@ -49,13 +49,30 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         var streamID: UInt32
     }
 
-    private let configuration: RTMPServerConfiguration
-    private let admission: any SessionAdmission
+    /// What every connection of a listener shares, held once per listener: a viewer's
+    /// handler is one of thousands, and a copy of the configuration (≈ 300 bytes), the
+    /// admission and a logger with its own metadata in each cost ≈ 1 KiB a viewer.
+    final class Environment: Sendable {
+        let configuration: RTMPServerConfiguration
+        let admission: any SessionAdmission
+        let logger: Logger
+
+        init(configuration: RTMPServerConfiguration, admission: any SessionAdmission, logger: Logger) {
+            self.configuration = configuration
+            self.admission = admission
+            self.logger = logger
+        }
+    }
+
+    private let environment: Environment
+    private var configuration: RTMPServerConfiguration { environment.configuration }
+    private var admission: any SessionAdmission { environment.admission }
     /// The last session notification (publisher gone, viewer started or left) sent to an
     /// async admission: each waits for the one before, so observers see them in order.
     private var lastNotification: Task<Void, Never>?
     private var notificationGeneration: UInt64 = 0
-    private var logger: Logger
+    /// The stream this connection publishes or plays, for its log lines.
+    private var streamName: String?
     private var phase: Phase
     private var role: Role = .none
     /// A viewer's media on its way to the socket, a slice at a time (`ViewerBacklog`).
@@ -102,12 +119,30 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     static let connectionChunkStreamID: UInt32 = 3
     static let streamChunkStreamID: UInt32 = 5
 
-    init(configuration: RTMPServerConfiguration, admission: any SessionAdmission, logger: Logger, random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
-        self.configuration = configuration
-        self.admission = admission
-        self.logger = logger
+    convenience init(configuration: RTMPServerConfiguration, admission: any SessionAdmission, logger: Logger, random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
+        self.init(environment: Environment(configuration: configuration, admission: admission, logger: logger), random: random)
+    }
+
+    init(environment: Environment, random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
+        self.environment = environment
+        let configuration = environment.configuration
         self.phase = .handshake(ServerHandshake(random: random))
         self.decoder = ChunkDecoder(limits: configuration.chunkLimits)
+    }
+
+    /// Logs with the connection's metadata, made only for a line that is logged: kept on
+    /// the logger, it was a dictionary per viewer for the life of the connection.
+    private func log(
+        _ level: Logger.Level, _ message: @autoclosure () -> Logger.Message, metadata extra: Logger.Metadata = [:],
+        file: String = #fileID, function: String = #function, line: UInt = #line
+    ) {
+        let logger = environment.logger
+        guard logger.logLevel <= level else { return }
+        var metadata = extra
+        metadata["conn"] = "\(remoteAddress)"
+        if let app { metadata["app"] = "\(app)" }
+        if let streamName { metadata["stream"] = "\(streamName)" }
+        logger.log(level: level, message(), metadata: metadata, file: file, function: function, line: line)
     }
 
     // MARK: Channel events
@@ -117,7 +152,6 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         if let address = context.channel.remoteAddress {
             remoteAddress = "\(address.ipAddress ?? "?"):\(address.port ?? 0)"
         }
-        logger[metadataKey: "conn"] = "\(remoteAddress)"
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         handshakeTimer = context.eventLoop.scheduleTask(in: .init(configuration.handshakeTimeout)) {
             bound.value.fail(.handshakeTimeout)
@@ -175,7 +209,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         if let error = error as? RTMPConnectionError {
             fail(error)
         } else {
-            logger.debug("connection error: \(error)")
+            log(.debug, "connection error: \(error)")
             context.close(promise: nil)
         }
     }
@@ -228,7 +262,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
                 guard let message else { break }
                 if !loggedType1ChunkStreamStart, decoder.chunkStreamsStartedWithType1 > 0 {
                     loggedType1ChunkStreamStart = true
-                    logger.debug("peer starts chunk streams with a type 1 header (librtmp); stream ids inferred")
+                    log(.debug, "peer starts chunk streams with a type 1 header (librtmp); stream ids inferred")
                 }
                 try handle(message)
             }
@@ -277,7 +311,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         case .sharedObjectAMF0, .sharedObjectAMF3, .aggregate, nil:
             // Shared objects and aggregates are Flash-era features no encoder we know
             // sends; ignore rather than reject so an odd client can still publish.
-            logger.debug("ignoring message type \(message.typeID)")
+            log(.debug, "ignoring message type \(message.typeID)")
         }
     }
 
@@ -341,7 +375,6 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         }
         self.app = trimmed
         armSessionStartTimer()
-        logger[metadataKey: "app"] = "\(trimmed)"
         send(WindowAcknowledgementSize(windowSize: configuration.windowAcknowledgementSize).message())
         send(SetPeerBandwidth(windowSize: configuration.windowAcknowledgementSize, limitType: .dynamic).message())
         send(SetChunkSize(chunkSize: UInt32(configuration.outgoingChunkSize)).message())
@@ -362,7 +395,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     private func sendReconnectRequest(tcUrl: String?) {
         guard case .publishing = role, case .session = phase, !sentReconnectRequest else { return }
         sentReconnectRequest = true
-        logger.notice("asking the publisher to reconnect", metadata: ["to": "\(tcUrl ?? "its own URL")"])
+        log(.notice, "asking the publisher to reconnect", metadata: ["to": "\(tcUrl ?? "its own URL")"])
         RTMPMetrics.reconnectRequests.increment()
         send(CommandMessage.reconnectRequest(tcUrl: tcUrl, description: "This server is going away; publish to another.").message(chunkStreamID: Self.connectionChunkStreamID))
         flushIfNeeded()
@@ -468,15 +501,18 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         switch decision {
         case .accept(let hub, let id):
             role = .publishing(PublishContext(hub: hub, id: id, path: path))
-            logger[metadataKey: "stream"] = "\(path)"
-            logger.info("publishing")
+            // A publisher's reads grow with its bitrate (`ReceiveBuffers`).
+            try? context?.channel.syncOptions?.setOption(.recvAllocator, value: ReceiveBuffers.publisher)
+            try? context?.channel.syncOptions?.setOption(.maxMessagesPerRead, value: ReceiveBuffers.publisherReadsPerWakeUp)
+            streamName = "\(path)"
+            log(.info, "publishing")
             send(UserControl.streamBegin(streamID: streamID).message())
             status(.status, .publishStart, "\(path) is now published", streamID: streamID)
             RTMPMetrics.publishes.increment()
             armIdleTimer()
             replayPending()
         case .refuse(let refusal):
-            logger.notice("publish of \(path) refused: \(refusal.publishStatus.rawValue)")
+            log(.notice, "publish of \(path) refused: \(refusal.publishStatus.rawValue)")
             RTMPMetrics.refusedPublishes.increment()
             status(.error, refusal.publishStatus, refusal.description, streamID: streamID)
             closeAfterFlush()
@@ -522,8 +558,8 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
                 bound.eventLoop.execute { bound.value.drainSubscriber() }
             }
             role = .playing(PlayContext(hub: hub, subscriber: subscriber, path: path, sharedFormat: shared ? .rtmpChunks : nil, streamID: streamID))
-            logger[metadataKey: "stream"] = "\(path)"
-            logger.debug("playing")
+            streamName = "\(path)"
+            log(.debug, "playing")
             send(UserControl.streamBegin(streamID: streamID).message())
             status(.status, .playReset, "Playing and resetting \(path)", streamID: streamID)
             status(.status, .playStart, "Started playing \(path)", streamID: streamID)
@@ -536,7 +572,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
                 closeAfterFlush()
             }
         case .refuse(let refusal):
-            logger.debug("play of \(requested) refused: \(refusal)")
+            log(.debug, "play of \(requested) refused: \(refusal)")
             status(.error, refusal.playStatus, refusal.description, streamID: streamID)
             closeAfterFlush()
         }
@@ -655,7 +691,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         RTMPMetrics.droppedMetadata(reason: reason)
         if !warnedMetadata {
             warnedMetadata = true
-            logger.warning("dropping metadata: \(why); the stream goes on")
+            log(.warning, "dropping metadata: \(why); the stream goes on")
         }
     }
 
@@ -665,10 +701,10 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         let summary = try frame.validatedConfigurationRecord()
         switch frame.kind {
         case .video:
-            if !publish.announcedVideo, let summary { logger.info("\(summary)") }
+            if !publish.announcedVideo, let summary { log(.info, "\(summary)") }
             publish.announcedVideo = true
         case .audio:
-            if !publish.announcedAudio, let summary { logger.info("\(summary)") }
+            if !publish.announcedAudio, let summary { log(.info, "\(summary)") }
             publish.announcedAudio = true
         case .script:
             break
@@ -723,7 +759,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         // Replies are bounded by construction (validated names, fixed texts); this guard keeps
         // a bug from reaching the encoder's precondition.
         guard message.payload.readableBytes <= 0xFFFFFF else {
-            logger.error("refusing to send a \(message.payload.readableBytes)-byte reply (type \(message.typeID))")
+            log(.error, "refusing to send a \(message.payload.readableBytes)-byte reply (type \(message.typeID))")
             fail(.replyTooLarge(message.payload.readableBytes))
             return
         }
@@ -820,13 +856,13 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             publish.hub.flush(force: true)
             publish.hub.detachPublisher(id: id)
             notifyUnpublished(PublishSession(path: path, hub: publish.hub, id: id, transport: .rtmp, remoteAddress: remoteAddress))
-            logger.info("unpublished")
+            log(.info, "unpublished")
         case .playing(let play):
             play.hub.unsubscribe(play.subscriber)
             notifyPlay(PlaySession(path: play.path, transport: .rtmp, remoteAddress: remoteAddress), started: false)
             let stats = play.subscriber.statistics
             if stats.skips > 0 {
-                logger.info("viewer left after \(stats.skips) queue overflows (\(stats.droppedFrames) frames skipped)")
+                log(.info, "viewer left after \(stats.skips) queue overflows (\(stats.droppedFrames) frames skipped)")
             }
         case .none, .pending:
             break
@@ -846,9 +882,9 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         guard let context else { return }
         if case .closing = phase { return }
         if error == .evicted {
-            logger.notice("closing: \(error)")
+            log(.notice, "closing: \(error)")
         } else {
-            logger.warning("closing connection: \(error)")
+            log(.warning, "closing connection: \(error)")
         }
         RTMPMetrics.closed(reason: error.reason)
         if let status {
