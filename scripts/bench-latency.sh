@@ -8,7 +8,7 @@
 # (which notes when each frame arrives) plus N-1 load viewers; latency = arrival − write,
 # p50 and p99 over the window; CPU from /proc over the window, per Gbit the viewers got.
 #
-# Environment: N_LIST="100 1000" DURATION=30 SKIP=4 TAIL=4 SKIP_BUILD=1 KEEP_TMP=1
+# Environment: N_LIST="100 1000" DURATION=30 SKIP=4 TAIL=4 RAMP_MS=2 SKIP_BUILD=1 KEEP_TMP=1
 #              RESULTS=path (default /tmp/latency-bench-results.md)
 set -euo pipefail
 export LC_ALL=C
@@ -18,6 +18,9 @@ N_LIST=${N_LIST:-"100 1000"}
 DURATION=${DURATION:-30}
 SKIP=${SKIP:-4}
 TAIL=${TAIL:-4}
+# The load viewers join this far apart, from 1 s after the publisher starts: at 2 ms, 1000
+# have joined before the window (SKIP) opens, so it measures a steady load, not the joins.
+RAMP_MS=${RAMP_MS:-2}
 RESULTS=${RESULTS:-/tmp/latency-bench-results.md}
 STREAM=live/latencybench
 BUILD_LOCK=/tmp/estuary-build.lock
@@ -58,7 +61,7 @@ for n in $N_LIST; do
     timeout $((DURATION + 120)) "$bench" run --no-hls \
       --rtmp-url "rtmp://127.0.0.1:$RTMP/$STREAM" --http-url "http://127.0.0.1:$HTTP" --flv-url "http://127.0.0.1:$HTTP" \
       --flv "$tmp/src.flv" --duration "$DURATION" --skip "$SKIP" --tail "$TAIL" \
-      --flv-viewers "$((n - 1))" --server-pid "$pid" --label "$name" \
+      --flv-viewers "$((n - 1))" --ramp-ms "$RAMP_MS" --server-pid "$pid" --label "$name" \
       --json-out "$tmp/$name.json" 2>"$tmp/$name.bench.log" ||
       log "warning: $name: hls-latency-bench failed (exit $?): $(tail -3 "$tmp/$name.bench.log")"
     tail -1 "$tmp/$name.bench.log" >&2
