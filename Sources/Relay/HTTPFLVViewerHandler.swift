@@ -9,13 +9,24 @@ import Session
 
 /// A viewer the HTTP-FLV route has admitted, on its way to the connection's
 /// `HTTPFLVViewerHandler`.
-public struct HTTPFLVViewer: Sendable {
+///
+/// A class, so that the handler's state holds it by one reference: a wake-up reads the
+/// state, and copying these fields would be a retain and a release each, per viewer per burst.
+public final class HTTPFLVViewer: Sendable {
     let hub: StreamHub
     let session: PlaySession
     let admission: any SessionAdmission
     /// The FLV file header and PreviousTagSize0, as one chunk.
     let preamble: ByteBuffer
     let logger: Logger
+
+    init(hub: StreamHub, session: PlaySession, admission: any SessionAdmission, preamble: ByteBuffer, logger: Logger) {
+        self.hub = hub
+        self.session = session
+        self.admission = admission
+        self.preamble = preamble
+        self.logger = logger
+    }
 }
 
 /// Writes an HTTP-FLV viewer's response body from the channel, the way an RTMP viewer is
@@ -135,11 +146,9 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
         }
         self.wire = wire
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        let subscriber = HubSubscriber(format: .httpFLVChunk, maxQueueBytes: viewer.hub.configuration.subscriberQueueBytes) { _ in
-            bound.eventLoop.execute {
-                let (handler, context) = bound.value
-                handler.drain(context: context)
-            }
+        let subscriber = HubSubscriber(format: .httpFLVChunk, maxQueueBytes: viewer.hub.configuration.subscriberQueueBytes, eventLoop: context.eventLoop) { _ in
+            let (handler, context) = bound.value  // on this connection's loop
+            handler.drain(context: context)
         }
         state = .streaming(viewer, subscriber)
         RelayMetrics.flvViewers.increment()
@@ -166,13 +175,12 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
         switch outcome {
         case .sliceInFlight(let written):
             written.assumeIsolated().whenComplete { _ in
-                self.backlog.sliceWritten()
                 self.drain(context: context)
             }
         case .ended:
             finish(context: context)
             return
-        case .idle, .waiting:
+        case .idle:
             break
         }
         wire.flush()

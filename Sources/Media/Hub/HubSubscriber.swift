@@ -28,6 +28,10 @@ public final class HubSubscriber: Sendable {
     public let coalescesWakeUps: Bool
     /// Counted in `StreamHub.Statistics.viewers`: false for pipelines (`FrameSubscription`).
     public let isViewer: Bool
+    /// The event loop the consumer runs on, if it has one: `wake` is then called on it, and
+    /// the hub wakes all of a loop's viewers with one task (`StreamHub.wake(_:)`) instead of
+    /// one task each, which was a closure, a lock and a queue entry per viewer per burst.
+    public let eventLoop: (any EventLoop)?
     private let wake: @Sendable (HubSubscriber) -> Void
     private let state: NIOLockedValueBox<State>
 
@@ -89,13 +93,19 @@ public final class HubSubscriber: Sendable {
     ///   - maxQueueBytes: the queue bound; see `HubConfiguration.subscriberQueueBytes`.
     ///   - coalescesWakeUps: whether wake-ups are limited to one per wake interval.
     ///   - isViewer: whether the hub counts it as a viewer (a player, whatever it reads).
-    ///   - wake: called (from the publisher's thread) with this subscriber when data is
-    ///     waiting; it should only schedule a `drain()` on the consumer's own thread.
-    public init(format: OutputFormat?, maxQueueBytes: Int, coalescesWakeUps: Bool = true, isViewer: Bool = true, wake: @escaping @Sendable (HubSubscriber) -> Void) {
+    ///   - eventLoop: the consumer's event loop, on which `wake` is then called.
+    ///   - wake: called with this subscriber when data is waiting: on `eventLoop` when there
+    ///     is one (it may drain at once), otherwise from the publisher's thread (it should
+    ///     only schedule a `drain()` on the consumer's own thread).
+    public init(
+        format: OutputFormat?, maxQueueBytes: Int, coalescesWakeUps: Bool = true, isViewer: Bool = true,
+        eventLoop: (any EventLoop)? = nil, wake: @escaping @Sendable (HubSubscriber) -> Void
+    ) {
         self.format = format
         self.maxQueueBytes = maxQueueBytes
         self.coalescesWakeUps = coalescesWakeUps
         self.isViewer = isViewer
+        self.eventLoop = eventLoop
         self.wake = wake
         self.state = NIOLockedValueBox(State())
     }
@@ -163,8 +173,14 @@ public final class HubSubscriber: Sendable {
         }
     }
 
-    /// Wakes the consumer after a `deliver` that said so.
+    /// Wakes the consumer after a `deliver` that said so: on its event loop, if it has one.
     func wakeUp() {
+        guard let eventLoop else { return wake(self) }
+        eventLoop.execute { self.wake(self) }
+    }
+
+    /// Wakes the consumer from a task already on its `eventLoop` (`StreamHub.wake(_:)`).
+    func wakeOnItsLoop() {
         wake(self)
     }
 
@@ -245,7 +261,7 @@ public final class HubSubscriber: Sendable {
             state.wakePending = true
             return true
         }
-        if shouldWake { wake(self) }
+        if shouldWake { wakeUp() }
     }
 
     /// Marks the end of the stream and wakes the consumer so it can close.
@@ -255,6 +271,6 @@ public final class HubSubscriber: Sendable {
             state.ended = true
             state.wakePending = true
         }
-        wake(self)
+        wakeUp()
     }
 }

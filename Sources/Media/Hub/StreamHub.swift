@@ -328,8 +328,31 @@ public final class StreamHub: Sendable {
             return (state.immediateSubscribers, deliverPendingBurst(&state), nil)
         }
         for subscriber in immediate { subscriber.notify() }
-        for subscriber in woken { subscriber.wakeUp() }
+        Self.wake(woken)
         return deferral
+    }
+
+    /// Wakes viewers after a burst: one task per event loop for those that have one (a
+    /// node's viewers share a few loops), each directly otherwise.
+    static func wake(_ subscribers: [HubSubscriber]) {
+        var groups: [(loop: any EventLoop, subscribers: [HubSubscriber])] = []
+        for subscriber in subscribers {
+            guard let loop = subscriber.eventLoop else {
+                subscriber.wakeUp()
+                continue
+            }
+            if let index = groups.firstIndex(where: { $0.loop === loop }) {
+                groups[index].subscribers.append(subscriber)
+            } else {
+                groups.append((loop, [subscriber]))
+            }
+        }
+        for group in groups {
+            let subscribers = group.subscribers
+            group.loop.execute {
+                for subscriber in subscribers { subscriber.wakeOnItsLoop() }
+            }
+        }
     }
 
     // MARK: Subscriber side

@@ -1,7 +1,8 @@
 import NIOCore
 
 /// What a viewer connection has drained from its `HubSubscriber` and hands to its channel,
-/// at most `sliceLength` packets at a time: the next slice once the socket has taken the last.
+/// at most `sliceLength` packets at a time: the next slice once the socket has taken the last
+/// (or at the next wake-up, if that comes first).
 ///
 /// Why slices: NIO keeps every write in the channel's pending-writes ring until the socket
 /// takes it, and the ring keeps its largest size for the life of the connection (about 48
@@ -28,8 +29,6 @@ public struct ViewerBacklog {
     private var offset = 0
     /// The subscriber said its stream ended after these items.
     private var ended = false
-    /// A slice with more behind it is on its way to the socket: wait for `sliceWritten()`.
-    private var sliceInFlight = false
 
     public init() {}
 
@@ -37,13 +36,11 @@ public struct ViewerBacklog {
     public enum Outcome {
         /// Everything drained is with the channel; the subscriber wakes the connection again.
         case idle
-        /// More is waiting: call `sliceWritten()` and pump again when this future completes
-        /// (it fails if the channel closes first).
+        /// More is waiting: pump again when this future completes (it fails if the channel
+        /// closes first).
         case sliceInFlight(EventLoopFuture<Void>)
         /// The stream ended and everything before its end is with the channel.
         case ended
-        /// A pump while a slice is still on its way: nothing done.
-        case waiting
     }
 
     /// Hands the backlog, refilled once from `subscriber` when it runs out, to `write`, one
@@ -54,12 +51,17 @@ public struct ViewerBacklog {
     ///
     /// A subscriber wakes its consumer once per `drain()`: each pump that empties the backlog
     /// drains the subscriber again, so no wake-up is lost while slices are being written.
+    ///
+    /// A pump while a slice is still on its way (a wake-up: new frames came before the socket
+    /// took the slice) hands over the next slice all the same. Waiting would hold a viewer
+    /// whose socket stopped taking data below the channel's high-water mark for ever: it
+    /// would never become unwritable, so its write-stall timeout would never start. A socket
+    /// that keeps up takes each slice before the next wake-up, and the ring stays small.
     public mutating func pump(
         from subscriber: HubSubscriber,
         eventLoop: any EventLoop,
         write: (Unit, EventLoopPromise<Void>?) -> Void
     ) -> Outcome {
-        guard !sliceInFlight else { return .waiting }
         var refilled = false
         while true {
             if next >= items.count {
@@ -85,7 +87,6 @@ public struct ViewerBacklog {
                 if written == Self.sliceLength, next < items.count {
                     let promise = eventLoop.makePromise(of: Void.self)
                     write(unit, promise)
-                    sliceInFlight = true
                     return .sliceInFlight(promise.futureResult)
                 }
                 write(unit, nil)
@@ -112,11 +113,6 @@ public struct ViewerBacklog {
             }
             return .packet(packet)
         }
-    }
-
-    /// The slice of the last `.sliceInFlight` is with the socket (or the channel is gone).
-    public mutating func sliceWritten() {
-        sliceInFlight = false
     }
 
     /// Queue entries drained but not yet wholly handed to the channel.

@@ -39,14 +39,23 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         var announcedAudio = false
     }
 
-    private struct PlayContext {
-        var hub: StreamHub
-        var subscriber: HubSubscriber
-        var path: RenditionPath
+    /// A class, so that reading the role on a wake-up is one retain, not one per field.
+    private final class PlayContext {
+        let hub: StreamHub
+        let subscriber: HubSubscriber
+        let path: RenditionPath
         /// The shared format this viewer reads (`.rtmpChunks`), or nil when it needs its own chunking
         /// (a message stream id other than the shared one).
-        var sharedFormat: OutputFormat?
-        var streamID: UInt32
+        let sharedFormat: OutputFormat?
+        let streamID: UInt32
+
+        init(hub: StreamHub, subscriber: HubSubscriber, path: RenditionPath, sharedFormat: OutputFormat?, streamID: UInt32) {
+            self.hub = hub
+            self.subscriber = subscriber
+            self.path = path
+            self.sharedFormat = sharedFormat
+            self.streamID = streamID
+        }
     }
 
     /// What every connection of a listener shares, held once per listener: a viewer's
@@ -554,8 +563,8 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             let path = hub.path
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             let shared = streamID == RTMPChunkSerializer.streamID && encoder.chunkSize == RTMPChunkSerializer.chunkSize
-            let subscriber = HubSubscriber(format: shared ? .rtmpChunks : nil, maxQueueBytes: hub.configuration.subscriberQueueBytes) { _ in
-                bound.eventLoop.execute { bound.value.drainSubscriber() }
+            let subscriber = HubSubscriber(format: shared ? .rtmpChunks : nil, maxQueueBytes: hub.configuration.subscriberQueueBytes, eventLoop: context.eventLoop) { _ in
+                bound.value.drainSubscriber()  // on this connection's loop
             }
             role = .playing(PlayContext(hub: hub, subscriber: subscriber, path: path, sharedFormat: shared ? .rtmpChunks : nil, streamID: streamID))
             streamName = "\(path)"
@@ -734,14 +743,13 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         switch outcome {
         case .sliceInFlight(let written):
             written.assumeIsolated().whenComplete { _ in
-                self.backlog.sliceWritten()
                 self.drainSubscriber()
             }
         case .ended:
             send(UserControl.streamEOF(streamID: play.streamID).message())
             status(.status, .playUnpublishNotify, "\(play.path) ended", streamID: play.streamID)
             closeAfterFlush()  // writes the two replies above
-        case .idle, .waiting:
+        case .idle:
             break
         }
         context.flush()
