@@ -71,6 +71,8 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
     private var backlog = ViewerBacklog()
     /// The HTTP encoder's context: a write from it goes to the socket unencoded.
     private var wire: ChannelHandlerContext?
+    /// The channel's writability as its last change said (read once per wake-up).
+    private var channelWritable = true
 
     public init() {}
 
@@ -160,8 +162,9 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
     }
 
     private func drain(context: ChannelHandlerContext) {
-        guard case .streaming(_, let subscriber) = state, let wire, context.channel.isActive else { return }
-        guard context.channel.isWritable else { return }  // resumed by channelWritabilityChanged
+        // Not `context.channel.isActive`: a closed channel's `channelInactive` stops streaming.
+        guard case .streaming(_, let subscriber) = state, let wire else { return }
+        guard channelWritable else { return }  // resumed by channelWritabilityChanged
         let outcome = backlog.pump(from: subscriber, eventLoop: context.eventLoop) { unit, promise in
             switch unit {
             case .bytes(let bytes):
@@ -253,7 +256,8 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
     }
 
     public func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { drain(context: context) }
+        channelWritable = context.channel.isWritable
+        if channelWritable { drain(context: context) }
         context.fireChannelWritabilityChanged()
     }
 

@@ -104,6 +104,9 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     private var lastMediaSeen: NIODeadline = .now()
     /// Armed while the socket takes nothing (above the high water mark).
     private var stallTimer: Scheduled<Void>?
+    /// The channel's writability as its last change said: read once per viewer per wake-up,
+    /// where asking the channel is a call through its existential and an atomic load.
+    private var channelWritable = true
     private var closeTimer: Scheduled<Void>?
     private var warnedMetadata = false
     private var scheduledHubFlush: Scheduled<Void>?
@@ -204,7 +207,8 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable {
+        channelWritable = context.channel.isWritable
+        if channelWritable {
             stallTimer?.cancel()
             stallTimer = nil
             drainSubscriber()
@@ -723,8 +727,9 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     // MARK: Playback
 
     private func drainSubscriber() {
-        guard case .playing(let play) = role, let context, context.channel.isActive else { return }
-        guard context.channel.isWritable else { return }  // resumed by channelWritabilityChanged
+        // Not `context.channel.isActive`: a closed channel's `channelInactive` leaves the role.
+        guard case .playing(let play) = role, let context else { return }
+        guard channelWritable else { return }  // resumed by channelWritabilityChanged
         writeReplies()  // Play.Start and the rest go before the media
         let outcome = backlog.pump(from: play.subscriber, eventLoop: context.eventLoop) { unit, promise in
             switch unit {
