@@ -23,6 +23,15 @@ import Testing
         return (hub, subscriber, { count.value })
     }
 
+    /// A viewer that joined a GOP of 20 frames after a sequence header: 21 writes to make.
+    func makeViewerOfTwentyFrameGOP() throws -> (StreamHub, HubSubscriber, wakes: () -> Int) {
+        let (hub, subscriber, wakes) = try makeViewer()
+        hub.publish(Hub.videoSequenceHeader(), publisher: 1)
+        for index in 0..<20 { hub.publish(Hub.video(Int64(index), keyframe: index == 0), publisher: 1) }
+        #expect(hub.subscribe(subscriber))
+        return (hub, subscriber, wakes)
+    }
+
     /// Pumps once, recording the timestamps written and whether each carried a promise.
     func pump(_ backlog: inout ViewerBacklog, _ subscriber: HubSubscriber, on loop: EmbeddedEventLoop, into written: inout [(Int64, Bool)]) -> ViewerBacklog.Outcome {
         var slice: [(Int64, Bool)] = []
@@ -90,11 +99,8 @@ import Testing
     /// mark, or the viewer would never be unwritable and never time out: a pump (a wake-up)
     /// while a slice is on its way hands over the next one.
     @Test func aPumpWhileASliceIsOnItsWayHandsOverTheNext() throws {
-        let (hub, subscriber, _) = try makeViewer()
+        let (_, subscriber, _) = try makeViewerOfTwentyFrameGOP()
         let loop = EmbeddedEventLoop()
-        hub.publish(Hub.videoSequenceHeader(), publisher: 1)
-        for index in 0..<20 { hub.publish(Hub.video(Int64(index), keyframe: index == 0), publisher: 1) }
-        #expect(hub.subscribe(subscriber))
         var backlog = ViewerBacklog()
         var written: [(Int64, Bool)] = []
         guard case .sliceInFlight = pump(&backlog, subscriber, on: loop, into: &written) else { Issue.record("join"); return }
@@ -106,11 +112,8 @@ import Testing
     }
 
     @Test func aWakeDuringSlicesIsNotLostAndTheEndComesLast() throws {
-        let (hub, subscriber, wakes) = try makeViewer()
+        let (hub, subscriber, wakes) = try makeViewerOfTwentyFrameGOP()
         let loop = EmbeddedEventLoop()
-        hub.publish(Hub.videoSequenceHeader(), publisher: 1)
-        for index in 0..<20 { hub.publish(Hub.video(Int64(index), keyframe: index == 0), publisher: 1) }
-        #expect(hub.subscribe(subscriber))
         var backlog = ViewerBacklog()
         var written: [(Int64, Bool)] = []
         guard case .sliceInFlight(let first) = pump(&backlog, subscriber, on: loop, into: &written) else { Issue.record("join"); return }
