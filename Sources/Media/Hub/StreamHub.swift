@@ -270,7 +270,7 @@ public final class StreamHub: Sendable {
         if !state.coalescedSubscribers.isEmpty {
             if state.pendingBurst.isEmpty { state.pendingBurstFirstSequence = state.sequence }
             state.pendingBurst.append(packet)
-            state.pendingBurstBytes += packet.frame.payload.readableBytes
+            state.pendingBurstBytes += packet.cost(format: nil)
         }
     }
 
