@@ -177,9 +177,14 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
         }
         switch outcome {
         case .sliceInFlight(let written):
+            wire.flush()
+            // As for RTMP viewers: while writable, the next slice at once, so a socket that
+            // stopped taking data fills the channel and its write-stall timeout starts.
+            if channelWritable { return drain(context: context) }
             written.assumeIsolated().whenComplete { _ in
                 self.drain(context: context)
             }
+            return
         case .ended:
             finish(context: context)
             return

@@ -747,9 +747,17 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         }
         switch outcome {
         case .sliceInFlight(let written):
+            context.flush()
+            needsFlush = false
+            // Still writable: the socket took the slice, or NIO holds it below the high-water
+            // mark. Hand over the next either way, so a socket that stopped taking data fills
+            // the channel and its write-stall timeout starts (no wake-up comes while this
+            // backlog is unfinished). Unwritable: the next slice once this one is written.
+            if channelWritable { return drainSubscriber() }
             written.assumeIsolated().whenComplete { _ in
                 self.drainSubscriber()
             }
+            return
         case .ended:
             send(UserControl.streamEOF(streamID: play.streamID).message())
             status(.status, .playUnpublishNotify, "\(play.path) ended", streamID: play.streamID)
