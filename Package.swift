@@ -156,11 +156,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // glibc's mallopt as a Swift module (the node fixes its mmap threshold at startup).
+        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         // The `node` executable: CLI, configuration, wiring of roles, service lifecycle.
         .executableTarget(
             name: "Node",
             dependencies: [
-                "Media", "Session", "RTMP", "Ingest", "Relay", "Edge", "Transcode", "LibAV", "Cluster", "Coordinator",
+                "Media", "Session", "RTMP", "Ingest", "Relay", "Edge", "Transcode", "LibAV", "Cluster", "Coordinator", "CMalloc",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -68,6 +68,7 @@ struct NodeCommand: AsyncParsableCommand {
     var checkConfig = false
 
     func run() async throws {
+        LargeAllocations.returnToTheSystem()
         var settings = NodeConfiguration()
         var fileLogLevel: String?
         var fileHTTPPort: Int?

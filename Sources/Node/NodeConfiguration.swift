@@ -50,6 +50,10 @@ struct NodeConfigurationFile: Codable, Sendable {
     var maxMetadataValues: Int?
     /// RTMP: bytes in reassembly over every connection of the node (268435456).
     var maxReassemblyBytes: Int?
+    /// RTMP: bytes in reassembly on one connection (see `ChunkLimits.maxBufferedBytes`).
+    var maxReassemblyBytesPerConnection: Int?
+    /// RTMP: an unfinished message that receives no byte for this long closes its connection (5).
+    var messageStallTimeoutSeconds: Double?
     /// RTMP and HTTP: SO_SNDBUF of each connection (262144; 0 leaves the kernel's autotuning).
     var socketSendBufferBytes: Int?
     /// RTMP and HTTP, each listener: open connections (10000) and per client address (1000).
@@ -311,6 +315,10 @@ struct NodeConfiguration: Sendable {
         if let value = file.maxMetadataBytes { rtmp.maxMetadataBytes = try positive(value, "maxMetadataBytes") }
         if let value = file.maxMetadataValues { rtmp.maxMetadataValues = try positive(value, "maxMetadataValues") }
         if let value = file.maxReassemblyBytes { rtmp.chunkLimits.nodeBudget = ReassemblyBudget(limit: try positive(value, "maxReassemblyBytes")) }
+        if let value = file.maxReassemblyBytesPerConnection {
+            rtmp.chunkLimits.maxBufferedBytes = try positive(value, "maxReassemblyBytesPerConnection")
+        }
+        if let value = file.messageStallTimeoutSeconds { rtmp.messageStallTimeout = try timeout(value, "messageStallTimeoutSeconds") }
         if let value = file.socketSendBufferBytes {
             guard value >= 0 else { throw ConfigurationError.invalidValue("socketSendBufferBytes must be ≥ 0, got \(value)") }
             rtmp.socketSendBufferBytes = value == 0 ? nil : value

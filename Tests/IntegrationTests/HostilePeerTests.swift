@@ -246,11 +246,14 @@ enum HostileAMF0 {
     }
 }
 
-/// The peak resident set of a process (VmHWM in /proc/PID/status), in KiB.
+/// A process's resident set from /proc/PID/status, in KiB: its peak (VmHWM) or now (VmRSS).
 enum ProcessMemory {
-    static func peakResidentKiB(pid: Int32) -> Int? {
+    static func peakResidentKiB(pid: Int32) -> Int? { field("VmHWM:", pid: pid) }
+    static func residentKiB(pid: Int32) -> Int? { field("VmRSS:", pid: pid) }
+
+    private static func field(_ name: String, pid: Int32) -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
-        for line in text.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        for line in text.split(separator: "\n") where line.hasPrefix(name) {
             return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
         }
         return nil

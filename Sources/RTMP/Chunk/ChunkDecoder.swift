@@ -34,8 +34,26 @@ public struct ChunkDecoder: Sendable {
     /// The bounds this decoder enforces.
     public let limits: ChunkLimits
 
-    /// Declared lengths of messages in reassembly, summed over all chunk streams.
+    /// Bytes of storage held for messages in reassembly, summed over all chunk streams: what
+    /// has arrived (rounded up to the buffers' sizes), never what a header declared.
     public var bytesInReassembly: Int { self.bufferedBytes }
+
+    /// Whether the node's budget shed this decoder's connection.
+    public var isShed: Bool { self.account?.isShed ?? false }
+
+    /// Messages begun and not yet complete, over all chunk streams.
+    public private(set) var unfinishedMessages = 0
+
+    /// Whether audio, video and aggregate messages may be as large as
+    /// ``ChunkLimits/maxMessageSize``. A server clears it until the connection asks to publish:
+    /// before that, every message is held to the command size and the connection's
+    /// reassembly to ``ChunkLimits/maxBufferedBytesWithoutMedia``, so a connection that never
+    /// publishes cannot pin media-sized buffers.
+    public var acceptsMedia = true
+
+    /// Called once if the node's budget sheds this decoder's connection (see
+    /// ``ReassemblyBudget``); set it before the first bytes arrive. Close the connection.
+    public var onShed: (@Sendable () -> Void)?
 
     /// The chunk size the peer currently sends with; changed by Set Chunk Size messages.
     public private(set) var chunkSize: Int = ChunkDecoder.defaultChunkSize
@@ -66,8 +84,10 @@ public struct ChunkDecoder: Sendable {
     /// Per chunk stream state, in an array so it can be mutated in place (no copy-on-write of payloads).
     private var streams: [ChunkStreamState] = []
     private var streamIndex: [UInt32: Int] = [:]
-    /// Declared lengths of messages in reassembly, summed over all chunk streams.
+    /// Bytes of storage held for messages in reassembly, summed over all chunk streams.
     private var bufferedBytes = 0
+    /// This decoder's share of the node budget, made at its first reservation.
+    private var account: ReassemblyBudget.Account?
 
     /// Creates a decoder with the default chunk size of 128.
     public init(limits: ChunkLimits = .init()) {
@@ -181,7 +201,9 @@ public struct ChunkDecoder: Sendable {
                 let length = buffer.readUInt24(),
                 let typeID = buffer.readInteger(as: UInt8.self)
             else { return .needMoreData }
-            let limit = self.limits.maxSize(ofType: typeID)
+            let limit = self.acceptsMedia
+                ? self.limits.maxSize(ofType: typeID)
+                : min(self.limits.maxSize(ofType: typeID), self.limits.maxCommandMessageSize)
             guard Int(length) <= limit else {
                 throw .messageTooLarge(Int(length), limit: limit)
             }
@@ -250,16 +272,13 @@ public struct ChunkDecoder: Sendable {
         if length == 0 {
             return .message(try self.completeMessage(stream: index, payload: ByteBuffer()))
         }
-        guard self.bufferedBytes + length <= self.limits.maxBufferedBytes else {
-            throw .tooManyBufferedBytes(self.bufferedBytes + length, limit: self.limits.maxBufferedBytes)
-        }
-        if let budget = self.limits.nodeBudget, !budget.reserve(length) {
-            throw .nodeReassemblyBudgetExhausted(limit: budget.limit)
-        }
-        self.bufferedBytes += length
+        // Nothing is reserved for a declared length: bytes are charged as they arrive.
         self.streams[index].inProgress = true
         self.streams[index].received = 0
         self.streams[index].payload = nil
+        self.streams[index].progressMark = -1
+        self.streams[index].stalledChecks = 0
+        self.unfinishedMessages += 1
         self.beginChunk(stream: index)
         return .proceed
     }
@@ -277,15 +296,11 @@ public struct ChunkDecoder: Sendable {
         self.streams[index].chunkRemaining -= count
 
         let complete = self.streams[index].received == self.streams[index].messageLength
-        if self.streams[index].payload == nil {
-            // Zero-copy when the whole message is one slice of the input.
-            if complete {
-                return .message(try self.completeMessage(stream: index, payload: piece))
-            }
-            self.streams[index].payload = piece
-        } else {
-            self.streams[index].payload?.writeBuffer(&piece)
+        if self.streams[index].payload == nil && complete {
+            // Zero-copy when the whole message is one slice of the input: nothing is held.
+            return .message(try self.completeMessage(stream: index, payload: piece))
         }
+        try self.append(&piece, stream: index)
 
         if complete {
             let payload = self.streams[index].payload ?? ByteBuffer()
@@ -299,13 +314,80 @@ public struct ChunkDecoder: Sendable {
         return .needMoreData
     }
 
-    private mutating func completeMessage(stream index: Int, payload: ByteBuffer) throws(ChunkError) -> RTMPMessage {
-        if self.streams[index].inProgress {
-            self.unreserve(self.streams[index].messageLength)
+    /// Copies a piece of a message's body into the message's own buffer, charging the buffer's
+    /// growth to the connection's and the node's budgets before it happens. The buffer is the
+    /// decoder's own rather than a slice of the input, so what it holds is what it is charged
+    /// for (a slice would pin the whole receive buffer behind it).
+    private mutating func append(_ piece: inout ByteBuffer, stream index: Int) throws(ChunkError) {
+        let count = piece.readableBytes
+        let length = self.streams[index].messageLength
+        let held = self.streams[index].charged
+        // Only the index is read here: a second reference to the buffer would make every
+        // write below copy it (copy-on-write).
+        let needed = (self.streams[index].payload?.writerIndex ?? 0) + count
+        if needed > held {
+            // ByteBuffer storage comes in powers of two; never more than the message needs.
+            let target = min(Self.storageSize(for: needed), Self.storageSize(for: length))
+            try self.charge(target - held)
+            self.streams[index].charged = target
+            if var buffer = self.streams[index].payload {
+                self.streams[index].payload = nil  // now unique: it grows in place
+                if held >= Self.largeStorage || target < Self.largeStorage {
+                    buffer.reserveCapacity(target)
+                    self.streams[index].payload = buffer
+                } else {
+                    // Crossing into large storage: a fresh allocation, which malloc maps on
+                    // its own (realloc would grow the small block inside a heap, where it stays
+                    // resident once freed); from here on realloc grows the mapping without a
+                    // copy, and pages not yet written are not resident.
+                    var large = ByteBufferAllocator().buffer(capacity: target)
+                    large.writeBuffer(&buffer)
+                    self.streams[index].payload = large
+                }
+            } else {
+                self.streams[index].payload = ByteBufferAllocator().buffer(capacity: target)
+            }
         }
-        self.streams[index].inProgress = false
-        self.streams[index].received = 0
-        self.streams[index].payload = nil
+        self.streams[index].payload?.writeBuffer(&piece)
+    }
+
+    /// From this size on, a message's storage is its own mapping (see `append`); the node
+    /// fixes glibc's mmap threshold at the same size (`LargeAllocations`).
+    static let largeStorage = 1 << 20
+
+    /// The storage ByteBuffer allocates for `bytes`: the next power of two.
+    private static func storageSize(for bytes: Int) -> Int {
+        guard bytes > 1 else { return max(bytes, 0) }
+        return 1 << (Int.bitWidth - (bytes - 1).leadingZeroBitCount)
+    }
+
+    /// Charges `bytes` of new storage to this connection's share and to the node's budget.
+    private mutating func charge(_ bytes: Int) throws(ChunkError) {
+        let connectionLimit = self.acceptsMedia
+            ? self.limits.maxBufferedBytes
+            : min(self.limits.maxBufferedBytes, self.limits.maxBufferedBytesWithoutMedia)
+        guard self.bufferedBytes + bytes <= connectionLimit else {
+            throw .tooManyBufferedBytes(self.bufferedBytes + bytes, limit: connectionLimit)
+        }
+        if let budget = self.limits.nodeBudget {
+            let account: ReassemblyBudget.Account
+            if let existing = self.account {
+                account = existing
+            } else {
+                account = ReassemblyBudget.Account(onShed: self.onShed)
+                self.account = account
+            }
+            switch budget.reserve(bytes, for: account) {
+            case .reserved: break
+            case .shed: throw .shedByNodeBudget(held: self.bufferedBytes)
+            case .exhausted: throw .nodeReassemblyBudgetExhausted(limit: budget.limit)
+            }
+        }
+        self.bufferedBytes += bytes
+    }
+
+    private mutating func completeMessage(stream index: Int, payload: ByteBuffer) throws(ChunkError) -> RTMPMessage {
+        self.finish(stream: index)
         self.state = .basicHeader
         let stream = self.streams[index]
         let message = RTMPMessage(
@@ -321,26 +403,57 @@ public struct ChunkDecoder: Sendable {
 
     private mutating func discardIncompleteMessage(stream index: Int) {
         guard self.streams[index].inProgress else { return }
-        self.unreserve(self.streams[index].messageLength)
+        self.finish(stream: index)
+    }
+
+    /// Ends the stream's current message (complete or discarded) and gives back its storage.
+    private mutating func finish(stream index: Int) {
+        if self.streams[index].inProgress {
+            self.unfinishedMessages -= 1
+        }
+        let charged = self.streams[index].charged
+        if charged > 0 {
+            self.bufferedBytes -= charged
+            if let account = self.account { self.limits.nodeBudget?.release(charged, for: account) }
+        }
+        self.streams[index].charged = 0
         self.streams[index].inProgress = false
         self.streams[index].received = 0
         self.streams[index].payload = nil
     }
 
-    private mutating func unreserve(_ length: Int) {
-        self.bufferedBytes -= length
-        self.limits.nodeBudget?.release(length)
-    }
-
     /// Gives back every byte reserved for messages still in reassembly; call when the
     /// connection closes, so the node-wide budget does not leak. The decoder is spent after it.
     public mutating func releaseReservations() {
-        self.limits.nodeBudget?.release(self.bufferedBytes)
+        if let account = self.account { self.limits.nodeBudget?.close(account) }
         self.bufferedBytes = 0
+        self.unfinishedMessages = 0
         for index in self.streams.indices {
             self.streams[index].inProgress = false
+            self.streams[index].charged = 0
             self.streams[index].payload = nil
         }
+    }
+
+    /// Notes which unfinished messages received bytes since the previous call and returns the
+    /// most calls in a row any of them went without (0 when each made progress or none is
+    /// unfinished). Call it on a timer while ``unfinishedMessages`` is above zero: a message
+    /// whose bytes stop coming for some number of periods is a peer holding the connection's
+    /// buffers, not an encoder.
+    public mutating func checkProgress() -> Int {
+        guard self.unfinishedMessages > 0 else { return 0 }
+        var worst = 0
+        for index in self.streams.indices where self.streams[index].inProgress {
+            let received = self.streams[index].received
+            if received == self.streams[index].progressMark {
+                self.streams[index].stalledChecks += 1
+                worst = max(worst, self.streams[index].stalledChecks)
+            } else {
+                self.streams[index].progressMark = received
+                self.streams[index].stalledChecks = 0
+            }
+        }
+        return worst
     }
 
     // MARK: Protocol control that changes parsing

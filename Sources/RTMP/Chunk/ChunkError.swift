@@ -12,11 +12,16 @@ public enum ChunkError: Error, Equatable, Sendable {
     case invalidChunkSize(UInt32)
     /// A type 0 chunk would start chunk stream number `limit + 1`.
     case tooManyChunkStreams(limit: Int)
-    /// Starting this message would put more than ``ChunkLimits/maxBufferedBytes`` in reassembly.
+    /// The bytes that arrived would put more than the connection's share
+    /// (``ChunkLimits/maxBufferedBytes``, or ``ChunkLimits/maxBufferedBytesWithoutMedia`` before
+    /// it asks to publish) in reassembly.
     case tooManyBufferedBytes(Int, limit: Int)
-    /// Starting this message would put the node's connections together over their shared
-    /// reassembly budget (``ChunkLimits/nodeBudget``).
+    /// The bytes that arrived would put the node's connections together over the hard limit of
+    /// their shared reassembly budget (``ChunkLimits/nodeBudget``).
     case nodeReassemblyBudgetExhausted(limit: Int)
+    /// The node's reassembly budget ran short and this connection held the costliest unfinished
+    /// messages (`held` bytes): it is the one closed (see ``ReassemblyBudget``).
+    case shedByNodeBudget(held: Int)
     /// A Set Chunk Size or Abort message whose body is shorter than 4 bytes.
     case malformedControlMessage(typeID: UInt8, length: Int)
 }

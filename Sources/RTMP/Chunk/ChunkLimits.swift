@@ -1,9 +1,13 @@
 /// Bounds the chunk decoder enforces on values the peer controls.
 public struct ChunkLimits: Sendable {
     /// The largest audio, video or aggregate message body accepted, checked from the message
-    /// header before any byte of the body is buffered. 16 MiB is above anything a live encoder
-    /// sends (a 4K keyframe is a few MiB) and also above the 24-bit length field's maximum
-    /// (16777215), so by default it only matters when lowered. gortmplib uses 10 MiB.
+    /// header before any byte of the body is buffered. Measured (`scripts/measure-message-sizes.sh`,
+    /// docs/benchmarks.md): the largest message real encoders sent was a 4K60 50 Mbit/s
+    /// keyframe of 5.7 MiB (ffmpeg, x264, a detailed still picture), and a CBR encoder's ceiling
+    /// is its VBV buffer, 11.9 MiB for ffmpeg's common `-b:v 50M -bufsize 100M`. 16 MiB, the
+    /// 24-bit length field's own maximum, is 1.3 times that ceiling and 2.8 times the largest
+    /// seen; gortmplib's 10 MiB is below the ceiling and nginx-rtmp's 1 MiB below a 4K keyframe.
+    /// A declared length costs nothing until its bytes arrive.
     public var maxMessageSize: Int = 16 * 1024 * 1024
 
     /// The largest command, protocol control or shared object message (types 1 to 7, 16, 17,
@@ -26,14 +30,21 @@ public struct ChunkLimits: Sendable {
     /// make us keep.
     public var maxChunkStreams: Int = 64
 
-    /// The most message bytes in the middle of reassembly at once, summed over all chunk
-    /// streams (by declared length). Bounds memory when a peer interleaves many large messages;
-    /// 32 MiB fits two maximum-size messages.
-    public var maxBufferedBytes: Int = 32 * 1024 * 1024
+    /// The most bytes of storage held for unfinished messages at once, summed over all chunk
+    /// streams (charged as bytes arrive, in the power-of-two buffers they fill). An encoder
+    /// has one video message in reassembly at a time (its audio messages fit in a chunk):
+    /// 24 MiB holds a maximum-size message (16 MiB) and, for Enhanced RTMP multitrack, a second
+    /// track's largest measured 4K keyframe (5.7 MiB, 8 MiB of storage).
+    public var maxBufferedBytes: Int = 24 * 1024 * 1024
+
+    /// The most bytes in reassembly on a connection that has not asked to publish
+    /// (``ChunkDecoder/acceptsMedia`` false): its messages are commands of a few hundred bytes,
+    /// and every message is held to ``maxCommandMessageSize`` meanwhile.
+    public var maxBufferedBytesWithoutMedia: Int = 256 * 1024
 
     /// The node-wide bound on bytes in reassembly, shared by every connection's decoder
-    /// (nil: none). Declared lengths are reserved as a message starts and returned as it
-    /// completes, is aborted or its connection closes.
+    /// (nil: none). Storage is charged as bytes arrive and returned as a message completes, is
+    /// aborted or its connection closes; when it runs short the costliest holder is shed.
     public var nodeBudget: ReassemblyBudget?
 
     /// Creates limits; every parameter defaults to the documented value.
@@ -43,7 +54,7 @@ public struct ChunkLimits: Sendable {
         maxDataMessageSize: Int = 1024 * 1024,
         maxChunkSize: Int = 65536,
         maxChunkStreams: Int = 64,
-        maxBufferedBytes: Int = 32 * 1024 * 1024,
+        maxBufferedBytes: Int = 24 * 1024 * 1024,
         nodeBudget: ReassemblyBudget? = nil
     ) {
         self.maxMessageSize = maxMessageSize

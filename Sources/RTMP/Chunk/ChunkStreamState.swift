@@ -30,6 +30,12 @@ struct ChunkStreamState: Sendable {
     var chunkRemaining = 0
     /// The body assembled so far (nil until the first piece arrives).
     var payload: ByteBuffer?
+    /// Bytes of storage charged to the budgets for `payload`.
+    var charged = 0
+    /// `received` at the last progress check (-1: the message began after it).
+    var progressMark = -1
+    /// Progress checks in a row at which this message had received nothing new.
+    var stalledChecks = 0
 
     init(chunkStreamID: UInt32) {
         self.chunkStreamID = chunkStreamID

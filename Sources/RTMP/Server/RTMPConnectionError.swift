@@ -19,6 +19,7 @@ public enum RTMPConnectionError: Error, Equatable, CustomStringConvertible {
     case sessionStartTimeout
     case publisherIdle
     case writeStalled
+    case messageStalled
     case outboundBacklog(Int)
     case replyTooLarge(Int)
 
@@ -40,7 +41,9 @@ public enum RTMPConnectionError: Error, Equatable, CustomStringConvertible {
             case .messageTooLarge: "message_too_large"
             case .chunkSizeTooLarge, .invalidChunkSize: "bad_chunk_size"
             case .unknownChunkStream: "unknown_chunk_stream"
-            case .tooManyBufferedBytes, .nodeReassemblyBudgetExhausted: "reassembly_budget"
+            case .tooManyBufferedBytes: "reassembly_connection_share"
+            case .nodeReassemblyBudgetExhausted: "reassembly_budget"
+            case .shedByNodeBudget: "reassembly_shed"
             default: "chunk"
             }
         case .message: "bad_message"
@@ -57,6 +60,7 @@ public enum RTMPConnectionError: Error, Equatable, CustomStringConvertible {
         case .sessionStartTimeout: "session_start_timeout"
         case .publisherIdle: "publisher_idle"
         case .writeStalled: "write_stalled"
+        case .messageStalled: "message_stalled"
         case .outboundBacklog: "outbound_backlog"
         case .replyTooLarge: "reply_too_large"
         }
@@ -65,6 +69,8 @@ public enum RTMPConnectionError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .handshake(let error): "malformed handshake: \(error)"
+        case .chunk(.shedByNodeBudget(let held)):
+            "shed: the node's reassembly budget ran short and this connection held the costliest unfinished messages (\(held) bytes)"
         case .chunk(let error): "chunk stream error: \(error)"
         case .message(let error): "malformed message: \(error)"
         case .amf0(let error): "malformed AMF0: \(error)"
@@ -80,6 +86,7 @@ public enum RTMPConnectionError: Error, Equatable, CustomStringConvertible {
         case .sessionStartTimeout: "no publish or play within the timeout after connect"
         case .publisherIdle: "the publisher sent no media within the idle timeout"
         case .writeStalled: "the peer read nothing within the write-stall timeout"
+        case .messageStalled: "an unfinished message received no byte within the message-stall timeout"
         case .outboundBacklog(let bytes): "the peer does not read its replies (\(bytes) bytes queued)"
         case .replyTooLarge(let bytes): "a reply of \(bytes) bytes exceeds RTMP's 24-bit message length (a bug: replies are bounded by construction)"
         }

@@ -36,6 +36,10 @@ public struct RTMPServerConfiguration: Sendable {
     /// A publisher that sends no audio, video or data for this long is closed, so that its
     /// stream can be taken over and its viewers are told. Encoders send tens of messages a second.
     public var publisherIdleTimeout: Duration = .seconds(30)
+    /// A message begun and then left without a byte for this long closes its connection:
+    /// an encoder sends a frame's chunks back to back, so only a peer pinning the buffer of an
+    /// unfinished message stops in the middle of one. Checked every fifth of it.
+    public var messageStallTimeout: Duration = .seconds(5)
     /// A connection whose socket accepts nothing for this long (it stays above the high water
     /// mark) is closed: a viewer that never reads would otherwise hold its queue, its kernel
     /// send buffer (megabytes) and a descriptor for ever.

@@ -104,6 +104,8 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     private var lastMediaSeen: NIODeadline = .now()
     /// Armed while the socket takes nothing (above the high water mark).
     private var stallTimer: Scheduled<Void>?
+    /// Armed while a message is unfinished: checks that its bytes keep coming.
+    private var messageProgressTimer: Scheduled<Void>?
     /// The channel's writability as its last change said: read once per viewer per wake-up,
     /// where asking the channel is a call through its existential and an atomic load.
     private var channelWritable = true
@@ -140,6 +142,8 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         let configuration = environment.configuration
         self.phase = .handshake(ServerHandshake(random: random))
         self.decoder = ChunkDecoder(limits: configuration.chunkLimits)
+        // Media-sized messages only once the peer asks to publish (`startPublish`).
+        self.decoder.acceptsMedia = false
     }
 
     /// Logs with the connection's metadata, made only for a line that is logged: kept on
@@ -168,6 +172,15 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         handshakeTimer = context.eventLoop.scheduleTask(in: .init(configuration.handshakeTimeout)) {
             bound.value.fail(.handshakeTimeout)
         }
+        if configuration.chunkLimits.nodeBudget != nil {
+            // The node's budget picked this connection to pay for a shortage: it may hold a
+            // stalled message and send nothing more, so it is closed from here.
+            decoder.onShed = {
+                bound.eventLoop.execute {
+                    bound.value.fail(.chunk(.shedByNodeBudget(held: bound.value.decoder.bytesInReassembly)))
+                }
+            }
+        }
         RTMPMetrics.connectionsOpened.increment()
     }
 
@@ -176,6 +189,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         sessionTimer?.cancel()
         idleTimer?.cancel()
         stallTimer?.cancel()
+        messageProgressTimer?.cancel()
         closeTimer?.cancel()
         scheduledHubFlush?.cancel()
         leaveRole()
@@ -197,6 +211,9 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             inbound?.writeBuffer(&bytes)
         }
         process(context: context)
+        if messageProgressTimer == nil, decoder.unfinishedMessages > 0, case .session = phase {
+            armMessageProgressCheck()
+        }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -469,6 +486,8 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         let (path, query) = try streamPath(from: rawName, rejection: .publishBadName, streamID: streamID)
         guard let context else { return }
         decoder.mediaStreamID = streamID
+        // Its media may follow at once, before the admission's answer.
+        decoder.acceptsMedia = true
         sessionTimer?.cancel()
         sessionTimer = nil
         role = .pending
@@ -615,6 +634,24 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         }
         idleTimer = schedule(after: period) { $0.checkIdle(timeout: timeout, period: period) }
     }
+
+    /// Checks every fifth of `messageStallTimeout` that each unfinished message received bytes;
+    /// one that received none for five checks in a row closes the connection. Armed only
+    /// while a message is unfinished after a read, so a viewer never has it.
+    private func armMessageProgressCheck() {
+        let period = configuration.messageStallTimeout / Self.messageProgressChecks
+        messageProgressTimer = schedule(after: period) { handler in
+            handler.messageProgressTimer = nil
+            guard case .session = handler.phase else { return }
+            if handler.decoder.checkProgress() >= Self.messageProgressChecks {
+                handler.fail(.messageStalled)
+            } else if handler.decoder.unfinishedMessages > 0 {
+                handler.armMessageProgressCheck()
+            }
+        }
+    }
+
+    private static let messageProgressChecks = 5
 
     private func replayPending() {
         let held = pendingMessages

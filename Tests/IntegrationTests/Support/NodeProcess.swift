@@ -32,6 +32,9 @@ struct NodeConfig: Encodable, Sendable {
     var maxTranscodes: Int?
     var maxStreams: Int?
     var maxMetadataBytes: Int?
+    var maxReassemblyBytes: Int?
+    var maxReassemblyBytesPerConnection: Int?
+    var messageStallTimeoutSeconds: Double?
     var hlsSegmentSeconds: Double?
     var hlsPartSeconds: Double?
     var hlsWindowSegments: Int?

@@ -130,9 +130,12 @@ struct ChunkDecoderTests {
     @Test
     func decoderLimitsBytesInReassembly() {
         var decoder = ChunkDecoder(limits: ChunkLimits(maxBufferedBytes: 500))
+        // Two 300-byte messages interleaved: their buffers (128, then 256 bytes each, as bytes
+        // arrive) pass 500 bytes with the second's second chunk.
         let bytes = [0x04] + header0(ts: 0, length: 300, type: 9) + Wire.pattern(128)
-            + [0x06] + header0(ts: 0, length: 300, type: 9)
-        #expect(throws: ChunkError.tooManyBufferedBytes(600, limit: 500)) { _ = try decodeAll(bytes, decoder: &decoder) }
+            + [0x06] + header0(ts: 0, length: 300, type: 9) + Wire.pattern(128)
+            + [0xC4] + Wire.pattern(128) + [0xC6] + Wire.pattern(128)
+        #expect(throws: ChunkError.tooManyBufferedBytes(512, limit: 500)) { _ = try decodeAll(bytes, decoder: &decoder) }
     }
 
     @Test
