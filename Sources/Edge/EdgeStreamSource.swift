@@ -314,7 +314,7 @@ public final class EdgeStreamSource: RemoteStreamSource {
         Task {
             while !pull.hub.isEnded {
                 try? await Task.sleep(for: .milliseconds(250))
-                if pull.hub.statistics.viewers > 0 {
+                if pull.hub.statistics.holders > 0 {
                     pull.lastUse.withLockedValue { $0 = .now() }
                     continue
                 }

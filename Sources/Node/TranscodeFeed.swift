@@ -15,6 +15,9 @@ enum TranscodeFeed {
         logger: Logger,
         finished: @escaping @Sendable (TranscodeStatistics) async -> Void
     ) -> FrameSubscription? {
+        // The feed keeps its source open: on a transcoder, the source is a bus mirror that
+        // nobody plays, and it would otherwise be let go as unwatched after its idle grace,
+        // ending the rungs (and dropping their viewers) every few seconds.
         let subscription = FrameSubscription.start(on: hub, delivery: .inline { batch in
             for frame in batch.frames { pipeline.submit(frame) }
             if batch.ended {
@@ -24,7 +27,7 @@ enum TranscodeFeed {
                     await finished(statistics)
                 }
             }
-        })
+        }, keepsStreamOpen: true)
         guard let subscription else {
             Task {
                 let statistics = await pipeline.finish()

@@ -226,6 +226,66 @@ extension IntegrationTests {
             }
         }
 
+        /// Issue 23's regression: a transcoder's feed of a bus mirror did not count as a use of
+        /// it, so the mirror was let go as unwatched after 5 s and every rung ended, dropping its
+        /// viewers, about every 6 s. Viewers of every rendition stay a minute on two relays.
+        @Test("Five HTTP-FLV viewers of each rendition on each of two relays stay 60 s: nobody dropped, no gap over 500 ms")
+        func renditionsHoldForAMinute() async throws {
+            try await Scenario.run("cluster-renditions-60s") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let cluster = try await Self.startCluster(scenario)
+                let second = try await scenario.startNode(NodeConfig(), label: "relay2", arguments: ["--role", "relay", "--node-id", "relay-2", "--nats", cluster.nats.url])
+                _ = try scenario.publish(media, to: cluster.ingest.rtmpURL("abr", "long"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(cluster.relay, "abr", "long/240p", timeout: .seconds(20))
+                try await scenario.waitUntilLive(second, "abr", "long/240p", timeout: .seconds(20))
+                var viewers: [(label: String, viewer: HTTPFLVViewer)] = []
+                for (relay, relayLabel) in [(cluster.relay, "relay-1"), (second, "relay-2")] {
+                    for name in ["long", "long/360p", "long/240p"] {
+                        for index in 1...5 {
+                            viewers.append(("\(relayLabel) \(name) #\(index)", try await scenario.openViewer(relay, "abr", name)))
+                        }
+                    }
+                }
+                for (label, viewer) in viewers {
+                    try scenario.require(await viewer.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(10)), "\(label) got no media")
+                }
+                let waits = try await withThrowingTaskGroup(of: (Int, Duration).self) { group in
+                    for (index, entry) in viewers.enumerated() {
+                        let viewer = entry.viewer
+                        let start = viewer.receivedBytes
+                        group.addTask {
+                            (index, try await longestWait(for: .seconds(60), every: .milliseconds(50), from: start) { viewer.receivedBytes })
+                        }
+                    }
+                    var waits = [Duration](repeating: .zero, count: viewers.count)
+                    for try await (index, wait) in group { waits[index] = wait }
+                    return waits
+                }
+                for ((label, viewer), wait) in zip(viewers, waits) {
+                    scenario.check(!viewer.isClosed, "\(label) was disconnected")
+                    scenario.check(wait < .milliseconds(500), "\(label): nothing arrived for \(wait)")
+                    let flv = try viewer.flv()
+                    let regressions = flv.timestampRegressions()
+                    scenario.check(regressions.isEmpty, "\(label): timestamps go backwards \(regressions.prefix(3))")
+                    let video = flv.videoFrames.map(\.timestamp)
+                    let step = zip(video, video.dropFirst()).map { Int64($1) - Int64($0) }.max() ?? 0
+                    scenario.check(step < 500, "\(label): the video timeline jumps by \(step) ms")
+                    // 60 s of 25 fps video at least, with the joining GOP.
+                    scenario.check(video.count >= 1400, "\(label): \(video.count) video frames in a minute")
+                    if let first = video.first, let last = video.last {
+                        scenario.check(Int64(last) - Int64(first) >= 59_000, "\(label): the timeline covers \(Int64(last) - Int64(first)) ms")
+                    }
+                }
+                // The cause itself: no transcoder lets go of its source, no relay sees a rung end.
+                for (index, node) in cluster.transcoders.enumerated() {
+                    scenario.check(!node.log.contains("nobody watches it"), "transcode-\(index + 1) let its source mirror go")
+                }
+                for (relay, label) in [(cluster.relay, "relay-1"), (second, "relay-2")] {
+                    scenario.check(!relay.log.contains("its publisher ended it"), "a rendition ended on \(label)")
+                }
+            }
+        }
+
         /// `GET path` on the coordinator's admin API, as JSON.
         static func admin(_ coordinator: NodeProcess, _ path: String, token: String? = ClusterFailoverTests.token) async throws -> (Int, [String: Any]) {
             try await coordinator.admin(path, token: token)

@@ -15,8 +15,9 @@ import NIOPosix
 /// request (`MediaBusGOP`), publishes those into a new local hub, and then the live frames
 /// that arrived meanwhile (those not already in the GOP). The first viewer starts at once.
 ///
-/// A relay holds a subscription only while the stream is watched: once a mirrored hub
-/// has had no viewers (`StreamHub.Statistics.viewers`) and no lookups for `idleGrace`, the
+/// A relay holds a subscription only while the stream is used: once a mirrored hub has had
+/// no holders (`StreamHub.Statistics.holders`: viewers, and pipelines that stand for
+/// consumers elsewhere, such as a transcoder's feed) and no lookups for `idleGrace`, the
 /// subscription is cancelled and the hub ended.
 public final class BusStreamSource: RemoteStreamSource {
     public struct Configuration: Sendable {
@@ -235,9 +236,10 @@ public final class BusStreamSource: RemoteStreamSource {
                     reason = "no media arrived for \(stale.nanoseconds / 1_000_000_000) s"
                     break
                 }
-                // Viewers only: the HLS segmenter's subscription is not one (HLS players
-                // keep the mirror through `touch`).
-                if mirror.hub.statistics.viewers > 0 {
+                // Viewers and pipelines that stand for consumers elsewhere (a transcoder's
+                // feed). Not the HLS segmenter, which every mirror has: HLS players keep the
+                // mirror through `touch`.
+                if mirror.hub.statistics.holders > 0 {
                     mirror.lastUse.withLockedValue { $0 = .now() }
                     continue
                 }

@@ -129,7 +129,7 @@ public final class StreamForward: Sendable {
         session.onReconnectRequest = { channel.close(promise: nil) }
         let subscription = FrameSubscription.start(on: hub, delivery: .wake { drain in
             pump.offer(drain)
-        })
+        }, keepsStreamOpen: true)
         guard let subscription else {
             channel.close(promise: nil)
             return .streamEnded

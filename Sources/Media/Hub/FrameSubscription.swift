@@ -37,16 +37,20 @@ public final class FrameSubscription: Sendable {
     /// Subscribes to `hub`; nil when the hub has ended already (nothing will be delivered).
     /// A pipeline is not a viewer; a subscription that stands for viewers elsewhere (an
     /// edge reading a cluster's stream for its own players) is, with `countsAsViewer`, so
-    /// that the hub is kept while it reads.
-    public static func start(on hub: StreamHub, delivery: Delivery, countsAsViewer: Bool = false) -> FrameSubscription? {
+    /// that the hub is kept while it reads. A pipeline that stands for consumers elsewhere
+    /// without being a player here (a transcoder's feed, a forward) keeps an on-demand hub
+    /// open with `keepsStreamOpen`, and is still not counted as a viewer.
+    public static func start(
+        on hub: StreamHub, delivery: Delivery, countsAsViewer: Bool = false, keepsStreamOpen: Bool = false
+    ) -> FrameSubscription? {
         let subscriber: HubSubscriber
         switch delivery {
         case .inline(let deliver):
-            subscriber = HubSubscriber(format: nil, maxQueueBytes: hub.configuration.subscriberQueueBytes, coalescesWakeUps: false, isViewer: countsAsViewer) { subscriber in
+            subscriber = HubSubscriber(format: nil, maxQueueBytes: hub.configuration.subscriberQueueBytes, coalescesWakeUps: false, isViewer: countsAsViewer, keepsStreamOpen: keepsStreamOpen) { subscriber in
                 deliver(Self.batch(subscriber.drain()))
             }
         case .wake(let wake):
-            subscriber = HubSubscriber(format: nil, maxQueueBytes: hub.configuration.subscriberQueueBytes, coalescesWakeUps: false, isViewer: countsAsViewer) { subscriber in
+            subscriber = HubSubscriber(format: nil, maxQueueBytes: hub.configuration.subscriberQueueBytes, coalescesWakeUps: false, isViewer: countsAsViewer, keepsStreamOpen: keepsStreamOpen) { subscriber in
                 wake { Self.batch(subscriber.drain()) }
             }
         }

@@ -28,6 +28,12 @@ public final class HubSubscriber: Sendable {
     public let coalescesWakeUps: Bool
     /// Counted in `StreamHub.Statistics.viewers`: false for pipelines (`FrameSubscription`).
     public let isViewer: Bool
+    /// Keeps a stream fetched on demand (a relay's bus mirror, an edge's pull) open while it
+    /// is subscribed (`StreamHub.Statistics.holders`): every viewer, and the pipelines that
+    /// stand for consumers elsewhere (a transcoder's feed, a forward). Not the HLS segmenter,
+    /// which every mirror has and whose players keep a mirror open by asking for it, nor the
+    /// bus publication.
+    public let keepsStreamOpen: Bool
     /// The event loop the consumer runs on, if it has one: `wake` is then called on it, and
     /// the hub wakes all of a loop's viewers with one task (`StreamHub.wake(_:)`) instead of
     /// one task each, which was a closure, a lock and a queue entry per viewer per burst.
@@ -93,18 +99,21 @@ public final class HubSubscriber: Sendable {
     ///   - maxQueueBytes: the queue bound; see `HubConfiguration.subscriberQueueBytes`.
     ///   - coalescesWakeUps: whether wake-ups are limited to one per wake interval.
     ///   - isViewer: whether the hub counts it as a viewer (a player, whatever it reads).
+    ///   - keepsStreamOpen: whether a pipeline keeps an on-demand stream open (a viewer always does).
     ///   - eventLoop: the consumer's event loop, on which `wake` is then called.
     ///   - wake: called with this subscriber when data is waiting: on `eventLoop` when there
     ///     is one (it may drain at once), otherwise from the publisher's thread (it should
     ///     only schedule a `drain()` on the consumer's own thread).
     public init(
         format: OutputFormat?, maxQueueBytes: Int, coalescesWakeUps: Bool = true, isViewer: Bool = true,
+        keepsStreamOpen: Bool = false,
         eventLoop: (any EventLoop)? = nil, wake: @escaping @Sendable (HubSubscriber) -> Void
     ) {
         self.format = format
         self.maxQueueBytes = maxQueueBytes
         self.coalescesWakeUps = coalescesWakeUps
         self.isViewer = isViewer
+        self.keepsStreamOpen = isViewer || keepsStreamOpen
         self.eventLoop = eventLoop
         self.wake = wake
         self.state = NIOLockedValueBox(State())

@@ -56,6 +56,10 @@ public final class StreamHub: Sendable {
         /// Players (RTMP, HTTP-FLV): subscribers with `isViewer`. Pipelines
         /// (`FrameSubscription`: HLS segmenter, transcoder, bus forwarding) are not counted.
         public var viewers = 0
+        /// Subscribers that keep an on-demand stream open (`HubSubscriber.keepsStreamOpen`):
+        /// viewers, a transcoder's feed, a forward. What a bus mirror's or an edge pull's idle
+        /// check reads.
+        public var holders = 0
         public var hasPublisher = false
         public var timestampRebases = 0
         public var gopFrames = 0
@@ -368,6 +372,7 @@ public final class StreamHub: Sendable {
             state.listSubscriber(subscriber)
             subscriber.joined(after: state.sequence)
             state.statistics.subscribers = state.subscribers.count
+            if subscriber.keepsStreamOpen { state.statistics.holders += 1 }
             if subscriber.isViewer {
                 state.statistics.viewers += 1
                 configuration.wakeLoad?.add(1)
@@ -408,6 +413,7 @@ public final class StreamHub: Sendable {
                 state.pendingBurstBytes = 0
             }
             state.statistics.subscribers = state.subscribers.count
+            if subscriber.keepsStreamOpen { state.statistics.holders -= 1 }
             if subscriber.isViewer {
                 state.statistics.viewers -= 1
                 configuration.wakeLoad?.add(-1)
@@ -438,6 +444,7 @@ public final class StreamHub: Sendable {
             state.statistics.subscribers = 0
             configuration.wakeLoad?.add(-state.statistics.viewers)
             state.statistics.viewers = 0
+            state.statistics.holders = 0
             state.statistics.hasPublisher = false
             return (subscribers, publisher)
         }

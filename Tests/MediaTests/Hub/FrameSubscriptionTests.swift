@@ -50,6 +50,26 @@ import Testing
         #expect(hub.statistics.subscribers == 0)
     }
 
+    /// Issue 23: a transcoder's feed keeps an on-demand hub (a bus mirror) open without
+    /// being counted as a viewer; the HLS segmenter's subscription does neither.
+    @Test func aPipelineThatStandsForConsumersElsewhereHoldsTheHub() throws {
+        let hub = try makeAttachedHub()
+        let segmenter = try #require(FrameSubscription.start(on: hub, delivery: .inline { _ in }))
+        #expect(hub.statistics.holders == 0)
+        let feed = try #require(FrameSubscription.start(on: hub, delivery: .inline { _ in }, keepsStreamOpen: true))
+        #expect(hub.statistics.holders == 1)
+        #expect(hub.statistics.viewers == 0)
+        let edge = try #require(FrameSubscription.start(on: hub, delivery: .inline { _ in }, countsAsViewer: true))
+        #expect(hub.statistics.holders == 2, "a viewer always holds")
+        #expect(hub.statistics.viewers == 1)
+        feed.cancel()
+        edge.cancel()
+        #expect(hub.statistics.holders == 0)
+        segmenter.cancel()
+        hub.end()
+        #expect(hub.statistics.holders == 0)
+    }
+
     @Test func wakeDeliveryQueuesUntilDrainedAndKeepsTheByteBound() throws {
         let hub = try makeAttachedHub(queueBytes: 1000)
         for frame in Self.gop { hub.publish(frame, publisher: 1) }
