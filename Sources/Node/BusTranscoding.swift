@@ -134,7 +134,10 @@ actor BusTranscoding {
             return
         }
         logger.info("transcoding for the cluster with ladder \(ladder.rungs.map(\.name).joined(separator: ","))")
-        let feed = TranscodeFeed.start(hub: source, pipeline: pipeline, logger: logger) { _ in
+        // Rungs that only go over the bus join at the live edge (a moved job's relays hold a
+        // newer timeline than the cached GOP); a node that also plays them itself keeps every
+        // rung keyframe on a source keyframe from the start.
+        let feed = TranscodeFeed.start(hub: source, pipeline: pipeline, logger: logger, joinAtLiveEdge: localPlayback == nil) { _ in
             await self.ended(path, pipeline: pipeline)
         }
         jobs[path] = Job(pipeline: pipeline, rungs: ladder.rungs.map(\.name), publications: publications, feed: feed)

@@ -84,6 +84,7 @@ struct NodeRuntime {
             [.init(service: NodeHTTP.application(router: context.router, configuration: configuration, logger: logger))]
             + (coordinator?.services ?? []) + (listeners?.services ?? []) + (link?.services ?? [])
             + [.init(service: StreamShutdown(registry: context.registry))]
+            + [.init(service: LivenessBeaconService(beacon: LivenessBeacon(bus: context.bus, nodeID: configuration.nodeID)))]
             + [.init(service: drainService, successTerminationBehavior: .gracefullyShutdownGroup)]
         let serviceGroup = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: sigtermDrains ? [.sigint] : [.sigterm, .sigint], logger: logger))
         let listens = listeners != nil ? "RTMP :\(configuration.rtmp.port), " : ""

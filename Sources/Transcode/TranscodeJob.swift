@@ -176,6 +176,7 @@ final class TranscodeJob {
     private let serializers: [any FrameSerializer]
     private let logger: Logger
     private let onRendition: @Sendable (TranscodePipeline.Rendition) -> Void
+    private let encodeStart: TranscodePipeline.EncodeStart
 
     private var decoder: VideoDecoder?
     private var videoSequenceHeader: ByteBuffer?
@@ -200,8 +201,10 @@ final class TranscodeJob {
         configuration: TranscodePipeline.Configuration,
         serializers: [any FrameSerializer],
         logger: Logger,
+        encodeStart: TranscodePipeline.EncodeStart = .init(),
         onRendition: @escaping @Sendable (TranscodePipeline.Rendition) -> Void
     ) {
+        self.encodeStart = encodeStart
         self.source = source
         self.configuration = configuration
         self.serializers = serializers
@@ -440,7 +443,8 @@ final class TranscodeJob {
 
     /// Hands each picture to every rung's worker (the same reference to all of them).
     private func encode(_ pictures: [VideoFrame]) {
-        for picture in pictures {
+        let start = encodeStart.value
+        for picture in pictures where picture.presentationTime >= start {
             for rung in rungs {
                 rung.submit(picture, source: source, logger: logger)
             }

@@ -137,6 +137,15 @@ public final class TranscodePipeline: Sendable {
     public let configuration: Configuration
     private let inbox: TranscodeInbox
     private let shared = Mutex(Shared())
+    /// Pictures before this presentation time are decoded but not encoded (`encode(from:)`).
+    private let encodeStart = EncodeStart()
+
+    /// Where a job that joins a live stream starts encoding, shared with its worker thread.
+    final class EncodeStart: Sendable {
+        private let timestamp = Atomic<Int64>(.min)
+        var value: Int64 { timestamp.load(ordering: .relaxed) }
+        func set(_ value: Int64) { timestamp.store(value, ordering: .relaxed) }
+    }
 
     /// Starts the pipeline's worker thread.
     ///
@@ -157,6 +166,7 @@ public final class TranscodePipeline: Sendable {
         self.configuration = configuration
         self.inbox = TranscodeInbox(capacity: configuration.queueCapacity)
         let inbox = self.inbox
+        let encodeStart = self.encodeStart
         try WorkerThread.start(name: "transcode") { [self] in
             let metrics = TranscodeMetrics(stream: source)
             let job = TranscodeJob(
@@ -164,6 +174,7 @@ public final class TranscodePipeline: Sendable {
                 configuration: configuration,
                 serializers: serializers,
                 logger: logger,
+                encodeStart: encodeStart,
                 onRendition: onRendition
             )
             let clock = ContinuousClock()
@@ -202,6 +213,17 @@ public final class TranscodePipeline: Sendable {
                 shared.withLock { $0.statistics = statistics }
             }
         }
+    }
+
+    /// Starts encoding at the live edge: pictures presented before `timestamp` (ms) are
+    /// decoded, as references for what follows, but not encoded. A job that joins a stream
+    /// already live (a transcoder taking over a moved job) first gets the cached GOP: encoding
+    /// all of it took a few hundred milliseconds of catch-up, and its pictures are older than
+    /// what relays already hold, so they dropped its keyframe and passed P-frames that
+    /// referred to it. From the live edge, the first picture out is a keyframe newer than
+    /// anything viewers have. Call before submitting the frames it concerns.
+    public func encode(from timestamp: Int64) {
+        encodeStart.set(timestamp)
     }
 
     /// Offers a source frame (any kind, in the source's order). Never blocks. Returns

@@ -60,6 +60,9 @@ public final class BusStreamSource: RemoteStreamSource {
         var publisher: StreamHub.PublisherID = 0
         var held: [MediaFrame] = []
         var lastTimestamp: [MediaKind: Int64] = [:]
+        /// Set when a live video keyframe came too old to pass: the video frames after it
+        /// refer to it, so they wait for a keyframe that passes.
+        var awaitingKeyframe = false
         var flushScheduled = false
         var lastFrameAt = NIODeadline.now()
     }
@@ -190,7 +193,7 @@ public final class BusStreamSource: RemoteStreamSource {
                 feed.held.append(frame)
                 return nil
             }
-            guard isNew(frame, in: &feed) else { return nil }
+            guard isNew(frame, in: &feed, live: true) else { return nil }
             hub.publish(frame, publisher: feed.publisher)
             // Merged wake-ups: when the hub defers this burst, one forced flush is scheduled
             // for when it is due, so the last frames of a burst never wait for the next one.
@@ -207,10 +210,22 @@ public final class BusStreamSource: RemoteStreamSource {
 
     /// Live frames already delivered by the GOP reply are skipped; configuration records
     /// always pass.
-    private static func isNew(_ frame: MediaFrame, in feed: inout Feed) -> Bool {
+    ///
+    /// Once the mirror is open (`live`), the bus delivers each frame once, so a video keyframe
+    /// that is not newer than what viewers have comes from a new publisher session on the
+    /// same subject: a moved transcode job whose new transcoder started from the source's
+    /// cached GOP. Its keyframe is dropped (viewers have later frames), and so are the frames
+    /// that refer to it, until a keyframe that is newer: passing them would show viewers
+    /// P-frames of a picture they never got.
+    private static func isNew(_ frame: MediaFrame, in feed: inout Feed, live: Bool = false) -> Bool {
         guard !frame.isSequenceHeader, frame.kind != .script else { return true }
         if let last = feed.lastTimestamp[frame.kind], frame.timestamp <= last {
+            if live, frame.kind == .video, frame.isKeyframe { feed.awaitingKeyframe = true }
             return false
+        }
+        if frame.kind == .video, feed.awaitingKeyframe {
+            guard frame.isKeyframe else { return false }
+            feed.awaitingKeyframe = false
         }
         feed.lastTimestamp[frame.kind] = frame.timestamp
         return true

@@ -12,6 +12,15 @@ public struct CoordinatorConfiguration: Sendable {
     /// How often `run()` looks for dead nodes. A death is noticed at most this long after
     /// `deadAfter`, and the new transcoder learns of its job with its next heartbeat.
     public var sweepInterval: Duration = .milliseconds(250)
+    /// Nodes that send beacons (`LivenessBeacon`) are judged by their lease instead
+    /// (`CoordinatorState.setLiveness`), checked this often; their heartbeats may then be
+    /// late by up to `wedgedAfter` (a node whose beacons come but whose heartbeats stopped
+    /// is wedged, not busy).
+    public var livenessInterval: Duration = .milliseconds(100)
+    public var wedgedAfter: Duration = .seconds(30)
+    /// This process's own node: never declared dead by the coordinator it hosts (with every
+    /// role in one process, a saturated node once declared itself dead).
+    public var localNodeID: String?
     /// The ladder of each application (`app` → rungs); streams of other apps get no
     /// transcode job.
     public var ladders: [String: [RungSpec]] = [:]

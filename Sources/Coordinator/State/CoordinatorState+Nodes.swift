@@ -72,14 +72,40 @@ extension CoordinatorState {
         return reply(instructions + takeKicks(for: nodeID) + takeRevocations(for: nodeID))
     }
 
-    /// Declares dead every alive node silent for `deadAfter`: ends the streams it ingested
-    /// and moves its transcode jobs. Also handles nodes found stale at load that did not
+    /// Nodes whose lease ran out, or whose connection a probe found gone: judged from the
+    /// lease table (`LeaseTable.judge`), without the database. Empty without beacons.
+    func judgeLeases() async -> Set<String> {
+        guard let liveness else { return [] }
+        let judgement = liveness.leases.judge(localNodeID: configuration.localNodeID)
+        var gone = Set(judgement.expired)
+        if !judgement.suspects.isEmpty {
+            let probe = liveness.probe
+            await withTaskGroup(of: (String, Bool).self) { group in
+                for nodeID in judgement.suspects {
+                    group.addTask { (nodeID, await probe(nodeID)) }
+                }
+                for await (nodeID, isGone) in group where isGone {
+                    gone.insert(nodeID)
+                }
+            }
+        }
+        return gone
+    }
+
+    /// Declares dead every alive node that has lost its lease (`gone`, from `judgeLeases`),
+    /// or, for a node that sends no beacons, that has been silent for `deadAfter`: ends the
+    /// streams it ingested and moves its transcode jobs. A node whose lease holds is alive
+    /// however late its heartbeats (it is busy), up to `wedgedAfter`; the coordinator's own
+    /// node is never declared. Also handles nodes found stale at load that did not
     /// come back within `deadAfter`, places jobs left unplaced, and writes the
     /// `key.refused` events of refusals folded in a window that is over. Returns the moves.
     @discardableResult
-    public func sweep() async throws -> [TranscodeMove] {
+    public func sweep(gone: Set<String> = []) async throws -> [TranscodeMove] {
         let time = now()
         let cutoff = time.addingTimeInterval(-configuration.deadAfter.timeInterval)
+        let wedgedCutoff = time.addingTimeInterval(-configuration.wedgedAfter.timeInterval)
+        let leases = liveness?.leases
+        let localNodeID = configuration.localNodeID
         let unreconciled = time >= reconcileDeadline ? awaitingReconciliation : []
         // Taken out before the write: should it fail, these counts are lost (the counter
         // has them), never told twice.
@@ -87,10 +113,21 @@ extension CoordinatorState {
         let (died, moves, placed) = try await store.write { db in
             try Self.recordRefusals(db, refusals, time: time)
             var died: [String] = []
-            for var node in try NodeRecord.all().alive().filter(NodeRecord.Columns.lastHeartbeatAt < cutoff).fetchAll(db) {
+            for var node in try NodeRecord.all().alive().fetchAll(db) where node.id != localNodeID {
+                let detail: String
+                if gone.contains(node.id) {
+                    detail = "lost its lease (no beacon for \(leases?.settings.lease ?? .zero), or its connection is gone)"
+                } else if leases?.holdsLease(node.id) == true {
+                    guard node.lastHeartbeatAt < wedgedCutoff else { continue }
+                    detail = "beacons but no heartbeat since \(node.lastHeartbeatAt): wedged"
+                } else if node.lastHeartbeatAt < cutoff {
+                    detail = "no heartbeat since \(node.lastHeartbeatAt)"
+                } else {
+                    continue
+                }
                 node.state = .dead
                 try node.update(db)
-                try EventRecord.record(db, time: time, kind: "node.dead", subject: node.id, detail: "no heartbeat since \(node.lastHeartbeatAt)")
+                try EventRecord.record(db, time: time, kind: "node.dead", subject: node.id, detail: detail)
                 died.append(node.id)
             }
             // Stale nodes that heartbeated again are alive now and no longer listed.
@@ -113,6 +150,7 @@ extension CoordinatorState {
         if !unreconciled.isEmpty {
             awaitingReconciliation.removeAll()
         }
+        for nodeID in gone { leases?.forget(nodeID) }
         CoordinatorMetrics.deadNodes.increment(by: died.count)
         CoordinatorMetrics.transcodeMoves.increment(by: moves.count)
         for nodeID in died {

@@ -44,6 +44,21 @@ public actor CoordinatorState {
     var refusedKeys = RefusedKeyAudit()
     /// When `run()` prunes history next (nil: at its first sweep).
     var nextPruneAt: Date?
+    /// Nodes' leases from their beacons, and how to probe a suspect (`setLiveness`); nil
+    /// leaves liveness to heartbeats alone (`deadAfter`).
+    var liveness: Liveness?
+
+    /// The beacon side of liveness: the lease table the bus fills, and a probe that says
+    /// whether a node's connection is gone (true) or it merely did not answer (false).
+    public struct Liveness: Sendable {
+        public let leases: LeaseTable
+        public let probe: @Sendable (String) async -> Bool
+
+        public init(leases: LeaseTable, probe: @escaping @Sendable (String) async -> Bool) {
+            self.leases = leases
+            self.probe = probe
+        }
+    }
 
     /// `app/name` as a dictionary key.
     struct StreamKey: Hashable, Sendable, Comparable, CustomStringConvertible {
@@ -122,14 +137,26 @@ public actor CoordinatorState {
         pushes?.finish()
     }
 
+    /// Judges nodes' leases from their beacons (`setLiveness`) from now on.
+    public func setLiveness(_ liveness: Liveness?) {
+        self.liveness = liveness
+    }
+
     /// Sweeps for dead nodes every `sweepInterval` until cancelled, logging moved jobs,
-    /// and prunes history every `retention.interval` (`pruneHistoryIfDue`).
-    /// A failed sweep (a locked file) is logged and retried at the next tick.
+    /// and prunes history every `retention.interval` (`pruneHistoryIfDue`). With beacons,
+    /// leases are judged every `livenessInterval` in between, and a sweep runs at once when
+    /// one runs out. A failed sweep (a locked file) is logged and retried at the next tick.
     public func run() async {
+        let tick = liveness == nil ? configuration.sweepInterval : min(configuration.livenessInterval, configuration.sweepInterval)
+        var sinceSweep = Duration.zero
         while !Task.isCancelled {
             do {
-                try await Task.sleep(for: configuration.sweepInterval)
-                let moves = try await sweep()
+                try await Task.sleep(for: tick)
+                sinceSweep += tick
+                let gone = await judgeLeases()
+                guard !gone.isEmpty || sinceSweep >= configuration.sweepInterval else { continue }
+                sinceSweep = .zero
+                let moves = try await sweep(gone: gone)
                 for move in moves {
                     logger.info("Transcode job moved: \(move)")
                 }

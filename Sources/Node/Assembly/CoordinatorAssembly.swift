@@ -1,6 +1,7 @@
 import Cluster
 import Coordinator
 import Logging
+import NIOCore
 import Transcode
 import ServiceLifecycle
 
@@ -12,6 +13,8 @@ struct CoordinatorAssembly {
     /// Kept alive for the node's lifetime: the actor system holds actors weakly.
     let actor: Coordinator
     let services: [ServiceGroupConfiguration.ServiceConfiguration]
+    /// Every node's beacons, into the lease table (kept for the node's lifetime).
+    let beacons: BusSubscription?
 
     init(_ context: NodeContext) async throws {
         let configuration = context.configuration
@@ -20,8 +23,28 @@ struct CoordinatorAssembly {
         let ladders = configuration.ladders.mapValues { ladder in
             ladder.rungs.map { RungSpec(name: $0.name, width: 0, height: $0.height, bitRate: $0.videoBitRate) }
         }
-        let state = try await CoordinatorState.load(store: store, configuration: CoordinatorConfiguration(ladders: ladders), logger: context.logger)
+        var coordinatorConfiguration = CoordinatorConfiguration(ladders: ladders)
+        coordinatorConfiguration.localNodeID = configuration.nodeID
+        let state = try await CoordinatorState.load(store: store, configuration: coordinatorConfiguration, logger: context.logger)
         await state.setDispatch(NodeDispatch(system: context.system))
+        // Liveness from beacons: recorded on the bus's delivery thread, judged by the sweep.
+        let leases = LeaseTable()
+        let bus = context.bus
+        beacons = try? bus.subscribe(subject: LivenessSubject.allBeacons) { message in
+            if let nodeID = LivenessSubject.nodeID(ofBeacon: message.subject) { leases.beat(nodeID) }
+        }
+        if beacons != nil {
+            await state.setLiveness(CoordinatorState.Liveness(leases: leases) { nodeID in
+                // The server answers "no responders" when the node's connection is gone.
+                do throws(BusError) {
+                    _ = try await bus.request(subject: LivenessSubject.probe(nodeID), payload: ByteBuffer(), timeout: .milliseconds(300))
+                    return false
+                } catch {
+                    if case .noResponders = error { return true }
+                    return false
+                }
+            })
+        }
         let system = context.system
         actor = try system.makeActor(named: CoordinatorAddress.actorName) { Coordinator(state: state, actorSystem: system) }
         // Other nodes reach the actor once its subscription is on the server.
