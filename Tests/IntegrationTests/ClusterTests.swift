@@ -367,6 +367,63 @@ extension IntegrationTests {
 }
 
 extension IntegrationTests.ClusterFailoverTests {
+    /// Issue 23, item 3: liveness must not depend on a pool or an event loop the media
+    /// saturates. Two busy loops take both cores for a minute while the transcoder encodes its
+    /// ladder: it keeps its job. A SIGSTOP, which no busy node looks like, still moves the job
+    /// within the failover bound.
+    @Test("A transcoder saturated for 60 s keeps its job; a SIGSTOP of it moves the job within 2 s")
+    func busyIsNotDead() async throws {
+        try await Scenario.run("cluster-busy-not-dead") { scenario in
+            let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+            let cluster = try await Self.startCluster(scenario)
+            _ = try scenario.publish(media, to: cluster.ingest.rtmpURL("abr", "busy"), name: "publisher", loop: true)
+            try await scenario.waitUntilLive(cluster.relay, "abr", "busy/240p", timeout: .seconds(20))
+            var owner: String?
+            _ = await eventually(timeout: .seconds(5), interval: .milliseconds(200)) {
+                owner = try? await Self.transcoder(of: "abr", "busy", coordinator: cluster.coordinator)
+                return owner != nil
+            }
+            guard let owner, let index = ["transcode-1", "transcode-2"].firstIndex(of: owner) else {
+                try scenario.require(false, "the coordinator shows no running transcoder for abr/busy")
+                return
+            }
+            let hogs = try (0..<2).map { try scenario.launch("sh", ["-c", "while :; do :; done"], name: "busy-loop-\($0)") }
+            let start = ContinuousClock.now
+            var moves: [String] = []
+            var samples = 0
+            while ContinuousClock.now - start < .seconds(60) {
+                try await Task.sleep(for: .milliseconds(500))
+                guard let now = try? await Self.transcoder(of: "abr", "busy", coordinator: cluster.coordinator) else { continue }
+                samples += 1
+                if now != owner { moves.append(now) }
+            }
+            for hog in hogs { hog.send(signal: SIGKILL) }
+            scenario.note("60 s saturated: \(samples) samples of the job's owner, \(moves.count) elsewhere")
+            scenario.check(samples >= 30, "the admin API answered only \(samples) times in 60 s")
+            scenario.check(moves.isEmpty, "the saturated transcoder lost its job: seen on \(Set(moves))")
+            scenario.check(!cluster.coordinator.log.contains("Node \(owner) is dead"), "the coordinator declared the busy \(owner) dead")
+
+            let viewer = try await scenario.openViewer(cluster.relay, "abr", "busy/240p")
+            try scenario.require(await viewer.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(10)), "the rung viewer got nothing")
+            try await Task.sleep(for: .milliseconds(500))
+            let lastBefore = try viewer.flv().videoFrames.last?.timestamp ?? 0
+            let stopped = ContinuousClock.now
+            cluster.transcoders[index].process.send(signal: SIGSTOP)
+            var elapsed: Duration?
+            _ = await eventually(timeout: .seconds(6), interval: .milliseconds(20)) {
+                guard let flv = try? viewer.flv(), flv.videoFrames.contains(where: { $0.isKeyframe && $0.timestamp > lastBefore }) else { return false }
+                elapsed = ContinuousClock.now - stopped
+                return true
+            }
+            scenario.note("SIGSTOP of \(owner); a new rung keyframe reached the viewer after \(elapsed.map { "\($0)" } ?? "more than 6 s")")
+            scenario.check(elapsed.map { $0 <= .seconds(2) } ?? false, "the job did not move within 2 s of SIGSTOP: \(elapsed.map { "\($0)" } ?? "not within 6 s")")
+            cluster.transcoders[index].process.send(signal: SIGCONT)
+            let flv = try viewer.flv()
+            scenario.check(flv.timestampRegressions().isEmpty, "rung timestamps went backwards across the move: \(flv.timestampRegressions().prefix(3))")
+            scenario.check(!viewer.isClosed, "the relay closed the rung viewer")
+        }
+    }
+
     @Test("kill -9 of the coordinator while 3 streams play: no viewer stalls; after a restart on the same SQLite file the API shows the same streams and keys")
     func coordinatorCrash() async throws {
         try await Scenario.run("cluster-coordinator-crash") { scenario in
