@@ -424,6 +424,48 @@ extension IntegrationTests.ClusterFailoverTests {
         }
     }
 
+    /// Issue 23, item 8: the master playlist of an ABR stream on a relay and on an edge, cold.
+    /// Before, the first answer listed renditions with no complete segment (ffmpeg read their
+    /// empty media playlists once and gave up: "Output file #0 does not contain any stream"),
+    /// and which renditions were listed changed from one poll to the next.
+    @Test("A cold player of an ABR stream's master playlist plays on a relay and on an edge, and the master lists the same renditions at every poll")
+    func coldMasterPlaylistOnRelayAndEdge() async throws {
+        try await Scenario.run("cluster-cold-master") { scenario in
+            let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+            let cluster = try await Self.startCluster(scenario)
+            let edge = try await scenario.startNode(
+                NodeConfig(), label: "edge",
+                arguments: ["--role", "edge", "--node-id", "edge-1", "--upstream", cluster.relay.httpBase, "--nats", cluster.nats.url])
+            _ = try scenario.publish(media, to: cluster.ingest.rtmpURL("abr", "cold"), name: "publisher", loop: true)
+            // Live on the bus, rungs included, with no HLS request to anyone yet: the relay's
+            // mirrors are opened by the HTTP-FLV probe only (and let go 5 s after).
+            try await scenario.waitUntilLive(cluster.ingest, "abr", "cold", timeout: .seconds(15))
+            try await Task.sleep(for: .seconds(8))
+            for (node, label) in [(cluster.relay, "relay"), (edge, "edge")] {
+                let url = "\(node.httpBase)/abr/cold/index.m3u8"
+                let decoded = try await scenario.decodeWithFFmpeg(url, seconds: 4, name: "cold-\(label)", timeout: .seconds(40))
+                scenario.check(decoded.succeeded, "a cold ffmpeg of \(label)'s master playlist failed: \(decoded)")
+                let (probe, report) = try await scenario.probeStreams(url, name: "cold-probe-\(label)", timeout: .seconds(30))
+                scenario.check(report?.video?.codecName == "h264" && report?.audio?.codecName == "aac", "\(label)'s master: \(probe)")
+            }
+            // Every poll lists the same renditions: the source and both rungs a 360p source has.
+            var answers: [Set<String>] = []
+            for _ in 0..<20 {
+                for node in [cluster.relay, edge] {
+                    guard let master = try? await scenario.hlsGet(node, "/abr/cold/index.m3u8"), master.status == 200 else {
+                        answers.append([])
+                        continue
+                    }
+                    answers.append(Set(master.bodyText.split(separator: "\n").filter { $0.hasSuffix("index.m3u8") }.map(String.init)))
+                }
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            let expected: Set<String> = ["src/index.m3u8", "360p/index.m3u8", "240p/index.m3u8"]
+            let odd = answers.filter { $0 != expected }
+            scenario.check(odd.isEmpty, "\(odd.count) of \(answers.count) master playlists did not list exactly \(expected.sorted()): \(odd.prefix(3).map { $0.sorted() })")
+        }
+    }
+
     @Test("kill -9 of the coordinator while 3 streams play: no viewer stalls; after a restart on the same SQLite file the API shows the same streams and keys")
     func coordinatorCrash() async throws {
         try await Scenario.run("cluster-coordinator-crash") { scenario in

@@ -50,12 +50,17 @@ struct RelayAssembly {
                     candidates.append(rungPath)
                 }
             }
-            for candidate in candidates where !absent.contains(candidate) {
-                guard let hub = await registry.resolve(candidate) else {
-                    absent.insert(candidate)
-                    continue
+            // Together: a cold request waits for the slowest lookup, not for their sum.
+            await withTaskGroup(of: Void.self) { group in
+                for candidate in candidates where !absent.contains(candidate) {
+                    group.addTask {
+                        guard let hub = await registry.resolve(candidate) else {
+                            absent.insert(candidate)
+                            return
+                        }
+                        await hls.attach(hub)
+                    }
                 }
-                await hls.attach(hub)
             }
         }
     }

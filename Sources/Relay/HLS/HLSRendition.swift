@@ -192,6 +192,16 @@ public actor HLSRendition {
         return nil
     }
 
+    /// Whether a complete segment is in the window: what a player needs to start.
+    public var hasCompleteSegment: Bool { segments.contains { $0.duration != nil } }
+
+    /// Waits (up to the blocking timeout) until a complete segment is in the window, or the
+    /// stream ends. Returns whether one is.
+    public func waitForCompleteSegment() async -> Bool {
+        if hasCompleteSegment { return true }
+        return await waitFor(sequence: segments.first?.sequence ?? 0, part: nil)
+    }
+
     /// True when segment `sequence` (or its part `part`) exists.
     func has(sequence: Int, part: Int?) -> Bool {
         guard let segment = segments.first(where: { $0.sequence == sequence }) else {

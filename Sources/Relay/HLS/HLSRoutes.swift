@@ -36,27 +36,34 @@ public struct HLSRoutes: Sendable {
         await onRequest?(path)
         let renditions = await service.renditions(of: path)
         guard !renditions.isEmpty else { return Self.status(.notFound) }
-        var streams = await Self.variantStreams(renditions, file: file)
-        if streams.isEmpty, let first = renditions["src"] ?? renditions.values.first {
-            // A stream that is live but has no media yet: a relay or edge that has just
-            // started fetching it for this very request. Wait (up to the blocking timeout)
-            // for its first complete segment rather than answer a 404 that players give up
-            // on, or a playlist of parts only, which a player without LL-HLS (Chromium's
-            // own) cannot start from.
-            if await first.waitFor(sequence: 0, part: nil) {
-                streams = await Self.variantStreams(await service.renditions(of: path), file: file)
+        // Renditions that are live but have no complete segment yet (a relay or edge that
+        // has just opened them for this very request): wait for them, together and up to
+        // the blocking timeout, so that the first answer lists every one, each with a
+        // segment to start from. A player reads every media playlist of a master once when
+        // it opens it, and gives up on one without segments (ffmpeg: "Output file does not
+        // contain any stream").
+        await withTaskGroup(of: Void.self) { group in
+            for rendition in renditions.values where await !rendition.ended {
+                if await !rendition.hasCompleteSegment {
+                    group.addTask { _ = await rendition.waitForCompleteSegment() }
+                }
             }
         }
+        let streams = await Self.variantStreams(await service.renditions(of: path), file: file)
         guard !streams.isEmpty else { return Self.status(.notFound) }
         return Self.playlist(HLSPlaylist.master(variant: variant, streams: streams))
     }
 
-    /// The renditions a master playlist lists: those whose first segment exists, so
-    /// players never get a dead entry.
+    /// The renditions a master playlist lists: those with a complete segment, so players
+    /// never get an entry they cannot start; and while any is live, only live ones (an ended
+    /// rendition stays in the service for a while, and its playlist ends).
     private static func variantStreams(_ renditions: [String: HLSRendition], file: String) async -> [HLSPlaylist.VariantStream] {
+        var live: [String: HLSRendition] = [:]
+        for (name, rendition) in renditions where await !rendition.ended { live[name] = rendition }
+        let listed = live.isEmpty ? renditions : live
         var streams: [HLSPlaylist.VariantStream] = []
-        for (renditionName, rendition) in renditions.sorted(by: { Self.order($0.key, $1.key) }) {
-            guard await !rendition.segments.isEmpty else { continue }
+        for (renditionName, rendition) in listed.sorted(by: { Self.order($0.key, $1.key) }) {
+            guard await rendition.hasCompleteSegment else { continue }
             streams.append(HLSPlaylist.VariantStream(
                 uri: "\(renditionName)/\(file)",
                 description: await rendition.description,
@@ -99,7 +106,14 @@ public struct HLSRoutes: Sendable {
     }
 
     private func mediaPlaylist(_ rendition: HLSRendition, variant: HLSPlaylist.Variant, path: StreamPath, query: Parameters) async throws -> Response {
-        if variant == .lowLatency, let block = try Self.blockingRequest(query) {
+        let block = try Self.blockingRequest(query)
+        if block == nil, await !rendition.hasCompleteSegment {
+            // A rendition just opened for this request: its first segment, within the
+            // blocking timeout, rather than a playlist without segments that a player
+            // reading it once (at start) gives up on.
+            _ = await rendition.waitForCompleteSegment()
+        }
+        if variant == .lowLatency, let block {
             if let last = await rendition.lastPosition, block.sequence > last.sequence + 2 {
                 // RFC 8216bis 6.2.5.2: a request too far ahead is a client error.
                 return Self.status(.badRequest)

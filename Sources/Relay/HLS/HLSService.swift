@@ -60,6 +60,10 @@ public actor HLSService {
                 await target.apply(event)
             }
             await target.end()
+            // The hub may be attached again from now on (a relay's mirror opened anew), and
+            // must be before it is freed: a new hub at the same address would otherwise be
+            // taken for this one and never segmented.
+            await self?.detached(hubID)
             active?.cancel()
             try? await Task.sleep(for: retention)
             await self?.forget(path, rendition: rendition, target: target, hubID: hubID)
@@ -67,8 +71,11 @@ public actor HLSService {
         return true
     }
 
-    private func forget(_ path: StreamPath, rendition: String, target: HLSRendition, hubID: ObjectIdentifier) {
+    private func detached(_ hubID: ObjectIdentifier) {
         attachedHubs.remove(hubID)
+    }
+
+    private func forget(_ path: StreamPath, rendition: String, target: HLSRendition, hubID: ObjectIdentifier) {
         guard streams[path]?[rendition] === target else { return }
         streams[path]?[rendition] = nil
         if streams[path]?.isEmpty == true { streams[path] = nil }
