@@ -52,7 +52,8 @@ bench-hls: deps
 bench-transcode: deps
 	scripts/bench-transcode.sh
 
-## The cluster hop (ingest → NATS → relay) against one process: added latency, relay CPU per Gbit.
+## The cluster hop (ingest → NATS → relay) against one process: added latency, relay CPU per Gbit;
+## then transcoder failover (kill -9 of the ladder's transcoder: time until rung viewers get a new keyframe). STAGES=hop,failover.
 bench-cluster: deps
 	scripts/bench-cluster.sh
 
