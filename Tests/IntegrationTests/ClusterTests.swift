@@ -466,6 +466,83 @@ extension IntegrationTests.ClusterFailoverTests {
         }
     }
 
+    /// Issue 23, items 5 and 6: a NATS cluster of three routed servers, and one of them dying
+    /// under load. The nodes connected to it reconnect to another of the three; a relay whose
+    /// subscription lost messages meanwhile refills the gap from the publisher's GOP instead
+    /// of waiting for the next keyframe, and the transcoder's beacons, buffered across the
+    /// reconnect, keep its lease.
+    @Test("Three routed nats-servers: killing the one the transcoder is on, under load (a publisher, two transcoders, two relays, 20 viewers), costs no viewer a second and moves no job")
+    func aNATSServerDiesUnderLoad() async throws {
+        try await Scenario.run("cluster-nats-server-dies") { scenario in
+            let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+            let nats = try await NATSClusterProcess.start(scenario)
+            let bus = ["--nats", nats.urls]
+            let coordinator = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", Self.token] + bus)
+            let ingest = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1), label: "ingest", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
+            for index in 1...2 {
+                _ = try await scenario.startNode(NodeConfig(), label: "transcode\(index)", arguments: ["--role", "transcode", "--node-id", "transcode-\(index)"] + bus)
+            }
+            var relays: [NodeProcess] = []
+            for index in 1...2 {
+                relays.append(try await scenario.startNode(NodeConfig(), label: "relay\(index)", arguments: ["--role", "relay", "--node-id", "relay-\(index)"] + bus))
+            }
+            _ = try scenario.publish(media, to: ingest.rtmpURL("abr", "nc"), name: "publisher", loop: true)
+            for relay in relays { try await scenario.waitUntilLive(relay, "abr", "nc/240p", timeout: .seconds(20)) }
+            var viewers: [(label: String, viewer: HTTPFLVViewer)] = []
+            for (relayIndex, relay) in relays.enumerated() {
+                for (name, count) in [("nc", 4), ("nc/360p", 3), ("nc/240p", 3)] {
+                    for index in 1...count {
+                        viewers.append(("relay-\(relayIndex + 1) \(name) #\(index)", try await scenario.openViewer(relay, "abr", name)))
+                    }
+                }
+            }
+            for (label, viewer) in viewers {
+                try scenario.require(await viewer.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(10)), "\(label) got no media")
+            }
+            var owner: String?
+            _ = await eventually(timeout: .seconds(5), interval: .milliseconds(200)) {
+                owner = try? await Self.transcoder(of: "abr", "nc", coordinator: coordinator)
+                return owner != nil
+            }
+            let owned = try #require(owner, "the coordinator shows no running transcoder for abr/nc")
+            // The server that most of the transcoder, the relays and the ingest are on (the
+            // client picks one of the three at random).
+            var placement: [String: Int] = [:]
+            for name in [owned, "relay-1", "relay-2", "ingest-1"] {
+                placement[name] = await nats.server(of: name)
+            }
+            let counts = Dictionary(grouping: placement.values, by: { $0 }).mapValues(\.count)
+            let victim = counts.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key ?? 0
+            scenario.note("on the servers: \(placement.sorted { $0.key < $1.key }.map { "\($0.key) nats-\($0.value + 1)" }); killing nats-\(victim + 1)")
+
+            let waits = try await withThrowingTaskGroup(of: (Int, Duration).self) { group in
+                for (index, entry) in viewers.enumerated() {
+                    let viewer = entry.viewer
+                    let start = viewer.receivedBytes
+                    group.addTask { (index, try await longestWait(for: .seconds(15), every: .milliseconds(50), from: start) { viewer.receivedBytes }) }
+                }
+                try await Task.sleep(for: .seconds(3))
+                await nats.kill(victim)
+                var waits = [Duration](repeating: .zero, count: viewers.count)
+                for try await (index, wait) in group { waits[index] = wait }
+                return waits
+            }
+            scenario.note("longest viewer wait across the kill: \(waits.max() ?? .zero)")
+            for ((label, viewer), wait) in zip(viewers, waits) {
+                scenario.check(!viewer.isClosed, "\(label) was disconnected")
+                scenario.check(wait < .seconds(1), "\(label): nothing arrived for \(wait) after nats-\(victim + 1) died")
+                let flv = try viewer.flv()
+                scenario.check(flv.timestampRegressions().isEmpty, "\(label): timestamps go backwards")
+            }
+            for (index, relay) in relays.enumerated() where placement["relay-\(index + 1)"] == victim {
+                scenario.check(relay.log.contains("refilled"), "relay-\(index + 1) lost its server but refilled no gap from the GOP")
+            }
+            let now = try? await Self.transcoder(of: "abr", "nc", coordinator: coordinator)
+            scenario.check(now == owned, "the job moved from \(owned) to \(now ?? "nowhere") when a nats-server died")
+            scenario.check(!coordinator.log.contains("is dead"), "the coordinator declared a node dead when a nats-server died")
+        }
+    }
+
     @Test("kill -9 of the coordinator while 3 streams play: no viewer stalls; after a restart on the same SQLite file the API shows the same streams and keys")
     func coordinatorCrash() async throws {
         try await Scenario.run("cluster-coordinator-crash") { scenario in

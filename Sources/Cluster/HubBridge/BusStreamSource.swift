@@ -63,6 +63,8 @@ public final class BusStreamSource: RemoteStreamSource {
         /// Set when a live video keyframe came too old to pass: the video frames after it
         /// refer to it, so they wait for a keyframe that passes.
         var awaitingKeyframe = false
+        /// Set while the GOP is fetched again after a gap on the bus: live frames are held.
+        var refilling = false
         var flushScheduled = false
         var lastFrameAt = NIODeadline.now()
     }
@@ -126,9 +128,22 @@ public final class BusStreamSource: RemoteStreamSource {
         let feed = NIOLockedValueBox(Feed())
         let loop = loop
         let subscription: MediaBusSubscription
+        let bus = bus
+        let timeout = configuration.gopRequestTimeout
+        let logger = logger
         do {
-            // Subscribed before the GOP is fetched, so what arrives continues it.
-            subscription = try MediaBusSubscription(bus: bus, subject: subject, joinsAtSyncPoint: false) { frame in
+            // Subscribed before the GOP is fetched, so what arrives continues it. A gap later
+            // on (a NATS reconnect, a lost message) is refilled from the GOP in the same way,
+            // so viewers resume at once rather than at the next keyframe.
+            subscription = try MediaBusSubscription(bus: bus, subject: subject, joinsAtSyncPoint: false, onGap: {
+                let start = feed.withLockedValue { feed -> Bool in
+                    guard feed.hub != nil, !feed.refilling else { return false }
+                    feed.refilling = true
+                    return true
+                }
+                guard start else { return }
+                Task { await Self.refill(feed: feed, bus: bus, subject: subject, timeout: timeout, logger: logger) }
+            }) { frame in
                 Self.deliver(frame, feed: feed, loop: loop)
             }
         } catch {
@@ -185,12 +200,57 @@ public final class BusStreamSource: RemoteStreamSource {
         return hub
     }
 
+    /// Frames held while a GOP is fetched, at most: 4,096 is over two minutes of 30 fps video.
+    static let maxHeldFrames = 4096
+
+    /// After a gap on the bus: fetches the publisher's GOP, which holds the frames lost, and
+    /// publishes those newer than what viewers have, then the live frames held meanwhile. Same
+    /// publisher session, so the frames continue the chain viewers decode. Without an answer,
+    /// the frames after the gap wait for a keyframe (the reassembler's rule without refill).
+    private static func refill(feed: NIOLockedValueBox<Feed>, bus: any Bus, subject: MediaBusSubject, timeout: Duration, logger: Logger) async {
+        let gop: [MediaFrame]?
+        do {
+            gop = try MediaBusGOP.decode(try await bus.request(subject: MediaBusGOP.subject(for: subject), payload: ByteBuffer(), timeout: timeout))
+        } catch {
+            gop = nil
+        }
+        let refilled = feed.withLockedValue { feed -> Int in
+            defer {
+                feed.held = []
+                feed.refilling = false
+            }
+            guard let hub = feed.hub else { return 0 }
+            var refilled = 0
+            if let gop {
+                for frame in gop where !frame.isSequenceHeader && frame.kind != .script && Self.isNew(frame, in: &feed) {
+                    hub.publish(frame, publisher: feed.publisher)
+                    refilled += 1
+                }
+            } else {
+                feed.awaitingKeyframe = true
+            }
+            for frame in feed.held where Self.isNew(frame, in: &feed, live: true) {
+                hub.publish(frame, publisher: feed.publisher)
+            }
+            hub.flush(force: true)
+            return refilled
+        }
+        BusStreamSourceMetrics.refills(gop == nil ? "no_answer" : "refilled")
+        logger.info("a gap on the bus: \(gop == nil ? "no GOP came; resuming at the next keyframe" : "refilled \(refilled) frames from the publisher's GOP")", metadata: ["subject": "\(subject)"])
+    }
+
     /// On the bus's delivery thread: hold, drop or publish one live frame.
     private static func deliver(_ frame: MediaFrame, feed: NIOLockedValueBox<Feed>, loop: any EventLoop) {
         let deferred: (hub: StreamHub, after: TimeAmount)? = feed.withLockedValue { feed in
             feed.lastFrameAt = .now()
-            guard let hub = feed.hub else {
-                feed.held.append(frame)
+            guard let hub = feed.hub, !feed.refilling else {
+                // Held while the GOP is fetched, bounded: past the bound the frames after the
+                // held ones must wait for a keyframe.
+                if feed.held.count < Self.maxHeldFrames {
+                    feed.held.append(frame)
+                } else {
+                    feed.awaitingKeyframe = true
+                }
                 return nil
             }
             guard isNew(frame, in: &feed, live: true) else { return nil }
@@ -274,6 +334,13 @@ public final class BusStreamSource: RemoteStreamSource {
             await registry.forget(path, hub: mirror.hub)
             logger.info("stopped relaying", metadata: ["stream": "\(path)", "reason": "\(reason)"])
         }
+    }
+}
+
+enum BusStreamSourceMetrics {
+    /// Gaps on the bus refilled from the publisher's GOP, or left to the next keyframe.
+    static func refills(_ outcome: String) {
+        Counter(label: "estuary_relay_bus_gap_refills_total", dimensions: [("outcome", outcome)]).increment()
     }
 }
 

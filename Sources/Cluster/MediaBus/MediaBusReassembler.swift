@@ -14,7 +14,9 @@ import NIOCore
 /// that arrives before the first video frame of a late joiner passes; once video has been
 /// seen, audio waits with it for the keyframe, so playback starts with both tracks.
 /// A receiver that joins mid-stream waits for a sync point the same way, without
-/// counting a gap. A new epoch (a new publisher session) restarts the tracking.
+/// counting a gap. A new epoch (a new publisher session) restarts the tracking. A receiver
+/// that refills gaps itself (`refillsGaps`: a relay fetches the publisher's GOP, which
+/// holds the lost frames) gets the frames after a gap at once instead.
 ///
 /// **Bounds.** One frame is reassembled at a time and its announced length is checked
 /// against `maxFrameBytes` before any body is kept, so the state holds at most
@@ -64,9 +66,13 @@ public struct MediaBusReassembler: Sendable {
     /// and subscribed before fetching it: what arrives next continues that GOP.
     private let joinsAtSyncPoint: Bool
 
-    public init(maxFrameBytes: Int = Self.defaultMaxFrameBytes, joinsAtSyncPoint: Bool = true) {
+    /// Whether the frames after a gap are returned at once (the caller refills the gap).
+    private let refillsGaps: Bool
+
+    public init(maxFrameBytes: Int = Self.defaultMaxFrameBytes, joinsAtSyncPoint: Bool = true, refillsGaps: Bool = false) {
         self.maxFrameBytes = maxFrameBytes
         self.joinsAtSyncPoint = joinsAtSyncPoint
+        self.refillsGaps = refillsGaps
     }
 
     /// Takes one bus message. Returns a frame when one is complete and passes the gap
@@ -155,7 +161,9 @@ public struct MediaBusReassembler: Sendable {
 
     private mutating func registerGap() {
         statistics.gaps += 1
-        waitingForSyncPoint = true
+        if !refillsGaps {
+            waitingForSyncPoint = true
+        }
     }
 
     private mutating func complete(_ header: MediaBusFrameHeader, body: ByteBuffer) -> MediaFrame? {

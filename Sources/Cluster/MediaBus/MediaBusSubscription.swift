@@ -31,17 +31,22 @@ public final class MediaBusSubscription: Sendable {
     /// - Parameters:
     ///   - maxFrameBytes: the reassembly bound; larger announced frames are rejected.
     ///   - joinsAtSyncPoint: see `MediaBusReassembler`; false after fetching the GOP.
+    ///   - onGap: with it, frames after a gap are delivered at once (`MediaBusReassembler`'s
+    ///     `refillsGaps`), and it is called on the delivery thread first, so that the
+    ///     receiver can refill what was lost; without it, frames wait for a sync point.
     ///   - metrics: where the dropped-messages counter goes; the global factory by default.
     public init(
         bus: any Bus,
         subject: MediaBusSubject,
         maxFrameBytes: Int = MediaBusReassembler.defaultMaxFrameBytes,
         joinsAtSyncPoint: Bool = true,
+        onGap: (@Sendable () -> Void)? = nil,
         metrics: any MetricsFactory = MetricsSystem.factory,
         handler: @escaping @Sendable (MediaFrame) -> Void
     ) throws(BusError) {
         self.subject = subject
-        let state = NIOLockedValueBox(State(reassembler: MediaBusReassembler(maxFrameBytes: maxFrameBytes, joinsAtSyncPoint: joinsAtSyncPoint)))
+        let state = NIOLockedValueBox(State(reassembler: MediaBusReassembler(
+            maxFrameBytes: maxFrameBytes, joinsAtSyncPoint: joinsAtSyncPoint, refillsGaps: onGap != nil)))
         self.state = state
         self.subscription = NIOLockedValueBox(nil)
         let busSubscription = try bus.subscribe(subject: subject.subject) { message in
@@ -61,6 +66,7 @@ public final class MediaBusSubscription: Sendable {
             for _ in 0..<newGaps {
                 MediaBusMetrics.gap(factory: metrics)
             }
+            if newGaps > 0 { onGap?() }
             if let frame {
                 handler(frame)
             }

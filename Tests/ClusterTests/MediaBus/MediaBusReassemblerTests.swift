@@ -97,6 +97,25 @@ import Testing
         #expect(reassembler.statistics.droppedFrames == 2)
     }
 
+    /// A receiver that refills gaps itself (a relay, from the publisher's GOP) gets the
+    /// frames after a gap at once; the gap is still counted.
+    @Test func aReceiverThatRefillsGapsGetsTheFramesAfterOneAtOnce() throws {
+        let frames = [
+            Frames.videoSequenceHeader(),
+            Frames.video(timestamp: 0, keyframe: true),
+            Frames.video(timestamp: 33, keyframe: false),      // lost
+            Frames.video(timestamp: 66, keyframe: false),
+            Frames.audio(timestamp: 70),
+        ]
+        var messages = try Self.encode(frames)
+        messages.remove(at: 2)
+        var reassembler = MediaBusReassembler(refillsGaps: true)
+        let out = try Self.feed(messages.flatMap { $0 }, into: &reassembler)
+        #expect(out.map(\.timestamp) == [0, 0, 66, 70])
+        #expect(reassembler.statistics.gaps == 1)
+        #expect(reassembler.statistics.droppedFrames == 0)
+    }
+
     @Test func lostFragmentDiscardsTheFrameAndResumesAtTheNextKeyframe() throws {
         let frames = [
             Frames.video(timestamp: 0, keyframe: true, size: 1900),
