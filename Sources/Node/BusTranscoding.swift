@@ -42,6 +42,8 @@ actor BusTranscoding {
     private struct Job {
         let pipeline: TranscodePipeline
         let rungs: [String]
+        /// Each rung's video bit rate, as configured.
+        let bitRates: [String: Int]
         let publications: Publications
         var feed: FrameSubscription?
     }
@@ -81,7 +83,14 @@ actor BusTranscoding {
 
     /// What this node transcodes, for the heartbeat.
     var reports: [StreamReport] {
-        jobs.map { path, job in .transcoding(app: path.app, name: path.name, rungs: job.rungs) }
+        jobs.map { path, job in
+            let statistics = job.pipeline.statistics
+            let produced = statistics.producing.compactMap { name -> RungSpec? in
+                guard let rendition = statistics.renditions[name] else { return nil }
+                return RungSpec(name: name, width: rendition.width, height: rendition.height, bitRate: job.bitRates[name] ?? 0)
+            }
+            return .transcoding(app: path.app, name: path.name, rungs: job.rungs, produced: statistics.producing.isEmpty ? nil : produced)
+        }
     }
 
     private func start(_ assignment: TranscodeAssignment) async {
@@ -140,7 +149,10 @@ actor BusTranscoding {
         let feed = TranscodeFeed.start(hub: source, pipeline: pipeline, logger: logger, joinAtLiveEdge: localPlayback == nil) { _ in
             await self.ended(path, pipeline: pipeline)
         }
-        jobs[path] = Job(pipeline: pipeline, rungs: ladder.rungs.map(\.name), publications: publications, feed: feed)
+        jobs[path] = Job(
+            pipeline: pipeline, rungs: ladder.rungs.map(\.name),
+            bitRates: Dictionary(ladder.rungs.map { ($0.name, $0.videoBitRate) }, uniquingKeysWith: { first, _ in first }),
+            publications: publications, feed: feed)
     }
 
     private func ended(_ path: StreamPath, pipeline: TranscodePipeline) {

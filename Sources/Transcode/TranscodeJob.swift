@@ -492,6 +492,7 @@ final class TranscodeJob {
             renditions[rung.plan.rung.name] = rendition
         }
         statistics.renditions = renditions
+        statistics.producing = rungs.map(\.plan.rung.name)
         statistics.audioFramesReencoded = audio.statistics.framesIn
         statistics.audioFramesOut = audio.statistics.framesOut
         statistics.corruptAudioFrames = audio.statistics.corruptFrames

@@ -40,6 +40,10 @@ public struct TranscodeStatistics: Sendable, Equatable {
     public var lagSeconds = 0.0
     /// Per rendition, by rung name.
     public var renditions: [String: RenditionStatistics] = [:]
+    /// The rungs encoded now, for the source's current picture (rungs above it are skipped;
+    /// `renditions` also keeps those a shrinking source ended). Empty until the source's
+    /// first video configuration.
+    public var producing: [String] = []
 
     public init() {}
 }

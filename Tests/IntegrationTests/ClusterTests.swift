@@ -463,6 +463,17 @@ extension IntegrationTests.ClusterFailoverTests {
             let expected: Set<String> = ["src/index.m3u8", "360p/index.m3u8", "240p/index.m3u8"]
             let odd = answers.filter { $0 != expected }
             scenario.check(odd.isEmpty, "\(odd.count) of \(answers.count) master playlists did not list exactly \(expected.sorted()): \(odd.prefix(3).map { $0.sorted() })")
+            // The coordinator says what is encoded, at its real size: the default ladder's
+            // 720p and 480p are skipped for a 360p source, not "running" at width 0.
+            let (_, json) = try await Self.admin(cluster.coordinator, "/api/v1/streams")
+            let stream = (json["streams"] as? [[String: Any]])?.first { $0["name"] as? String == "cold" }
+            var renditions: [String: String] = [:]
+            for rendition in stream?["renditions"] as? [[String: Any]] ?? [] {
+                let name = rendition["rung"] as? String ?? "?"
+                renditions[name] = "\(rendition["state"] as? String ?? "?") \(rendition["width"] as? Int ?? -1)x\(rendition["height"] as? Int ?? -1)"
+            }
+            scenario.check(renditions == ["720p": "skipped 0x720", "480p": "skipped 0x480", "360p": "running 640x360", "240p": "running 426x240"],
+                           "GET /api/v1/streams renditions: \(renditions)")
         }
     }
 

@@ -38,6 +38,9 @@ public enum RenditionState: String, Codable, Sendable, Hashable {
     case assigned
     /// Reported by its transcoder.
     case running
+    /// A rung its transcoder does not encode: the ladder's rungs above the source's picture
+    /// (the rung exists again if the source grows). Never given to relays.
+    case skipped
     /// The stream ended.
     case ended
 }

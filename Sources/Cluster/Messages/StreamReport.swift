@@ -15,6 +15,10 @@ public struct StreamReport: Codable, Sendable, Hashable {
     public var viewers: Int?
     /// Rungs this node is producing for the stream (transcoder).
     public var rungs: [String]?
+    /// The rungs the transcoder encodes now, with their real sizes (a ladder's rungs above
+    /// the source are skipped): nil until it knows the source's picture, and from
+    /// transcoders that do not say.
+    public var produced: [RungSpec]?
     /// The upstream this node pulls the stream from (edge), without credentials.
     public var upstream: String?
 
@@ -44,8 +48,10 @@ public struct StreamReport: Codable, Sendable, Hashable {
     }
 
     /// A transcoder's report of a job it runs.
-    public static func transcoding(app: String, name: String, rungs: [String]) -> StreamReport {
-        StreamReport(app: app, name: name, rungs: rungs)
+    public static func transcoding(app: String, name: String, rungs: [String], produced: [RungSpec]? = nil) -> StreamReport {
+        var report = StreamReport(app: app, name: name, rungs: rungs)
+        report.produced = produced
+        return report
     }
 }
 
@@ -67,6 +73,7 @@ extension StreamReport {
             existing.bytes = existing.bytes ?? report.bytes
             existing.viewers = existing.viewers ?? report.viewers
             existing.rungs = existing.rungs ?? report.rungs
+            existing.produced = existing.produced ?? report.produced
             existing.upstream = existing.upstream ?? report.upstream
             byPath[key] = existing
         }

@@ -56,7 +56,9 @@ extension CoordinatorState {
                   let streamID = stream.id,
                   let ingest = try NodeRecord.fetchOne(db, key: stream.ingestNode)
             else { return nil }
+            // Rungs the transcoder skips (above the source) are no rendition a relay can open.
             let renditions = try RenditionRecord.all().ofStream(streamID).order(Column("id")).fetchAll(db)
+                .filter { $0.state != .skipped }
             return StreamLocation(
                 app: app, name: name, ingestNode: ingest.id, ingestHost: ingest.advertiseHost,
                 renditions: renditions.map { RenditionLocation(rung: $0.spec, transcoderNode: $0.transcoderNode, state: $0.state) }

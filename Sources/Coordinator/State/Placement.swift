@@ -35,7 +35,7 @@ enum Placement {
             db,
             sql: """
                 SELECT transcoder_node, \(count) AS count FROM renditions
-                WHERE state != 'ended' AND transcoder_node IS NOT NULL GROUP BY transcoder_node
+                WHERE state != 'ended' AND state != 'skipped' AND transcoder_node IS NOT NULL GROUP BY transcoder_node
                 """
         )
         var counts: [String: Int] = [:]

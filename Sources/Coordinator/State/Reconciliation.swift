@@ -78,8 +78,22 @@ enum Reconciliation {
             let key = "\(report.app)/\(report.name)"
             running.insert(key)
             if let stream = assigned[key], let streamID = stream.id {
-                try RenditionRecord.all().ofStream(streamID).filter(RenditionRecord.Columns.state == RenditionState.assigned.rawValue)
-                    .updateAll(db, RenditionRecord.Columns.state.set(to: RenditionState.running.rawValue))
+                if let produced = report.produced {
+                    // What the transcoder encodes now, at its real size; the ladder's other
+                    // rungs (above the source) are skipped.
+                    let sizes = Dictionary(produced.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+                    for var rendition in try RenditionRecord.all().ofStream(streamID).active().filter(RenditionRecord.Columns.transcoderNode == node.id).fetchAll(db) {
+                        let state: RenditionState = sizes[rendition.rung] == nil ? .skipped : .running
+                        let width = sizes[rendition.rung]?.width ?? rendition.width
+                        guard rendition.state != state || rendition.width != width else { continue }
+                        rendition.state = state
+                        rendition.width = width
+                        try rendition.update(db)
+                    }
+                } else {
+                    try RenditionRecord.all().ofStream(streamID).filter(RenditionRecord.Columns.state == RenditionState.assigned.rawValue)
+                        .updateAll(db, RenditionRecord.Columns.state.set(to: RenditionState.running.rawValue))
+                }
             } else {
                 instructions.append(.stopTranscode(app: report.app, name: report.name))
             }

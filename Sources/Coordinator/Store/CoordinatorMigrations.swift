@@ -114,6 +114,30 @@ enum CoordinatorMigrations {
             try db.drop(table: "nodes")
             try db.rename(table: "nodes_v3", to: "nodes")
         }
+        // A ladder's rungs above the source are `skipped`, not `running` (issue 23): the
+        // state's CHECK grows, so the table is rebuilt as in v3.
+        migrator.registerMigration("v4-skipped-renditions") { db in
+            try db.create(table: "renditions_v4") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("stream_id", .integer).notNull().references("streams", onDelete: .cascade)
+                table.column("rung", .text).notNull()
+                table.column("width", .integer).notNull()
+                table.column("height", .integer).notNull()
+                table.column("bit_rate", .integer).notNull()
+                table.column("transcoder_node", .text).references("nodes")
+                table.column("state", .text).notNull().check(sql: "state IN ('unplaced', 'assigned', 'running', 'skipped', 'ended')")
+                table.uniqueKey(["stream_id", "rung"])
+            }
+            let columns = "id, stream_id, rung, width, height, bit_rate, transcoder_node, state"
+            try db.execute(sql: "INSERT INTO renditions_v4 (\(columns)) SELECT \(columns) FROM renditions")
+            try db.drop(table: "renditions")
+            try db.rename(table: "renditions_v4", to: "renditions")
+            try db.create(index: "renditions_transcoder", on: "renditions", columns: ["transcoder_node"])
+            try db.create(
+                index: "renditions_active_state", on: "renditions", columns: ["state", "stream_id"],
+                condition: Column("state") != "ended"
+            )
+        }
         return migrator
     }
 }
