@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the cluster of docker/docker-compose.yml as local processes, for machines without a
-# Docker engine: nats-server, then every Estuary service with the arguments of its compose
-# `command:` list. Ctrl-C (or any exit) stops everything this script started.
+# Docker engine: its nats-servers (three, routed into one cluster), then every Estuary
+# service with the arguments of its compose `command:` list. Ctrl-C (or any exit) stops
+# everything this script started.
 #
 #   scripts/cluster-local.sh            start, wait for every /readyz, print endpoints, run until Ctrl-C
 #   scripts/cluster-local.sh --check    start, wait for readiness, stop; exit 0 if all became ready
@@ -14,30 +15,48 @@
 # (`      - --role`), its `environment:` a block map, one variable a line (`      KEY: value`),
 # and its healthcheck a `test:` line with `http://localhost:PORT/PATH`.
 #
+# The services named `nats` or `nats-<n>` are nats-servers; the others are Estuary nodes.
+#
 # Substitutions, applied mechanically (k = the service's position in the compose file,
-# nats = 0, coordinator = 1, ...; SHIFT = $CLUSTER_PORT_SHIFT, default 20000):
+# nats-1 = 0, nats-2 = 1, nats-3 = 2, coordinator = 3, ...; SHIFT = $CLUSTER_PORT_SHIFT,
+# default 20000):
 #   * `${NAME}`, `${NAME:-default}` and `${NAME:?message}` in a command argument or an
 #     `environment:` value are interpolated as compose does (a missing required one stops
 #     the script with compose's message);
 #   * a service's `environment:` map is its process's environment, as in its container:
-#     ESTUARY_ADMIN_TOKEN for the coordinator, ESTUARY_NATS_TOKEN_QUOTED for nats-server
+#     ESTUARY_ADMIN_TOKEN for the coordinator, ESTUARY_NATS_TOKEN_QUOTED for the nats-servers
 #     (the secrets themselves are not passed on to other processes);
 #   * a container port P of service k becomes the loopback port P + SHIFT + 100*k
-#     (nats 4222 -> 24222 and 8222 -> 28222, coordinator 8090 -> 28190, ingest 1935 -> 22135
-#     and 8080 -> 28280, transcode-1 8080 -> 28380, transcode-2 -> 28480, relay-1 -> 28580,
-#     relay-2 -> 28680, edge -> 28780; keep SHIFT + 8790 below 32768, the first ephemeral port);
-#   * `nats://[TOKEN@]<service>:<port>` becomes `nats://[TOKEN@]127.0.0.1:<that service's
-#     mapped port>`;
+#     (nats-1 4222 -> 24222, 6222 -> 26222 and 8222 -> 28222; nats-2 -> 24322, 26322, 28322;
+#     nats-3 -> 24422, 26422, 28422; coordinator 8090 -> 28390, ingest 1935 -> 22335 and
+#     8080 -> 28480, transcode-1 8080 -> 28580, transcode-2 -> 28680, relay-1 -> 28780,
+#     relay-2 -> 28880, edge -> 28980; keep SHIFT + 8980 below 32768, the first ephemeral port);
+#   * in a `--nats` list, `nats://[TOKEN@]<service>:<port>` becomes
+#     `nats://[TOKEN@]127.0.0.1:<that service's mapped port>` (a nats-server this run does not
+#     start, see CLUSTER_NATS_SERVERS, is left out of the list);
 #   * `--advertise-host <service>` becomes `--advertise-host 127.0.0.1`;
 #   * in an `--upstream` list, `http://<service>:<port>` and `rtmp://<service>:<port>`
 #     become `…://127.0.0.1:<that service's mapped port>`;
 #   * a `--http-port` / `--rtmp-port` value is mapped as a port of its own service;
 #   * a path under `/data` becomes the same path under $CLUSTER_DIR/<service>
-#     (the service's volume); nats's `/etc/nats/nats.conf` is docker/nats.conf (its bind mount);
+#     (the service's volume); a nats-server's `/etc/nats/FILE` is docker/FILE (its bind mount);
+#   * in a nats-server's `--routes` list, `nats-route://[USER:PASSWORD@]<service>:<port>`
+#     becomes `…@127.0.0.1:<mapped port>` (routes to servers this run does not start are
+#     left out);
 #   * options a container does not need, because it has its own network namespace and
 #     filesystem, are appended when the command lacks them: `--bind 127.0.0.1`,
 #     `--rtmp-port`, `--http-port` (the mapped defaults 1935 and 8080), `--data-dir`;
-#     nats-server gets `--addr 127.0.0.1 --port --http_port`.
+#     a nats-server gets `--addr 127.0.0.1 --port --http_port` (its mapped 4222 and 8222)
+#     and, when it has `--routes`, `--cluster_listen nats-route://USER:PASSWORD@127.0.0.1:<its
+#     mapped route port>` with the credentials of its routes: a listen flag without them would
+#     clear nats-cluster.conf's route authorization.
+#
+# NATS: the nats-servers start first. The script waits (bounded) until each answers /healthz
+# and reports `"auth_required": true` in /varz, until each route port asks for credentials
+# too (its INFO says `"auth_required": true`), and until every server's /routez lists routes
+# to all the others; only then does it start a node. Every node is given every server's
+# URL. CLUSTER_NATS_SERVERS=1 runs only the first nats-server (its routes reduced to
+# itself) and gives the nodes that one URL, as before the bus was a cluster.
 #
 # Secrets: no defaults. ESTUARY_ADMIN_TOKEN (the admin API's bearer token) and
 # ESTUARY_NATS_TOKEN (the token nats.conf requires of every client) come from the
@@ -53,7 +72,9 @@
 # Environment: ESTUARY_NODE (node binary; default .build/debug/node, else .build/release/node),
 # NATS_SERVER (default: nats-server on PATH), CLUSTER_DIR (data, logs and secrets; default a
 # new temporary directory, so new secrets each run), CLUSTER_PORT_SHIFT,
-# CLUSTER_READY_TIMEOUT (seconds, default 45), ESTUARY_ADMIN_TOKEN, ESTUARY_NATS_TOKEN.
+# CLUSTER_NATS_SERVERS (how many of the compose file's nats-servers to run, in its order;
+# default all of them, 3), CLUSTER_READY_TIMEOUT (seconds, default 45), ESTUARY_ADMIN_TOKEN,
+# ESTUARY_NATS_TOKEN.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -146,6 +167,30 @@ health_url() {  # health_url SERVICE -> the healthcheck URL, loopback-mapped
     echo "http://127.0.0.1:$(map_port "$1" "$port")$path"
 }
 is_service() { index_of "$1" >/dev/null 2>&1; }
+is_nats() { [[ "$1" =~ ^nats(-[0-9]+)?$ ]]; }  # is_nats SERVICE: a nats-server, by its name
+
+# The nats-servers of the compose file, in its order, and the first CLUSTER_NATS_SERVERS of
+# them, which this run starts; `run_services` is what it starts, in compose order.
+nats_services=()
+for service in "${services[@]}"; do
+    if is_nats "$service"; then nats_services+=("$service"); fi
+done
+((${#nats_services[@]} > 0)) || die "no nats-server service (named nats or nats-<n>) in $compose"
+nats_count="${CLUSTER_NATS_SERVERS:-${#nats_services[@]}}"
+if ! [[ "$nats_count" =~ ^[0-9]+$ ]] || ((nats_count < 1 || nats_count > ${#nats_services[@]})); then
+    die "CLUSTER_NATS_SERVERS must be 1 to ${#nats_services[@]} (the nats-servers in $compose), not '$nats_count'"
+fi
+running_nats=("${nats_services[@]:0:nats_count}")
+runs() {  # runs SERVICE: whether this run starts it
+    local n
+    is_nats "$1" || return 0
+    for n in "${running_nats[@]}"; do [[ "$n" == "$1" ]] && return 0; done
+    return 1
+}
+run_services=()
+for service in "${services[@]}"; do
+    if runs "$service"; then run_services+=("$service"); fi
+done
 
 # interpolate TEXT -> sets `interpolated`: compose's `${NAME}`, `${NAME-default}`,
 # `${NAME:-default}`, `${NAME?message}` and `${NAME:?message}` resolved from this script's
@@ -240,16 +285,26 @@ local_command() {
     mapfile -t args < <(compose_args "$service")
     ((${#args[@]} > 0)) || die "service '$service' has no command list in $compose"
     cmd=()
-    if [[ "$service" == nats ]]; then
+    if is_nats "$service"; then
+        local routes="" route_user="" route_port=6222
         cmd=("${NATS_SERVER:-nats-server}")
         for arg in "${args[@]}"; do
             interpolate "$arg"
-            arg="$interpolated"
-            [[ "$arg" == /etc/nats/nats.conf ]] && arg="$repo/docker/nats.conf"
-            cmd+=("$arg")
+            value="$interpolated"
+            [[ "$value" == /etc/nats/* ]] && value="$repo/docker/${value#/etc/nats/}"
+            if [[ "$previous" == --routes ]]; then
+                map_routes "$service" "$value"
+                value="$mapped_routes"; routes="$value"
+                route_user="$mapped_route_user"; route_port="$mapped_route_port"
+            fi
+            cmd+=("$value")
+            previous="$arg"
         done
-        cmd+=(--addr 127.0.0.1 --port "$(map_port nats 4222)" --http_port "$(map_port nats 8222)")
-        return
+        cmd+=(--addr 127.0.0.1 --port "$(map_port "$service" 4222)" --http_port "$(map_port "$service" 8222)")
+        # The route port on loopback, with the routes' credentials: without them this flag
+        # would clear the configuration's cluster authorization (nats-cluster.conf).
+        [[ -n "$routes" ]] && cmd+=(--cluster_listen "nats-route://${route_user}127.0.0.1:$(map_port "$service" "$route_port")")
+        return 0
     fi
     cmd=("$node_binary")
     for arg in "${args[@]}"; do
@@ -259,10 +314,8 @@ local_command() {
             --http-port|--rtmp-port) value="$(map_port "$service" "$value")" ;;
             --advertise-host) is_service "$value" && value=127.0.0.1 ;;
             --upstream) value="$(map_upstreams "$value")" ;;
+            --nats) map_nats "$value"; value="$mapped_nats" ;;
         esac
-        if [[ "$value" =~ ^nats://([^@/]+@)?([A-Za-z0-9_.-]+):([0-9]+)$ ]] && is_service "${BASH_REMATCH[2]}"; then
-            value="nats://${BASH_REMATCH[1]}127.0.0.1:$(map_port "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}")"
-        fi
         if [[ "$value" == /data || "$value" == /data/* ]]; then
             value="$dir/$service${value#/data}"
         fi
@@ -274,6 +327,44 @@ local_command() {
     has --rtmp-port || cmd+=(--rtmp-port "$(map_port "$service" 1935)")
     has --http-port || cmd+=(--http-port "$(map_port "$service" 8080)")
     has --data-dir || cmd+=(--data-dir "$dir/$service")
+}
+
+# map_nats "nats://TOKEN@nats-1:4222,…" -> sets `mapped_nats`: the servers this run starts,
+# loopback-mapped (a variable, not output, so that `die` exits the script)
+map_nats() {
+    local list="$1" item out="" user host port
+    local -a items=()
+    IFS=',' read -r -a items <<<"$list"
+    for item in "${items[@]}"; do
+        if [[ "$item" =~ ^nats://([^@/]+@)?([A-Za-z0-9_.-]+):([0-9]+)$ ]] && is_service "${BASH_REMATCH[2]}"; then
+            user="${BASH_REMATCH[1]}" host="${BASH_REMATCH[2]}" port="${BASH_REMATCH[3]}"
+            runs "$host" || continue
+            item="nats://${user}127.0.0.1:$(map_port "$host" "$port")"
+        fi
+        out+="${out:+,}$item"
+    done
+    [[ -n "$out" ]] || die "--nats '$list' names no nats-server this run starts"
+    mapped_nats="$out"
+}
+
+# map_routes SERVICE "nats-route://USER:PASSWORD@nats-1:6222,…" -> sets `mapped_routes` (the
+# routes to the servers this run starts, loopback-mapped), `mapped_route_user` ("USER:PASSWORD@"
+# of the routes, or empty) and `mapped_route_port` (the container port of SERVICE's own route).
+map_routes() {
+    local self="$1" list="$2" item scheme user host port
+    local -a items=()
+    mapped_routes=""; mapped_route_user=""; mapped_route_port=6222
+    IFS=',' read -r -a items <<<"$list"
+    for item in "${items[@]}"; do
+        if [[ "$item" =~ ^(nats-route|nats)://([^@/]+@)?([A-Za-z0-9_.-]+):([0-9]+)/?$ ]] && is_service "${BASH_REMATCH[3]}"; then
+            scheme="${BASH_REMATCH[1]}" user="${BASH_REMATCH[2]}" host="${BASH_REMATCH[3]}" port="${BASH_REMATCH[4]}"
+            [[ -n "$mapped_route_user" ]] || mapped_route_user="$user"
+            [[ "$host" != "$self" ]] || mapped_route_port="$port"
+            runs "$host" || continue
+            item="$scheme://${user}127.0.0.1:$(map_port "$host" "$port")"
+        fi
+        mapped_routes+="${mapped_routes:+,}$item"
+    done
 }
 
 map_upstreams() {  # map_upstreams "http://relay-1:8080,rtmp://…" -> the same, loopback-mapped
@@ -315,7 +406,7 @@ case "$mode" in
         dir="${CLUSTER_DIR:-/tmp/estuary-cluster}"
         placeholders=1
         load_secrets 0
-        for service in "${services[@]}"; do
+        for service in "${run_services[@]}"; do
             local_command "$service" "$dir"
             if [[ "$mode" == print ]]; then
                 printf '%-12s' "$service"; printf ' %q' "${cmd[@]}"; printf '\n'
@@ -371,11 +462,81 @@ exited_report() {
     tail -n 15 "$dir/logs/$1.log" | sed 's/^/    /' >&2
 }
 
+pid_of() {  # pid_of SERVICE -> the pid of a service this script started
+    local i
+    for i in "${!started[@]}"; do [[ "${started[$i]}" == "$1" ]] && { echo "${pids[$i]}"; return 0; }; done
+    return 1
+}
+
+# route_info PORT -> the INFO line a route port sends on connect (empty when none in 2 s)
+route_info() {
+    ( exec 3<>"/dev/tcp/127.0.0.1/$1" && IFS= read -r -t 2 line <&3 && printf '%s\n' "$line" ) 2>/dev/null || true
+}
+
+# check_nats SERVICE: healthy within 10 s; clients, and routes when it has a route port, must
+# present credentials. The nodes retry a failed connect, but checking here makes a broken
+# configuration obvious, and no node starts against a NATS that lets anyone in.
+declare -A route_ports=()
+check_nats() {
+    local service="$1" pid url varz info deadline
+    pid="$(pid_of "$service")"
+    url="$(health_url "$service")" || die "$service has no healthcheck URL"
+    deadline=$((SECONDS + 10))
+    until curl -fsS -m 1 -o /dev/null "$url" 2>/dev/null; do
+        kill -0 "$pid" 2>/dev/null || { exited_report "$service" "$pid"; exit 1; }
+        ((SECONDS < deadline)) || die "$service (nats-server) not healthy at $url within 10s"
+        sleep 0.1
+    done
+    varz="$(curl -fsS -m 2 "${url%/*}/varz" 2>/dev/null || true)"
+    [[ "$varz" =~ \"auth_required\":[[:space:]]*true ]] \
+        || die "$service (nats-server) does not require authentication (${url%/*}/varz): docker/nats.conf must keep its authorization block"
+    if [[ -n "${route_ports[$service]-}" ]]; then
+        info="$(route_info "${route_ports[$service]}")"
+        [[ "$info" =~ \"auth_required\":[[:space:]]*true ]] \
+            || die "$service (nats-server): its route port 127.0.0.1:${route_ports[$service]} does not require authentication${info:+ ($info)}: docker/nats-cluster.conf must keep its cluster authorization, and a --cluster_listen needs the routes' credentials"
+    fi
+}
+
+# wait_for_routes: every nats-server this run started lists a route to each of the others in
+# its /routez (nats-server 2.10 may hold several routes per server: distinct remote ids count).
+wait_for_routes() {
+    local want=$((${#running_nats[@]} - 1)) deadline service url have pid
+    ((want > 0)) || return 0
+    deadline=$((SECONDS + 15))
+    for service in "${running_nats[@]}"; do
+        url="$(health_url "$service")"; url="${url%/*}/routez"
+        pid="$(pid_of "$service")"
+        while true; do
+            have="$(curl -fsS -m 1 "$url" 2>/dev/null | grep -o '"remote_id":[[:space:]]*"[^"]*"' | sort -u | wc -l)" || have=0
+            ((have >= want)) && break
+            kill -0 "$pid" 2>/dev/null || { exited_report "$service" "$pid"; exit 1; }
+            if ((SECONDS >= deadline)); then
+                echo "cluster-local: $service has routes to $have of the other $want nats-servers after 15s ($url); last lines of $dir/logs/$service.log:" >&2
+                tail -n 10 "$dir/logs/$service.log" | sed 's/^/    /' >&2
+                exit 1
+            fi
+            sleep 0.1
+        done
+        echo "cluster-local: $service routed to the other $want nats-servers ($url)"
+    done
+}
+
 echo "cluster-local: data, logs and secrets in $dir"
-for service in "${services[@]}"; do
+routes_up=0
+for service in "${run_services[@]}"; do
+    if ! is_nats "$service" && ((!routes_up)); then
+        wait_for_routes
+        routes_up=1
+    fi
     local_command "$service" "$dir"
     service_env "$service"
-    [[ "$service" == nats ]] || mkdir -p "$dir/$service"
+    if is_nats "$service"; then
+        for i in "${!cmd[@]}"; do
+            [[ "${cmd[$i]}" == --cluster_listen ]] && route_ports[$service]="${cmd[$((i + 1))]##*:}"
+        done
+    else
+        mkdir -p "$dir/$service"
+    fi
     printf '%s\t' "$service" >>"$dir/commands.txt"; printf ' %q' "${cmd[@]}" >>"$dir/commands.txt"; echo >>"$dir/commands.txt"
     (
         # As in its container: the service's own `environment:`, not every secret.
@@ -385,21 +546,9 @@ for service in "${services[@]}"; do
     ) >"$dir/logs/$service.log" 2>&1 &
     pids+=("$!")
     started+=("$service")
-    if [[ "$service" == nats ]]; then
-        # The nodes retry a failed connect, but waiting here makes a broken nats.conf obvious.
-        url="$(health_url nats)" || die "nats has no healthcheck URL"
-        deadline=$((SECONDS + 10))
-        until curl -fsS -m 1 -o /dev/null "$url" 2>/dev/null; do
-            kill -0 "${pids[0]}" 2>/dev/null || { exited_report nats "${pids[0]}"; exit 1; }
-            ((SECONDS < deadline)) || die "nats-server not healthy at $url within 10s"
-            sleep 0.1
-        done
-        # No node starts against a NATS that lets anyone in.
-        varz="$(curl -fsS -m 2 "${url%/*}/varz" 2>/dev/null || true)"
-        [[ "$varz" =~ \"auth_required\":[[:space:]]*true ]] \
-            || die "nats-server does not require authentication (${url%/*}/varz): docker/nats.conf must keep its authorization block"
-    fi
+    if is_nats "$service"; then check_nats "$service"; fi
 done
+((routes_up)) || wait_for_routes
 
 # Wait for every healthcheck URL, bounded; a process that exits is reported at once.
 deadline=$((SECONDS + ready_timeout))
@@ -408,8 +557,7 @@ failed=0
 while ((${#pending[@]} > 0)); do
     still=()
     for service in "${pending[@]}"; do
-        i="$(index_of "$service")"
-        pid="${pids[$i]}"
+        pid="$(pid_of "$service")"
         url="$(health_url "$service")" || die "service '$service' has no healthcheck URL in $compose"
         if curl -fsS -m 1 -o /dev/null "$url" 2>/dev/null; then
             echo "cluster-local: $service ready ($url)"
@@ -463,7 +611,11 @@ Estuary cluster is running (Ctrl-C stops it):
   relay-2   http://127.0.0.1:$(map_port relay-2 8080)/live/demo.flv  .../live/demo/index.m3u8   rtmp://127.0.0.1:$(map_port relay-2 1935)/live/demo
   edge      http://127.0.0.1:$(map_port edge 8080)/live/demo.flv  .../live/demo/index.m3u8   rtmp://127.0.0.1:$(map_port edge 1935)/live/demo
   admin     curl -H "Authorization: Bearer $admin_token_hint" http://127.0.0.1:$(map_port coordinator 8090)/api/v1/nodes
-  nats      nats://<token>@127.0.0.1:$(map_port nats 4222), token $nats_token_hint   monitoring http://127.0.0.1:$(map_port nats 8222)/varz
+$(for service in "${running_nats[@]}"; do
+    printf '  %-9s nats://<token>@127.0.0.1:%s   monitoring http://127.0.0.1:%s/varz  …/routez\n' \
+        "$service" "$(map_port "$service" 4222)" "$(map_port "$service" 8222)"
+done)
+  nats      token $nats_token_hint; every node is given all ${#running_nats[@]} (commands.txt)
   logs      $dir/logs/
 EOF
 

@@ -14,23 +14,31 @@ struct ComposeTests {
         "transcode-2": "transcode", "relay-1": "relay", "relay-2": "relay", "edge": "edge",
     ]
 
-    @Test("the compose file defines nats, the six cluster services and an edge, each complete")
+    static let natsServers = ["nats-1", "nats-2", "nats-3"]
+
+    @Test("the compose file defines three routed nats-servers, the six cluster services and an edge, each complete")
     func servicesAreComplete() throws {
         let compose = try ComposeFile.load()
-        #expect(Set(compose.services.map(\.name)) == Set(["nats"] + Self.estuaryServices))
+        #expect(Set(compose.services.map(\.name)) == Set(Self.natsServers + Self.estuaryServices))
 
-        let nats = try #require(compose["nats"])
-        #expect(nats.node["image"]?.string?.hasPrefix("nats:2.10") == true)
-        #expect(nats.healthcheck?.joined(separator: " ").contains("http://localhost:8222/healthz") == true)
-        let natsVolumes = nats.node["volumes"]?.sequence?.compactMap(\.string) ?? []
-        #expect(natsVolumes.contains { $0.hasPrefix("./nats.conf:") }, "nats mounts docker/nats.conf")
-        #expect(nats.command == ["--config", "/etc/nats/nats.conf"])
-        // nats.conf reads its token from this variable: ESTUARY_NATS_TOKEN, required, in double quotes.
-        let quotedToken = try #require(nats.rawEnvironment["ESTUARY_NATS_TOKEN_QUOTED"], "nats: environment ESTUARY_NATS_TOKEN_QUOTED")
-        #expect(quotedToken.hasPrefix("\"${ESTUARY_NATS_TOKEN:?") && quotedToken.hasSuffix("}\""), "nats: \(quotedToken)")
         let natsToken = try #require(ComposeFile.testVariables["ESTUARY_NATS_TOKEN"])
-        let natsEnvironment = try nats.interpolatedEnvironment(ComposeFile.testVariables)
-        #expect(natsEnvironment["ESTUARY_NATS_TOKEN_QUOTED"] == "\"\(natsToken)\"")
+        for name in Self.natsServers {
+            let nats = try #require(compose[name], "service \(name)")
+            #expect(nats.node["image"]?.string?.hasPrefix("nats:2.10") == true)
+            #expect(nats.healthcheck?.joined(separator: " ").contains("http://localhost:8222/healthz") == true)
+            let natsVolumes = nats.node["volumes"]?.sequence?.compactMap(\.string) ?? []
+            #expect(natsVolumes.contains { $0.hasPrefix("./nats.conf:") } && natsVolumes.contains { $0.hasPrefix("./nats-cluster.conf:") },
+                    "\(name) mounts docker/nats.conf and docker/nats-cluster.conf")
+            #expect(Array((nats.command ?? []).prefix(4)) == ["--config", "/etc/nats/nats-cluster.conf", "--name", name], "\(name): \(nats.command ?? [])")
+            // Routed to all three, with the route password (the NATS token).
+            let routes = try ComposeFile.interpolate(try #require(nats.argument("--routes"), "\(name): --routes"), ComposeFile.testVariables)
+            #expect(routes == Self.natsServers.map { "nats-route://estuary-route:\(natsToken)@\($0):6222" }.joined(separator: ","), "\(name): --routes")
+            // nats.conf reads its token from this variable: ESTUARY_NATS_TOKEN, required, in double quotes.
+            let quotedToken = try #require(nats.rawEnvironment["ESTUARY_NATS_TOKEN_QUOTED"], "\(name): environment ESTUARY_NATS_TOKEN_QUOTED")
+            #expect(quotedToken.hasPrefix("\"${ESTUARY_NATS_TOKEN:?") && quotedToken.hasSuffix("}\""), "\(name): \(quotedToken)")
+            let natsEnvironment = try nats.interpolatedEnvironment(ComposeFile.testVariables)
+            #expect(natsEnvironment["ESTUARY_NATS_TOKEN_QUOTED"] == "\"\(natsToken)\"")
+        }
 
         for name in Self.estuaryServices {
             let service = try #require(compose[name], "service \(name)")
@@ -43,10 +51,11 @@ struct ComposeTests {
                 #expect(service.healthcheck == ["CMD", "curl", "-fsS", "http://localhost:8080/readyz"], "edge: healthcheck")
             }
             // Every node connects with the cluster's NATS token (cnats reads `nats://TOKEN@host` as a token).
+            // Every node is given all three servers.
             let natsURL = try #require(service.argument("--nats"), "\(name): --nats")
-            #expect(natsURL.hasPrefix("nats://${ESTUARY_NATS_TOKEN:?") && natsURL.hasSuffix("}@nats:4222"), "\(name): --nats \(natsURL)")
+            #expect(natsURL.hasPrefix("nats://${ESTUARY_NATS_TOKEN:?") && natsURL.hasSuffix("}@nats-3:4222"), "\(name): --nats \(natsURL)")
             let resolvedURL = try ComposeFile.interpolate(natsURL, ComposeFile.testVariables)
-            #expect(resolvedURL == "nats://\(natsToken)@nats:4222", "\(name): --nats")
+            #expect(resolvedURL == Self.natsServers.map { "nats://\(natsToken)@\($0):4222" }.joined(separator: ","), "\(name): --nats")
             #expect(service.argument("--node-id") == name, "\(name): --node-id is the service name")
             #expect(service.argument("--advertise-host") == name, "\(name): --advertise-host is the service name")
             #expect(!command.contains("--check-config"), "\(name)")
@@ -61,7 +70,9 @@ struct ComposeTests {
                 "\(name): healthcheck \(test)"
             )
             #expect(service.node["healthcheck"]?["interval"] != nil, "\(name): healthcheck interval")
-            #expect(service.node["depends_on"]?["nats"]?["condition"]?.string == "service_healthy", "\(name): waits for a healthy nats")
+            for server in Self.natsServers {
+                #expect(service.node["depends_on"]?[server]?["condition"]?.string == "service_healthy", "\(name): waits for a healthy \(server)")
+            }
             #expect(service.node["restart"]?.string != nil, "\(name): restart policy")
             #expect(service.node["image"]?.string != nil || service.node["build"] != nil, "\(name): image or build")
         }

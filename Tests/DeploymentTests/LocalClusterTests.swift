@@ -50,7 +50,7 @@ struct LocalClusterTests {
         #expect(local.map(\.service) == compose.services.map(\.name))
 
         var httpPorts: [String: String] = [:]
-        for (index, entry) in local.enumerated() where entry.service != "nats" {
+        for (index, entry) in local.enumerated() where !entry.service.hasPrefix("nats") {
             let service = try #require(compose[entry.service])
             let composeArguments = try #require(service.command)
             let arguments = Array(entry.arguments.dropFirst())  // argv[0] is the node binary
@@ -67,7 +67,9 @@ struct LocalClusterTests {
                 let relays = ["relay-1", "relay-2"].map { name in local.firstIndex { $0.service == name }.map { 8080 + 20000 + 100 * $0 } ?? 0 }
                 #expect(value("--upstream") == relays.map { "http://127.0.0.1:\($0)" }.joined(separator: ","), "edge: --upstream")
             }
-            #expect(value("--nats") == "nats://\(natsToken)@127.0.0.1:24222", "\(entry.service): the token, nats → 127.0.0.1, port 4222 + 20000")
+            // The three nats-servers, each on 4222 + the shift + 100 × its place in the file.
+            let natsURLs = [24222, 24322, 24422].map { "nats://\(natsToken)@127.0.0.1:\($0)" }.joined(separator: ",")
+            #expect(value("--nats") == natsURLs, "\(entry.service): the token, nats-N → 127.0.0.1, ports 4222 + 20000 + 100 × N")
             #expect(value("--advertise-host") == "127.0.0.1")
             #expect(value("--bind") == "127.0.0.1")
             #expect(value("--data-dir") == "\(directory)/\(entry.service)")
@@ -76,7 +78,7 @@ struct LocalClusterTests {
             if let database = service.argument("--database") {
                 #expect(value("--database") == directory + "/" + entry.service + database.dropFirst("/data".count))
             }
-            #expect(!arguments.contains { $0.contains("@nats:") || $0.contains("${") || $0.hasPrefix("/data") }, "\(entry.service): \(arguments)")
+            #expect(!arguments.contains { $0.contains("@nats") || $0.contains("${") || $0.hasPrefix("/data") }, "\(entry.service): \(arguments)")
             httpPorts[entry.service] = value("--http-port")
 
             let check = try await runProcess(
@@ -101,8 +103,8 @@ struct LocalClusterTests {
         #expect(run.status == 0, "\(run.summary)")
         let local = Self.parseLines(run.output)
         // Every service on the bus.
-        for entry in local where entry.service != "nats" {
-            #expect(entry.arguments.contains("nats://<ESTUARY_NATS_TOKEN>@127.0.0.1:24222"), "\(entry.service): \(entry.arguments)")
+        for entry in local where !entry.service.hasPrefix("nats") {
+            #expect(entry.arguments.contains([24222, 24322, 24422].map { "nats://<ESTUARY_NATS_TOKEN>@127.0.0.1:\($0)" }.joined(separator: ",")), "\(entry.service): \(entry.arguments)")
         }
         #expect(!FileManager.default.fileExists(atPath: directory.path), "--print-args created \(directory.path)")
     }
@@ -138,8 +140,8 @@ struct LocalClusterTests {
             timeout: .seconds(75)
         )
         #expect(run.status == 0 && !run.timedOut, "\(run.summary)")
-        #expect(run.output.contains("ok: 8 services ready"), "\(run.summary)")
-        for service in ["nats"] + ComposeTests.estuaryServices {
+        #expect(run.output.contains("ok: 10 services ready"), "\(run.summary)")
+        for service in ["nats-1", "nats-2", "nats-3"] + ComposeTests.estuaryServices {
             #expect(run.output.contains("\(service) ready"), "\(service): \(run.output)")
         }
         // The secrets it generated: where it said, 64 hex digits, readable by this user only.
