@@ -286,6 +286,28 @@ extension IntegrationTests {
             }
         }
 
+        /// Runs `fault` and checks that a rung keyframe newer than anything `viewer` had
+        /// reaches it within `bound`: the dying transcoder's frames in flight are no keyframe
+        /// (its GOPs are the source's 2 s), and the survivor's first picture for the relay is
+        /// one (it joins at the live edge; a relay drops frames that refer to a keyframe it
+        /// could not pass).
+        static func checkRungComesBack(
+            to viewer: HTTPFLVViewer, within bound: Duration, after what: String, scenario: Scenario, fault: () async -> Void
+        ) async throws {
+            let lastBefore = try viewer.flv().videoFrames.last?.timestamp ?? 0
+            let start = ContinuousClock.now
+            await fault()
+            var elapsed: Duration?
+            _ = await eventually(timeout: .seconds(6), interval: .milliseconds(20)) {
+                guard let flv = try? viewer.flv(), flv.videoFrames.contains(where: { $0.isKeyframe && $0.timestamp > lastBefore }) else { return false }
+                elapsed = ContinuousClock.now - start
+                return true
+            }
+            let seen = elapsed.map { "\($0)" } ?? "more than 6 s"
+            scenario.note("\(what); a new rung keyframe reached the viewer after \(seen)")
+            scenario.check(elapsed.map { $0 <= bound } ?? false, "the rung did not come back within \(bound) of \(what): \(seen)")
+        }
+
         /// `GET path` on the coordinator's admin API, as JSON.
         static func admin(_ coordinator: NodeProcess, _ path: String, token: String? = ClusterFailoverTests.token) async throws -> (Int, [String: Any]) {
             try await coordinator.admin(path, token: token)
@@ -331,21 +353,9 @@ extension IntegrationTests {
                 scenario.check(facts?["videoCodec"] as? String == "h264" && facts?["width"] as? Int == 640 && facts?["audioSampleRate"] as? Int == 44100,
                                "the admin API does not describe the stream as ffprobe would: \(facts ?? [:])")
 
-                // Back means a keyframe newer than anything the viewer had: the dying
-                // transcoder's frames in flight are no keyframe (its GOPs are the source's 2 s),
-                // and the survivor's first picture for the relay is one (it joins at the live
-                // edge; a relay drops frames that refer to a keyframe it could not pass).
-                let lastBefore = try viewer.flv().videoFrames.last?.timestamp ?? 0
-                let killed = ContinuousClock.now
-                await cluster.transcoders[index].kill()
-                var elapsed: Duration?
-                _ = await eventually(timeout: .seconds(6), interval: .milliseconds(20)) {
-                    guard let flv = try? viewer.flv(), flv.videoFrames.contains(where: { $0.isKeyframe && $0.timestamp > lastBefore }) else { return false }
-                    elapsed = ContinuousClock.now - killed
-                    return true
+                try await Self.checkRungComesBack(to: viewer, within: .seconds(2), after: "kill -9 of \(owner)", scenario: scenario) {
+                    await cluster.transcoders[index].kill()
                 }
-                scenario.note("killed \(owner); a new rung keyframe reached the viewer after \(elapsed.map { "\($0)" } ?? "more than 6 s")")
-                scenario.check(elapsed.map { $0 <= .seconds(2) } ?? false, "the rung did not come back within 2 s of kill -9 \(owner): \(elapsed.map { "\($0)" } ?? "not within 6 s")")
                 let survivor = ["transcode-1", "transcode-2"][1 - index]
                 let moved = await eventually(timeout: .seconds(3), interval: .milliseconds(200)) {
                     (try? await Self.transcoder(of: "abr", "show", coordinator: cluster.coordinator)) == survivor
@@ -406,17 +416,9 @@ extension IntegrationTests.ClusterFailoverTests {
             let viewer = try await scenario.openViewer(cluster.relay, "abr", "busy/240p")
             try scenario.require(await viewer.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(10)), "the rung viewer got nothing")
             try await Task.sleep(for: .milliseconds(500))
-            let lastBefore = try viewer.flv().videoFrames.last?.timestamp ?? 0
-            let stopped = ContinuousClock.now
-            cluster.transcoders[index].process.send(signal: SIGSTOP)
-            var elapsed: Duration?
-            _ = await eventually(timeout: .seconds(6), interval: .milliseconds(20)) {
-                guard let flv = try? viewer.flv(), flv.videoFrames.contains(where: { $0.isKeyframe && $0.timestamp > lastBefore }) else { return false }
-                elapsed = ContinuousClock.now - stopped
-                return true
+            try await Self.checkRungComesBack(to: viewer, within: .seconds(2), after: "SIGSTOP of \(owner)", scenario: scenario) {
+                cluster.transcoders[index].process.send(signal: SIGSTOP)
             }
-            scenario.note("SIGSTOP of \(owner); a new rung keyframe reached the viewer after \(elapsed.map { "\($0)" } ?? "more than 6 s")")
-            scenario.check(elapsed.map { $0 <= .seconds(2) } ?? false, "the job did not move within 2 s of SIGSTOP: \(elapsed.map { "\($0)" } ?? "not within 6 s")")
             cluster.transcoders[index].process.send(signal: SIGCONT)
             let flv = try viewer.flv()
             scenario.check(flv.timestampRegressions().isEmpty, "rung timestamps went backwards across the move: \(flv.timestampRegressions().prefix(3))")
