@@ -87,12 +87,27 @@ public final class VideoEncoder {
     private let allocator: ByteBufferAllocator
     private var lastPresentationTime: Int64?
     private var lastEncodedTime: Int64?
+    /// The bit rate in force (`settings.bitRate` until `limitBitRate(to:)`).
+    public private(set) var bitRate: Int
+
+    /// Lowers the target bit rate (and the VBV rate and buffer with it) from the next picture
+    /// on: libavcodec's libx264 wrapper reconfigures x264 when `bit_rate` changes between
+    /// frames. A value at or above the current rate changes nothing.
+    public func limitBitRate(to limit: Int) {
+        guard limit > 0, limit < bitRate else { return }
+        let ratio = Double(settings.bufferSize ?? settings.bitRate) / Double(settings.bitRate)
+        bitRate = limit
+        context.pointee.bit_rate = Int64(limit)
+        context.pointee.rc_max_rate = Int64(limit)
+        context.pointee.rc_buffer_size = Int32(clamping: Int(Double(limit) * ratio))
+    }
 
     /// Opens libx264 with `settings`. Throws `.invalidPicture` for odd or non-positive
     /// sizes, `.call` when libx264 is missing or rejects an option, and
     /// `.missingParameterSets` / `.invalidCodecConfiguration` if its global header is not
     /// a usable SPS + PPS.
     public init(settings: Settings, allocator: ByteBufferAllocator = ByteBufferAllocator()) throws(AVError) {
+        self.bitRate = settings.bitRate
         guard settings.width > 0, settings.height > 0, settings.width % 2 == 0, settings.height % 2 == 0,
               settings.width <= 16384, settings.height <= 16384
         else {

@@ -114,6 +114,12 @@ final class TranscodeJob {
             self.output = output
         }
 
+        /// Lowers the rung's bit rate from its next picture (on its worker, which owns the
+        /// encoder).
+        func limitBitRate(to bitRate: Int) {
+            output.worker.submit { self.encoder.limitBitRate(to: bitRate) }
+        }
+
         var snapshot: Counters { counters.withLock { $0 } }
 
         /// Queues the picture for this rung (pipeline thread); blocks while the rung's
@@ -190,6 +196,14 @@ final class TranscodeJob {
     private var outputs: [String: Output] = [:]
     /// The latest picture size of each rung, for the statistics.
     private var rungSizes: [String: (width: Int, height: Int)] = [:]
+    /// The source's video since its configuration: bytes and first and last timestamps, until
+    /// `sourceBitRateWindow` of it gives its bit rate (`capRungsAtSourceBitRate`).
+    private var sourceVideo: (bytes: Int, first: Int64, last: Int64)?
+    private var sourceBitRateMeasured = false
+    /// Rungs lowered to the source's bit rate, and to what.
+    private var cappedBitRates: [String: Int] = [:]
+    /// How much source video measures its bit rate: two GOPs of the usual 2 s.
+    static let sourceBitRateWindow: Int64 = 4000
     private(set) var statistics = TranscodeStatistics()
     /// Decoder statistics of decoders already replaced.
     private var previousDecoders = VideoDecoder.Statistics()
@@ -280,6 +294,7 @@ final class TranscodeJob {
             statistics.framesBeforeConfiguration += 1
             return
         }
+        measureSourceBitRate(frame)
         do {
             let pictures = try decoder.decode(frame)
             encode(pictures)
@@ -291,6 +306,36 @@ final class TranscodeJob {
                     "stream": "\(source)", "timestamp": "\(frame.timestamp)", "error": "\(error)", "corrupt_total": "\(corrupt)",
                 ])
             }
+        }
+    }
+
+    /// A rung's bit rate above the source's only spends bits on the source's own artefacts
+    /// (a 360p source at 0.79 Mbit/s came out as a 360p rung at 1.0 Mbit/s). Once
+    /// `sourceBitRateWindow` of the source's video is measured, every rung configured above
+    /// the source's bit rate is lowered to it (x264 is reconfigured between pictures; the
+    /// rung's first seconds keep the ladder's rate). Measured rather than read from the
+    /// source's metadata, which not every encoder sends.
+    private func measureSourceBitRate(_ frame: MediaFrame) {
+        guard !sourceBitRateMeasured else { return }
+        let bytes = frame.payload.readableBytes
+        guard var measured = sourceVideo else {
+            sourceVideo = (bytes, frame.timestamp, frame.timestamp)
+            return
+        }
+        measured.bytes += bytes
+        measured.last = max(measured.last, frame.timestamp)
+        sourceVideo = measured
+        let span = measured.last - measured.first
+        guard span >= Self.sourceBitRateWindow else { return }
+        sourceBitRateMeasured = true
+        let sourceBitRate = Int(Int64(measured.bytes) * 8 * 1000 / span)
+        for rung in rungs where rung.plan.rung.videoBitRate > sourceBitRate {
+            rung.limitBitRate(to: sourceBitRate)
+            cappedBitRates[rung.plan.rung.name] = sourceBitRate
+            logger.info("a rung above the source's bit rate is capped at it", metadata: [
+                "stream": "\(source)", "rung": "\(rung.plan.rung.name)",
+                "ladder_bit_rate": "\(rung.plan.rung.videoBitRate)", "source_bit_rate": "\(sourceBitRate)",
+            ])
         }
     }
 
@@ -309,6 +354,8 @@ final class TranscodeJob {
         }
         videoSequenceHeader = header.payload
         rungs = []
+        sourceVideo = nil
+        sourceBitRateMeasured = false
         if let decoder {
             add(decoder.statistics, to: &previousDecoders)
         }

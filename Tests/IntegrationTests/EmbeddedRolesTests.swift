@@ -27,7 +27,8 @@ extension IntegrationTests {
                 try await scenario.waitUntilLive(node, "abr", "solo")
                 try await scenario.waitUntilLive(node, "abr", "solo_240p", timeout: .seconds(15))
 
-                // The coordinator placed the job on this node's transcoder; the rungs run.
+                // The coordinator placed the job on this node's transcoder; the rungs a 360p source
+                // has run, at their size, and the ladder's taller ones are skipped.
                 var stream: [String: Any] = [:]
                 let placed = await eventually(timeout: .seconds(10), interval: .milliseconds(250)) {
                     let (_, json) = (try? await Self.admin(node, "/api/v1/streams")) ?? (0, [:])
@@ -35,9 +36,11 @@ extension IntegrationTests {
                     guard let found = streams.first(where: { $0["app"] as? String == "abr" && $0["name"] as? String == "solo" }) else { return false }
                     stream = found
                     let renditions = found["renditions"] as? [[String: Any]] ?? []
-                    return !renditions.isEmpty && renditions.allSatisfy { $0["transcoderNode"] as? String == "solo" && $0["state"] as? String == "running" }
+                    let states = Dictionary(renditions.map { ($0["rung"] as? String ?? "?", "\($0["state"] as? String ?? "?") \($0["width"] as? Int ?? -1)") }, uniquingKeysWith: { first, _ in first })
+                    return renditions.allSatisfy { $0["transcoderNode"] as? String == "solo" }
+                        && states == ["720p": "skipped 0", "480p": "skipped 0", "360p": "running 640", "240p": "running 426"]
                 }
-                scenario.check(placed, "the admin API does not show every rung of abr/solo running on node solo: \(stream)")
+                scenario.check(placed, "the admin API does not show the rungs of abr/solo on node solo (360p and 240p running, 720p and 480p skipped): \(stream)")
                 scenario.check(stream["ingestNode"] as? String == "solo", "the stream's ingest is \(stream["ingestNode"] ?? "absent")")
                 let listed = (try? await Self.admin(node, "/api/v1/streams"))?.1["streams"] as? [[String: Any]] ?? []
                 scenario.check(listed.count == 1, "the rungs must not be listed as streams of their own (nor transcoded again): \(listed.map { $0["name"] ?? "?" })")

@@ -64,6 +64,39 @@ extension IntegrationTests {
             }
         }
 
+        /// Issue 23: a rung at the source's size was encoded above the source's bit rate (a
+        /// 360p source at 0.79 Mbit/s gave a 360p rung at 1.0 Mbit/s). Rungs are capped at the
+        /// source's measured bit rate once 4 s of it are measured.
+        @Test("A rung is never encoded above the source's bit rate: a 360p source at 300 kbit/s gives a 360p rung of the same rate, not the ladder's 800")
+        func rungsAreCappedAtTheSourcesBitRate() async throws {
+            try await Scenario.run("transcode-cap") { scenario in
+                let node = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1))
+                _ = try scenario.launch("ffmpeg", [
+                    "-nostdin", "-hide_banner", "-loglevel", "warning", "-re",
+                    "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100",
+                    "-c:v", "libx264", "-preset", "veryfast", "-b:v", "300k", "-maxrate", "300k", "-bufsize", "300k", "-g", "60",
+                    "-c:a", "aac", "-b:a", "64k", "-t", "40", "-f", "flv", node.rtmpURL("abr", "cap"),
+                ], name: "publisher")
+                try await scenario.waitUntilLive(node, "abr", "cap/360p", timeout: .seconds(20))
+                let source = try await scenario.openViewer(node, "abr", "cap")
+                let rung = try await scenario.openViewer(node, "abr", "cap/360p")
+                try await Task.sleep(for: .seconds(14))
+                // Video bits per second over the viewers' last 6 s of media, past the measuring.
+                func bitRate(_ viewer: HTTPFLVViewer) throws -> Int {
+                    let frames = try viewer.flv().videoFrames
+                    guard let last = frames.last?.timestamp else { return 0 }
+                    let window = frames.filter { $0.timestamp + 6000 > last }
+                    return window.reduce(0) { $0 + $1.data.count } * 8 / 6
+                }
+                let sourceRate = try bitRate(source)
+                let rungRate = try bitRate(rung)
+                scenario.note("video over 6 s: source \(sourceRate / 1000) kbit/s, 360p rung \(rungRate / 1000) kbit/s (ladder: 800)")
+                scenario.check(sourceRate > 150_000 && sourceRate < 450_000, "the source's video is \(sourceRate / 1000) kbit/s, expected about 300")
+                scenario.check(rungRate <= sourceRate * 5 / 4, "the 360p rung is \(rungRate / 1000) kbit/s, above the source's \(sourceRate / 1000)")
+                scenario.check(node.log.contains("a rung above the source's bit rate is capped at it"), "no rung was capped")
+            }
+        }
+
         /// Presentation times (ms) of the keyframes of a file's video stream.
         static func keyframeTimes(of path: String, scenario: Scenario) async throws -> [Int] {
             let run = try await scenario.run(
