@@ -10,6 +10,13 @@ import NIOCore
 public actor HLSRendition {
     public nonisolated let name: String
     public nonisolated let configuration: HLSConfiguration
+    /// When the rendition was attached: requests wait for the first segment of a young one
+    /// only (`isStarting`), never for one that has had time to make it and did not.
+    public nonisolated let attachedAt = ContinuousClock.now
+
+    /// Whether the rendition is new enough that its first segment may still be on its way
+    /// (within the blocking timeout of its attachment).
+    public nonisolated var isStarting: Bool { ContinuousClock.now - attachedAt < configuration.blockingTimeout }
 
     /// One LL-HLS partial segment.
     public struct Part: Sendable {

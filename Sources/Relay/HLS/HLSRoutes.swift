@@ -36,15 +36,15 @@ public struct HLSRoutes: Sendable {
         await onRequest?(path)
         let renditions = await service.renditions(of: path)
         guard !renditions.isEmpty else { return Self.status(.notFound) }
-        // Renditions that are live but have no complete segment yet (a relay or edge that
+        // Renditions just attached that have no complete segment yet (a relay or edge that
         // has just opened them for this very request): wait for them, together and up to
         // the blocking timeout, so that the first answer lists every one, each with a
-        // segment to start from. A player reads every media playlist of a master once when
+        // segment to start from. One older than that without a segment is not waited for. A player reads every media playlist of a master once when
         // it opens it, and gives up on one without segments (ffmpeg: "Output file does not
         // contain any stream").
         await withTaskGroup(of: Void.self) { group in
-            for rendition in renditions.values where await !rendition.ended {
-                if await !rendition.hasCompleteSegment {
+            for rendition in renditions.values where rendition.isStarting {
+                if await !rendition.ended, await !rendition.hasCompleteSegment {
                     group.addTask { _ = await rendition.waitForCompleteSegment() }
                 }
             }
@@ -107,7 +107,7 @@ public struct HLSRoutes: Sendable {
 
     private func mediaPlaylist(_ rendition: HLSRendition, variant: HLSPlaylist.Variant, path: StreamPath, query: Parameters) async throws -> Response {
         let block = try Self.blockingRequest(query)
-        if block == nil, await !rendition.hasCompleteSegment {
+        if block == nil, rendition.isStarting, await !rendition.hasCompleteSegment {
             // A rendition just opened for this request: its first segment, within the
             // blocking timeout, rather than a playlist without segments that a player
             // reading it once (at start) gives up on.
