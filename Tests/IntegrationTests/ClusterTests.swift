@@ -286,6 +286,20 @@ extension IntegrationTests {
             }
         }
 
+        /// The transcoder running `app/name`'s job (waited for, bounded) and its index among
+        /// `startCluster`'s transcoders.
+        static func owner(of app: String, _ name: String, coordinator: NodeProcess) async throws -> (id: String, index: Int) {
+            var owner: String?
+            _ = await eventually(timeout: .seconds(5), interval: .milliseconds(200)) {
+                owner = try? await transcoder(of: app, name, coordinator: coordinator)
+                return owner != nil
+            }
+            guard let owner, let index = ["transcode-1", "transcode-2"].firstIndex(of: owner) else {
+                throw IntegrationFailure("the coordinator shows no running transcoder for \(app)/\(name)")
+            }
+            return (owner, index)
+        }
+
         /// Runs `fault` and checks that a rung keyframe newer than anything `viewer` had
         /// reaches it within `bound`: the dying transcoder's frames in flight are no keyframe
         /// (its GOPs are the source's 2 s), and the survivor's first picture for the relay is
@@ -333,15 +347,7 @@ extension IntegrationTests {
                 try await scenario.waitUntilLive(cluster.relay, "abr", "show_240p", timeout: .seconds(20))
                 let viewer = try await scenario.openViewer(cluster.relay, "abr", "show_240p")
                 try scenario.require(await viewer.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(10)), "the rung viewer got nothing")
-                var owner: String?
-                _ = await eventually(timeout: .seconds(5), interval: .milliseconds(200)) {
-                    owner = try? await Self.transcoder(of: "abr", "show", coordinator: cluster.coordinator)
-                    return owner != nil
-                }
-                guard let owner, let index = ["transcode-1", "transcode-2"].firstIndex(of: owner) else {
-                    try scenario.require(false, "the coordinator shows no running transcoder for abr/show")
-                    return
-                }
+                let (owner, index) = try await Self.owner(of: "abr", "show", coordinator: cluster.coordinator)
                 // The facts come with the ingest's periodic report, which may follow the
                 // transcoder's placement: wait for them (bounded).
                 var facts: [String: Any]?
@@ -388,15 +394,7 @@ extension IntegrationTests.ClusterFailoverTests {
             let cluster = try await Self.startCluster(scenario)
             _ = try scenario.publish(media, to: cluster.ingest.rtmpURL("abr", "busy"), name: "publisher", loop: true)
             try await scenario.waitUntilLive(cluster.relay, "abr", "busy/240p", timeout: .seconds(20))
-            var owner: String?
-            _ = await eventually(timeout: .seconds(5), interval: .milliseconds(200)) {
-                owner = try? await Self.transcoder(of: "abr", "busy", coordinator: cluster.coordinator)
-                return owner != nil
-            }
-            guard let owner, let index = ["transcode-1", "transcode-2"].firstIndex(of: owner) else {
-                try scenario.require(false, "the coordinator shows no running transcoder for abr/busy")
-                return
-            }
+            let (owner, index) = try await Self.owner(of: "abr", "busy", coordinator: cluster.coordinator)
             let hogs = try (0..<2).map { try scenario.launch("sh", ["-c", "while :; do :; done"], name: "busy-loop-\($0)") }
             let start = ContinuousClock.now
             var moves: [String] = []
