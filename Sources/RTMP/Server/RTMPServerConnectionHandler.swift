@@ -174,10 +174,13 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         }
         if configuration.chunkLimits.nodeBudget != nil {
             // The node's budget picked this connection to pay for a shortage: it may hold a
-            // stalled message and send nothing more, so it is closed from here.
+            // stalled message and send nothing more, so it is closed from here. Weakly: the
+            // decoder keeps the closure, and the handler the decoder.
+            let weak = NIOLoopBound(WeakHandler(self), eventLoop: context.eventLoop)
             decoder.onShed = {
-                bound.eventLoop.execute {
-                    bound.value.fail(.chunk(.shedByNodeBudget(held: bound.value.decoder.bytesInReassembly)))
+                weak.eventLoop.execute {
+                    guard let handler = weak.value.handler else { return }
+                    handler.fail(.chunk(.shedByNodeBudget(held: handler.decoder.bytesInReassembly)))
                 }
             }
         }
@@ -988,6 +991,15 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
 
 @available(*, unavailable)
 extension RTMPServerConnectionHandler: Sendable {}
+
+/// A handler held weakly, for a closure that the handler itself keeps (through its decoder).
+private final class WeakHandler {
+    weak var handler: RTMPServerConnectionHandler?
+
+    init(_ handler: RTMPServerConnectionHandler) {
+        self.handler = handler
+    }
+}
 
 /// Sent through a connection's pipeline when the server shuts down gracefully.
 public struct RTMPServerShutdown: Sendable {
