@@ -200,8 +200,6 @@ final class TranscodeJob {
     /// `sourceBitRateWindow` of it gives its bit rate (`capRungsAtSourceBitRate`).
     private var sourceVideo: (bytes: Int, first: Int64, last: Int64)?
     private var sourceBitRateMeasured = false
-    /// Rungs lowered to the source's bit rate, and to what.
-    private var cappedBitRates: [String: Int] = [:]
     /// How much source video measures its bit rate: two GOPs of the usual 2 s.
     static let sourceBitRateWindow: Int64 = 4000
     private(set) var statistics = TranscodeStatistics()
@@ -331,7 +329,6 @@ final class TranscodeJob {
         let sourceBitRate = Int(Int64(measured.bytes) * 8 * 1000 / span)
         for rung in rungs where rung.plan.rung.videoBitRate > sourceBitRate {
             rung.limitBitRate(to: sourceBitRate)
-            cappedBitRates[rung.plan.rung.name] = sourceBitRate
             logger.info("a rung above the source's bit rate is capped at it", metadata: [
                 "stream": "\(source)", "rung": "\(rung.plan.rung.name)",
                 "ladder_bit_rate": "\(rung.plan.rung.videoBitRate)", "source_bit_rate": "\(sourceBitRate)",
