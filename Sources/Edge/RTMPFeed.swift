@@ -12,18 +12,13 @@ final class RTMPFeed: UpstreamFeed {
         case failed(String)
     }
 
-    private struct State {
-        var deliver: (@Sendable ([MediaFrame]) -> Void)?
-        var held: [MediaFrame] = []
-        var heldBytes = 0
-        var refusal: String?
-    }
-
     /// Frames held before `run` beyond this many bytes are dropped (the pull then resumes
     /// at the next keyframe the hub sees).
     static let maxHeldBytes = 16 << 20
 
-    private let state = NIOLockedValueBox(State())
+    /// The frames from `NetStream.Play.Start` until `run`, then `run`'s receiver.
+    private let handoff = FrameHandoff(maxHeldBytes: RTMPFeed.maxHeldBytes)
+    private let refusal = NIOLockedValueBox<String?>(nil)
     /// Whether the server started the play (false: refused, or the connection ended first).
     private let started = OneShot<Bool>()
     /// Why the connection ended, and whether the stream ended cleanly there.
@@ -47,18 +42,13 @@ final class RTMPFeed: UpstreamFeed {
         let started = await feed.started.wait()
         deadline.cancel()
         if started { return .started(feed) }
-        let refusal = feed.state.withLockedValue { $0.refusal }
+        let refusal = feed.refusal.withLockedValue { $0 }
         if refusal == "NetStream.Play.StreamNotFound" { return .notFound }
         return .failed(refusal ?? feed.ended.value?.reason ?? "no answer")
     }
 
     func run(_ deliver: @escaping @Sendable ([MediaFrame]) -> Void) async throws {
-        let held = state.withLockedValue { state -> [MediaFrame] in
-            state.deliver = deliver
-            defer { state.held = [] }
-            return state.held
-        }
-        if !held.isEmpty { deliver(held) }
+        handoff.start(deliver)
         let end = await withTaskCancellationHandler {
             await ended.wait()
         } onCancel: {
@@ -75,20 +65,10 @@ final class RTMPFeed: UpstreamFeed {
             // A player does not advertise reconnects, so is never asked.
             break
         case .refused(let code):
-            state.withLockedValue { $0.refusal = code }
+            refusal.withLockedValue { $0 = code }
             started.set(false)
         case .frames(let frames):
-            let deliver = state.withLockedValue { state -> (@Sendable ([MediaFrame]) -> Void)? in
-                if let deliver = state.deliver { return deliver }
-                for frame in frames {
-                    let bytes = frame.payload.readableBytes
-                    guard state.heldBytes + bytes <= Self.maxHeldBytes else { break }
-                    state.held.append(frame)
-                    state.heldBytes += bytes
-                }
-                return nil
-            }
-            deliver?(frames)
+            handoff.receive(frames)
         case .ended(let reason, let clean):
             ended.set(End(reason: reason, clean: clean))
             started.set(false)
