@@ -2,6 +2,7 @@ import Cluster
 import Ingest
 import Logging
 import Media
+import NIOCore
 import Relay
 import Synchronization
 import Transcode
@@ -11,6 +12,12 @@ import Transcode
 /// GOP first, then live; on a node that also ingests, the publisher's own hub), decoded
 /// once, and every rung is published back on the bus (`media.<app>.<name>.<rung>`),
 /// where relays find it. Assignments are idempotent: one already running is left alone.
+///
+/// **Handover.** A job moved off a draining transcoder (`TranscodeAssignment.takesOverFrom`)
+/// starts here without publishing, agrees on a source keyframe with the draining node over
+/// `handover.ask.…`, and takes over there (`RungHandover`); the draining node, which
+/// answers those requests for every job it runs, stops each job once all its rungs
+/// reached that keyframe, without announcing an end: the relays' viewers stay.
 ///
 /// On a node that also plays streams (`--role all`), each rung is also a hub of the
 /// node's registry (`abr/demo/480p` over RTMP and HTTP-FLV) and an HLS rendition of its
@@ -37,6 +44,15 @@ actor BusTranscoding {
             let previous = byRung.withLock { $0.updateValue(publication, forKey: rung) }
             previous?.cancel()
         }
+
+        /// Stops every rung's publication: nothing more goes out, not even an end.
+        func cancelAll() {
+            let all = byRung.withLock { byRung in
+                defer { byRung = [:] }
+                return Array(byRung.values)
+            }
+            for publication in all { publication.cancel() }
+        }
     }
 
     private struct Job {
@@ -45,7 +61,26 @@ actor BusTranscoding {
         /// Each rung's video bit rate, as configured.
         let bitRates: [String: Int]
         let publications: Publications
+        let handover: RungHandover
+        /// The job's handover subscriptions (`handover.ask`, and `handover.done` while it
+        /// takes over).
+        let listeners: [BusSubscription]
         var feed: FrameSubscription?
+
+        func stop() async {
+            for listener in listeners { listener.cancel() }
+            feed?.cancel()
+            _ = await pipeline.finish()
+        }
+    }
+
+    /// A drain of this node: the jobs the coordinator moved away, which run here until
+    /// their new transcoder took over.
+    private enum Drain {
+        case none
+        /// Asking the coordinator to move the jobs.
+        case asking
+        case moved(Set<StreamPath>)
     }
 
     private let bus: any Bus
@@ -55,6 +90,7 @@ actor BusTranscoding {
     private let logger: Logger
     private var jobs: [StreamPath: Job] = [:]
     private var starting: Set<StreamPath> = []
+    private var drain = Drain.none
 
     /// - Parameter ladders: the node's configured ladders. A rung of an assignment that one
     ///   of them names is encoded with its full settings (a frame-rate cap, say); the
@@ -74,8 +110,7 @@ actor BusTranscoding {
         case .stopTranscode(let app, let name):
             guard let path = try? StreamPath(app: app, name: name), let job = jobs.removeValue(forKey: path) else { return }
             logger.info("stopping a transcode job the coordinator moved away", metadata: ["stream": "\(path)"])
-            job.feed?.cancel()
-            _ = await job.pipeline.finish()
+            await job.stop()
         case .kick, .keyRevoked, .register:
             break
         }
@@ -91,6 +126,51 @@ actor BusTranscoding {
             }
             return .transcoding(app: path.app, name: path.name, rungs: job.rungs, produced: statistics.producing.isEmpty ? nil : produced)
         }
+    }
+
+    // MARK: Draining
+
+    /// Asks the coordinator to move this node's jobs (retrying for up to `within`); each
+    /// runs on until its new transcoder took over.
+    func beginDrain(coordinator: some CoordinatorAPI, nodeID: String, within: Duration) async {
+        guard case .none = drain else { return }
+        drain = .asking
+        let deadline = ContinuousClock.now + within
+        var moved: Set<StreamPath> = []
+        while ContinuousClock.now < deadline, !Task.isCancelled {
+            do {
+                let paths = try await coordinator.drain(nodeID: nodeID)
+                moved = Set(paths.compactMap { path in
+                    let parts = path.split(separator: "/", maxSplits: 1).map(String.init)
+                    return parts.count == 2 ? try? StreamPath(app: parts[0], name: parts[1]) : nil
+                })
+                logger.notice("draining: the coordinator moves \(moved.count) of \(jobs.count) transcode jobs; each runs here until its new transcoder takes over")
+                break
+            } catch {
+                logger.warning("draining: the coordinator does not answer; jobs move when this node leaves", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+        }
+        drain = .moved(moved)
+    }
+
+    /// Jobs still to hand over before a draining node may leave.
+    var handoversPending: Int {
+        switch drain {
+        case .none: 0
+        case .asking: 1
+        case .moved(let moved): jobs.keys.filter { moved.contains($0) }.count
+        }
+    }
+
+    /// Every rung of a moved job reached the cut: the new transcoder publishes now.
+    private func handedOver(_ path: StreamPath, pipeline: TranscodePipeline) async {
+        guard let job = jobs[path], job.pipeline === pipeline else { return }
+        jobs[path] = nil
+        logger.notice("handed the transcode job over at a source keyframe", metadata: ["stream": "\(path)", "cut": "\(job.handover.cut.map(String.init) ?? "?")"])
+        // No end on the bus: the relays' mirrors continue with the new transcoder's frames.
+        job.publications.cancelAll()
+        await job.stop()
     }
 
     private func start(_ assignment: TranscodeAssignment) async {
@@ -111,6 +191,19 @@ actor BusTranscoding {
         })
         let publications = Publications()
         let bus = bus
+        let doneSubject = HandoverSubject.done(path)
+        let pipelineBox = Mutex<TranscodePipeline?>(nil)
+        let handover = RungHandover(
+            mode: assignment.takesOverFrom == nil ? .direct : .incoming,
+            onRungCut: { rung in
+                // After the rung's last frame, on the same connection.
+                try? bus.publish(subject: doneSubject, payload: ByteBuffer(string: rung))
+            },
+            onAllCut: { [weak self] in
+                guard let pipeline = pipelineBox.withLock({ $0 }) else { return }
+                Task { await self?.handedOver(path, pipeline: pipeline) }
+            }
+        )
         let registry = registry
         let localPlayback = localPlayback
         var jobLogger = logger
@@ -132,7 +225,7 @@ actor BusTranscoding {
                     }
                 }
                 do {
-                    let publication = try BusPublication(hub: rendition.hub, bus: bus, logger: logger)
+                    let publication = try BusPublication(hub: rendition.hub, bus: bus, logger: logger, handover: handover)
                     publications.replace(rendition.plan.rung.name, with: publication)
                 } catch {
                     logger.error("cannot publish a rung to the bus: \(error)")
@@ -142,22 +235,80 @@ actor BusTranscoding {
             logger.error("cannot start transcoding: \(error)")
             return
         }
-        logger.info("transcoding for the cluster with ladder \(ladder.rungs.map(\.name).joined(separator: ","))")
+        pipelineBox.withLock { $0 = pipeline }
+        let listeners = listen(path, handover: handover, takesOverFrom: assignment.takesOverFrom, logger: logger)
+        let takeover = assignment.takesOverFrom.map { ", taking over from \($0) at a source keyframe" } ?? ""
+        logger.info("transcoding for the cluster with ladder \(ladder.rungs.map(\.name).joined(separator: ","))\(takeover)")
         // Rungs that only go over the bus join at the live edge (a moved job's relays hold a
         // newer timeline than the cached GOP); a node that also plays them itself keeps every
         // rung keyframe on a source keyframe from the start.
-        let feed = TranscodeFeed.start(hub: source, pipeline: pipeline, logger: logger, joinAtLiveEdge: localPlayback == nil) { _ in
+        let feed = TranscodeFeed.start(hub: source, pipeline: pipeline, logger: logger, joinAtLiveEdge: localPlayback == nil, observe: handover.sourceFrame) { _ in
             await self.ended(path, pipeline: pipeline)
         }
         jobs[path] = Job(
             pipeline: pipeline, rungs: ladder.rungs.map(\.name),
             bitRates: Dictionary(ladder.rungs.map { ($0.name, $0.videoBitRate) }, uniquingKeysWith: { first, _ in first }),
-            publications: publications, feed: feed)
+            publications: publications, handover: handover, listeners: listeners, feed: feed)
+        if assignment.takesOverFrom != nil {
+            Task { await Self.askToTakeOver(path, handover: handover, bus: bus, logger: logger) }
+        }
+    }
+
+    /// The job's handover subscriptions: it answers a later transcoder's request to take
+    /// over; while it takes over itself, it hears the outgoing stop each rung.
+    private func listen(_ path: StreamPath, handover: RungHandover, takesOverFrom: String?, logger: Logger) -> [BusSubscription] {
+        var listeners: [BusSubscription] = []
+        let bus = bus
+        do {
+            listeners.append(try bus.subscribe(subject: HandoverSubject.ask(path)) { message in
+                guard let proposed = HandoverSubject.decodeTimestamp(message.payload),
+                      let threshold = handover.beginOutgoing(proposed: proposed)
+                else { return }
+                try? bus.respond(to: message, payload: HandoverSubject.encode(threshold))
+                logger.notice("handing the transcode job over at the first source keyframe after \(threshold) ms")
+            })
+            if takesOverFrom != nil {
+                listeners.append(try bus.subscribe(subject: HandoverSubject.done(path)) { message in
+                    guard let rung = HandoverSubject.decodeRung(message.payload) else { return }
+                    handover.outgoingStopped(rung: rung)
+                })
+            }
+        } catch {
+            logger.warning("cannot listen for handovers: \(error)")
+        }
+        return listeners
+    }
+
+    /// The incoming side: once the source is read, asks the outgoing for the cut; without
+    /// an answer, publishes from its first keyframe.
+    private static func askToTakeOver(_ path: StreamPath, handover: RungHandover, bus: any Bus, logger: Logger) async {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while handover.newestSourceTimestamp == nil, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        guard let newest = handover.newestSourceTimestamp else {
+            handover.abandon()
+            return
+        }
+        do {
+            let reply = try await bus.request(subject: HandoverSubject.ask(path), payload: HandoverSubject.encode(newest), timeout: .seconds(2))
+            guard let threshold = HandoverSubject.decodeTimestamp(reply) else {
+                logger.warning("a malformed handover answer; publishing from the first keyframe")
+                handover.abandon()
+                return
+            }
+            handover.adopt(threshold: threshold)
+            logger.notice("taking the transcode job over at the first source keyframe after \(threshold) ms")
+        } catch {
+            logger.notice("no transcoder to take the job over from (\(error)); publishing from the first keyframe")
+            handover.abandon()
+        }
     }
 
     private func ended(_ path: StreamPath, pipeline: TranscodePipeline) {
         if let job = jobs[path], job.pipeline === pipeline {
             jobs[path] = nil
+            for listener in job.listeners { listener.cancel() }
         }
     }
 }

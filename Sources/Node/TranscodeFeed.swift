@@ -19,6 +19,7 @@ enum TranscodeFeed {
         pipeline: TranscodePipeline,
         logger: Logger,
         joinAtLiveEdge: Bool = false,
+        observe: (@Sendable (MediaFrame) -> Void)? = nil,
         finished: @escaping @Sendable (TranscodeStatistics) async -> Void
     ) -> FrameSubscription? {
         // The feed keeps its source open: on a transcoder, the source is a bus mirror that
@@ -32,7 +33,12 @@ enum TranscodeFeed {
                let newest = batch.frames.last(where: { $0.kind == .video && !$0.isSequenceHeader }) {
                 pipeline.encode(from: newest.timestamp)
             }
-            for frame in batch.frames { pipeline.submit(frame) }
+            for frame in batch.frames {
+                // Seen before the pipeline has it (a handover's cut must be known before
+                // the rungs' frames at it come out).
+                observe?(frame)
+                pipeline.submit(frame)
+            }
             if batch.ended {
                 Task {
                     let statistics = await pipeline.finish()

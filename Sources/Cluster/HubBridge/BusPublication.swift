@@ -18,30 +18,42 @@ public final class BusPublication: Sendable {
     private let subscription: FrameSubscription?
     private let gopResponder: NIOLockedValueBox<BusSubscription?>
 
-    /// Starts forwarding `hub` on its rendition's subject (`src` for a source).
-    public init(hub: StreamHub, bus: any Bus, logger: Logger) throws(BusError) {
+    /// Starts forwarding `hub` on its rendition's subject (`src` for a source). A rung of a
+    /// transcode job passes through the job's `handover`, which holds or drops frames
+    /// while the job moves between transcoders.
+    public init(hub: StreamHub, bus: any Bus, logger: Logger, handover: RungHandover? = nil) throws(BusError) {
         let subject = try MediaBusSubject(hub.path)
         self.subject = subject
         let publisher = MediaBusPublisher(bus: bus, subject: subject, epoch: UInt32.random(in: 1...UInt32.max))
         let failures = NIOLockedValueBox(0)
         let endSubject = MediaBusGOP.endSubject(for: subject)
+        let publish: @Sendable (MediaFrame) -> Void = { frame in
+            do {
+                try publisher.publish(frame)
+            } catch {
+                // A lost frame is a sequence gap for the receivers, who resume at the
+                // next keyframe; log the first failure of a run, not every frame.
+                let count = failures.withLockedValue { $0 += 1; return $0 }
+                if count == 1 || count % 1000 == 0 {
+                    logger.warning("cannot publish to the bus", metadata: ["subject": "\(subject)", "error": "\(error)", "failures": "\(count)"])
+                }
+            }
+        }
+        let rung = subject.rendition
+        let handover = handover?.bind(rung: rung, publish: publish) == true ? handover : nil
         // A GOP request gets exactly what a new viewer would, metadata and configuration
         // records first.
         let responder = try bus.subscribe(subject: MediaBusGOP.subject(for: subject)) { message in
+            if let handover, !handover.answersGOPRequests(for: rung) { return }
             try? bus.respond(to: message, payload: MediaBusGOP.encode(hub.startFrames(), maxBytes: bus.maxPayload))
         }
         self.gopResponder = NIOLockedValueBox(responder)
         self.subscription = FrameSubscription.start(on: hub, delivery: .inline { batch in
             for frame in batch.frames {
-                do {
-                    try publisher.publish(frame)
-                } catch {
-                    // A lost frame is a sequence gap for the receivers, who resume at the
-                    // next keyframe; log the first failure of a run, not every frame.
-                    let count = failures.withLockedValue { $0 += 1; return $0 }
-                    if count == 1 || count % 1000 == 0 {
-                        logger.warning("cannot publish to the bus", metadata: ["subject": "\(subject)", "error": "\(error)", "failures": "\(count)"])
-                    }
+                if let handover {
+                    handover.offer(frame, rung: rung)
+                } else {
+                    publish(frame)
                 }
             }
             if batch.ended {

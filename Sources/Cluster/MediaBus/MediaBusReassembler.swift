@@ -53,9 +53,14 @@ public struct MediaBusReassembler: Sendable {
     }
 
     public let maxFrameBytes: Int
+    /// Messages of the replaced epoch dropped after a switch (a few seconds of a rung);
+    /// past that, that publisher is taken as live again (two publishers alternating).
+    static let stragglerAllowance = 256
     public private(set) var statistics = Statistics()
 
     private var epoch: UInt32?
+    /// The epoch replaced last, and how many more of its messages are dropped as stragglers.
+    private var retired: (epoch: UInt32, remaining: Int)?
     private var expectedSequence: UInt64?
     private var partial: Partial?
     private var hasVideo = false
@@ -93,8 +98,17 @@ public struct MediaBusReassembler: Sendable {
             throw .lengthMismatch(announced: frameLength, received: fragmentLength)
         }
 
+        if header.epoch != epoch, let straggler = retired, straggler.epoch == header.epoch, straggler.remaining > 0 {
+            // The previous publisher's last messages, arriving after the new one's first (a
+            // transcoder handing over at a keyframe, over another connection): switching
+            // back would drop the new publisher's frames until its next keyframe.
+            retired = (straggler.epoch, straggler.remaining - 1)
+            statistics.staleFrames += 1
+            return nil
+        }
         if header.epoch != epoch {
             // A new publisher session: its sequence numbers start afresh.
+            if let epoch { retired = (epoch, Self.stragglerAllowance) }
             if partial != nil {
                 statistics.incompleteFrames += 1
             }

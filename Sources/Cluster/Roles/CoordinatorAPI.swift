@@ -23,6 +23,11 @@ public protocol CoordinatorAPI: DistributedActor where ActorSystem == NodeActorS
     distributed func streamStarted(_ start: StreamStart) async throws
     /// The publisher of `app/name` on `ingestNode` left for good (after the grace period).
     distributed func streamEnded(app: String, name: String, ingestNode: String) async throws
+    /// The node drains: it takes no new transcode jobs, and each of its jobs moves to
+    /// another transcoder, which takes over at a source keyframe while the draining node
+    /// keeps encoding until then. Returns the jobs moved (0 when no other transcoder is
+    /// alive: the jobs stay until the node leaves), as `app/name`. Idempotent.
+    distributed func drain(nodeID: String) async throws -> [String]
     /// Where `app/name` lives, or nil when it is not live.
     distributed func lookup(app: String, name: String) async throws -> StreamLocation?
     /// Whether `key` is a valid, unrevoked stream key for `app/name`.

@@ -9,6 +9,9 @@ public struct NodeSummary: Codable, Sendable, Hashable {
     /// `alive` or `dead`.
     public var state: String
     public var load: Double
+    /// Draining (`POST /api/v1/node/drain` or SIGTERM on the node): given no new jobs, its
+    /// jobs handed over to other transcoders.
+    public var draining: Bool
     /// Transcode jobs placed on the node (streams, not rungs).
     public var transcodeJobs: Int
     public var registeredAt: Date
@@ -20,6 +23,7 @@ public struct NodeSummary: Codable, Sendable, Hashable {
         advertiseHost = record.advertiseHost
         state = record.state.rawValue
         load = record.load
+        draining = record.draining
         self.transcodeJobs = transcodeJobs
         registeredAt = record.registeredAt
         lastHeartbeatAt = record.lastHeartbeatAt

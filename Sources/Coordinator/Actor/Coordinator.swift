@@ -42,6 +42,10 @@ public distributed actor Coordinator: CoordinatorAPI {
         try await state.streamEnded(app: app, name: name, ingestNode: ingestNode)
     }
 
+    public distributed func drain(nodeID: String) async throws -> [String] {
+        try await state.drain(nodeID: nodeID)
+    }
+
     public distributed func lookup(app: String, name: String) async throws -> StreamLocation? {
         try await state.lookup(app: app, name: name)
     }

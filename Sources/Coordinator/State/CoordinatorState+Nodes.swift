@@ -17,7 +17,8 @@ extension CoordinatorState {
             let existing = try NodeRecord.fetchOne(db, key: registration.nodeID)
             let node = NodeRecord(
                 id: registration.nodeID, role: registration.role, advertiseHost: registration.advertiseHost, state: .alive,
-                load: existing?.load ?? 0, registeredAt: existing?.registeredAt ?? time, lastHeartbeatAt: time
+                load: existing?.load ?? 0, registeredAt: existing?.registeredAt ?? time, lastHeartbeatAt: time,
+                draining: existing?.draining ?? false
             )
             try node.save(db)
             try EventRecord.record(
@@ -70,6 +71,33 @@ extension CoordinatorState {
         awaitingReconciliation.remove(nodeID)
         recordViewers(of: nodeID, from: streams)
         return reply(instructions + takeKicks(for: nodeID) + takeRevocations(for: nodeID))
+    }
+
+    /// A node drains: it is given no new jobs, and each of its jobs moves to the
+    /// least-loaded other transcoder, named as taking over from it (the draining node
+    /// encodes on until the new one takes over at a source keyframe, then stops the job
+    /// itself). A job with no other transcoder to go to stays. Returns the jobs moved
+    /// (`app/name`).
+    public func drain(nodeID: String) async throws -> [String] {
+        let time = now()
+        let moves: [TranscodeMove]? = try await store.write { db in
+            guard var node = try NodeRecord.fetchOne(db, key: nodeID) else { return nil }
+            if !node.draining {
+                node.draining = true
+                try node.update(db)
+                try EventRecord.record(db, time: time, kind: "node.draining", subject: nodeID, detail: "\(node.role.rawValue)")
+            }
+            let moves = try Placement.moveJobs(db, off: nodeID, handover: true)
+            for move in moves {
+                try EventRecord.record(db, time: time, kind: "transcode.moved", subject: "\(move.app)/\(move.name)", detail: "\(move.from) → \(move.to ?? "unplaced"), handover (drain)")
+            }
+            return moves
+        }
+        guard let moves else { throw CoordinatorError.unknownNode(nodeID) }
+        logger.notice("Node \(nodeID) drains: \(moves.count) transcode jobs move")
+        CoordinatorMetrics.transcodeMoves.increment(by: moves.count)
+        pushJobs(of: moves.map { StreamKey(app: $0.app, name: $0.name) })
+        return moves.map { "\($0.app)/\($0.name)" }
     }
 
     /// Nodes whose lease ran out, or whose connection a probe found gone: judged from the

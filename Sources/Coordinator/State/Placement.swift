@@ -59,15 +59,18 @@ enum Placement {
         return transcoder
     }
 
-    /// Moves every active job of `nodeID` to the least-loaded other transcoder.
-    static func moveJobs(_ db: Database, off nodeID: String) throws -> [TranscodeMove] {
+    /// Moves every active job of `nodeID` to the least-loaded other transcoder. With
+    /// `handover` (a drain: the node still encodes), a job with nowhere to go stays, and
+    /// a moved one names the node it takes over from.
+    static func moveJobs(_ db: Database, off nodeID: String, handover: Bool = false) throws -> [TranscodeMove] {
         let renditions = try RenditionRecord.all().on(transcoder: nodeID).active().fetchAll(db)
         let streamIDs = Array(Set(renditions.map(\.streamID))).sorted()
         var moves: [TranscodeMove] = []
         for streamID in streamIDs {
             guard let stream = try StreamRecord.fetchOne(db, key: streamID) else { continue }
             let target = try leastLoadedTranscoder(db, excluding: [nodeID])?.id
-            try assign(db, streamID: streamID, to: target)
+            if handover, target == nil { continue }
+            try assign(db, streamID: streamID, to: target, handoverFrom: handover ? nodeID : nil)
             moves.append(TranscodeMove(app: stream.app, name: stream.name, from: nodeID, to: target))
         }
         return moves
@@ -92,12 +95,14 @@ enum Placement {
         return placed
     }
 
-    /// Points every active rendition of a stream at `node` (nil: unplaced).
-    static func assign(_ db: Database, streamID: Int64, to node: String?) throws {
+    /// Points every active rendition of a stream at `node` (nil: unplaced), taking over
+    /// from `handoverFrom` (a draining transcoder) if given.
+    static func assign(_ db: Database, streamID: Int64, to node: String?, handoverFrom: String? = nil) throws {
         try RenditionRecord.all().ofStream(streamID).active().updateAll(
             db,
             RenditionRecord.Columns.transcoderNode.set(to: node),
-            RenditionRecord.Columns.state.set(to: (node == nil ? RenditionState.unplaced : .assigned).rawValue)
+            RenditionRecord.Columns.state.set(to: (node == nil ? RenditionState.unplaced : .assigned).rawValue),
+            RenditionRecord.Columns.handoverFrom.set(to: handoverFrom)
         )
     }
 
@@ -106,6 +111,9 @@ enum Placement {
         guard let streamID = stream.id else { return nil }
         let rungs = try RenditionRecord.all().ofStream(streamID).active().order(Column("id")).fetchAll(db)
         guard !rungs.isEmpty else { return nil }
-        return TranscodeAssignment(app: stream.app, name: stream.name, ingestNode: stream.ingestNode, rungs: rungs.map(\.spec))
+        return TranscodeAssignment(
+            app: stream.app, name: stream.name, ingestNode: stream.ingestNode, rungs: rungs.map(\.spec),
+            takesOverFrom: rungs.lazy.compactMap(\.handoverFrom).first
+        )
     }
 }

@@ -78,6 +78,9 @@ enum Reconciliation {
             let key = "\(report.app)/\(report.name)"
             running.insert(key)
             if let stream = assigned[key], let streamID = stream.id {
+                // Running here: any handover it was moved with is over.
+                try RenditionRecord.all().ofStream(streamID).filter(RenditionRecord.Columns.handoverFrom != nil)
+                    .updateAll(db, RenditionRecord.Columns.handoverFrom.set(to: nil))
                 if let produced = report.produced {
                     // What the transcoder encodes now, at its real size; the ladder's other
                     // rungs (above the source) are skipped.
@@ -94,7 +97,8 @@ enum Reconciliation {
                     try RenditionRecord.all().ofStream(streamID).filter(RenditionRecord.Columns.state == RenditionState.assigned.rawValue)
                         .updateAll(db, RenditionRecord.Columns.state.set(to: RenditionState.running.rawValue))
                 }
-            } else {
+            } else if !node.draining {
+                // A draining node stops a moved job itself, once the new transcoder took over.
                 instructions.append(.stopTranscode(app: report.app, name: report.name))
             }
         }

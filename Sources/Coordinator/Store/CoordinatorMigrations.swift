@@ -138,6 +138,16 @@ enum CoordinatorMigrations {
                 condition: Column("state") != "ended"
             )
         }
+        migrator.registerMigration("v5-drain-handover") { db in
+            // A draining transcoder takes no new jobs; a job moved off it names it, so that
+            // the new transcoder takes over at a keyframe instead of publishing beside it.
+            try db.alter(table: "nodes") { table in
+                table.add(column: "draining", .boolean).notNull().defaults(to: false)
+            }
+            try db.alter(table: "renditions") { table in
+                table.add(column: "handover_from", .text)
+            }
+        }
         return migrator
     }
 }

@@ -18,5 +18,15 @@ struct TranscodeAssembly {
         transcoding = jobs
         let system = context.system
         worker = try system.makeActor(named: RoleAddress.transcodeWorker) { TranscodeWorker(transcoding: jobs, actorSystem: system) }
+        // A drain moves the jobs to other transcoders and waits until each took over.
+        if context.nats != nil {
+            let coordinator = context.coordinator
+            let nodeID = context.configuration.nodeID
+            context.drain.add(NodeDrain.Participant(
+                name: "transcode",
+                begin: { grace in await jobs.beginDrain(coordinator: coordinator, nodeID: nodeID, within: grace) },
+                pending: { await jobs.handoversPending }
+            ))
+        }
     }
 }

@@ -28,18 +28,24 @@ struct DrainService: Service {
                 var requests = drain.requested.makeAsyncIterator()
                 return await requests.next()
             }
-            if request != nil {
+            if let request {
+                for participant in drain.participants {
+                    group.addTask { await participant.begin(request.grace) }
+                }
                 await cancelWhenGracefulShutdown {
                     drain.askPublishersToMove()
                     // Polled: sessions leave on many threads, and a tenth of a second is
                     // nothing against a grace period.
-                    while !drain.isDone(), !Task.isCancelled {
+                    while !Task.isCancelled {
+                        let pending = await drain.pending()
+                        if drain.isDone(pending: pending) { break }
                         try? await Task.sleep(for: .milliseconds(100))
                     }
                 }
                 let status = drain.status()
+                let workLeft = await drain.pending()
                 logger.notice("drain over: shutting down", metadata: [
-                    "publishersLeft": "\(status.publishers)", "viewersLeft": "\(status.viewers)",
+                    "publishersLeft": "\(status.publishers)", "viewersLeft": "\(status.viewers)", "workLeft": "\(workLeft)",
                     "after": "\(status.elapsedSeconds ?? 0) s",
                 ])
             }

@@ -11,6 +11,9 @@ import Synchronization
 /// leave before the node shuts down. Publishers that cannot be asked, and viewers, stay
 /// served until they leave or the grace ends.
 ///
+/// Roles add their own work (`Participant`): a transcoder has its jobs moved to other
+/// transcoders and waits until each was taken over.
+///
 /// It learns of sessions as an observer of the node's admission: the table holds one entry
 /// per live publisher (bounded by the node's stream capacity) and a count of viewers.
 final class NodeDrain: SessionObserver, Sendable {
@@ -37,6 +40,14 @@ final class NodeDrain: SessionObserver, Sendable {
         var viewers: Int
     }
 
+    /// A role's part of the drain: `begin` runs when the drain begins; the drain waits
+    /// (within the grace) until `pending` is 0.
+    struct Participant: Sendable {
+        var name: String
+        var begin: @Sendable (_ grace: Duration) async -> Void
+        var pending: @Sendable () async -> Int
+    }
+
     private struct PublisherKey: Hashable {
         var path: StreamPath
         var id: StreamHub.PublisherID
@@ -50,6 +61,8 @@ final class NodeDrain: SessionObserver, Sendable {
         var viewers = 0
         /// Set by a second SIGTERM: stop waiting.
         var hurried = false
+        /// Registered as the node is assembled: one per role at most.
+        var participants: [Participant] = []
     }
 
     private let state = Mutex(State())
@@ -84,6 +97,13 @@ final class NodeDrain: SessionObserver, Sendable {
         requestSink.yield(request)
         return true
     }
+
+    /// Adds a role's part; at assembly, before any drain.
+    func add(_ participant: Participant) {
+        state.withLock { $0.participants.append(participant) }
+    }
+
+    var participants: [Participant] { state.withLock { $0.participants } }
 
     /// Stops waiting for sessions (a second SIGTERM).
     func hurry() {
@@ -124,12 +144,20 @@ final class NodeDrain: SessionObserver, Sendable {
         }
     }
 
-    /// Whether the drain may end: no sessions left, the grace is over, or a second SIGTERM.
-    func isDone(now: ContinuousClock.Instant = .now) -> Bool {
+    /// Whether the drain may end: no sessions and no participants' work left (`pending`),
+    /// the grace is over, or a second SIGTERM.
+    func isDone(now: ContinuousClock.Instant = .now, pending: Int = 0) -> Bool {
         state.withLock { state in
             guard let request = state.request, let started = state.started else { return false }
-            return state.hurried || now - started >= request.grace || (state.publishers.isEmpty && state.viewers == 0)
+            return state.hurried || now - started >= request.grace || (state.publishers.isEmpty && state.viewers == 0 && pending == 0)
         }
+    }
+
+    /// Work the participants still have.
+    func pending() async -> Int {
+        var total = 0
+        for participant in participants { total += await participant.pending() }
+        return total
     }
 
     /// The server URL a publisher of `app` is sent to: `base/app`.

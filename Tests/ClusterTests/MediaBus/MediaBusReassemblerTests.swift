@@ -165,6 +165,31 @@ import Testing
         #expect(reassembler.statistics.gaps == 0)
     }
 
+    /// A handover: the new publisher's keyframe arrives before the old one's last frame.
+    /// The straggler is dropped; switching back would have cost the new publisher's frames
+    /// up to its next keyframe.
+    @Test func theReplacedEpochsStragglersAreDroppedWithoutLosingTheNewPublisher() throws {
+        let old = try Self.encode([Frames.video(timestamp: 0, keyframe: true), Frames.video(timestamp: 33, keyframe: false), Frames.video(timestamp: 66, keyframe: false)], epoch: 1)
+        let new = try Self.encode([Frames.video(timestamp: 100, keyframe: true), Frames.video(timestamp: 133, keyframe: false), Frames.video(timestamp: 166, keyframe: false)], epoch: 2)
+        var reassembler = MediaBusReassembler()
+        let out = try Self.feed([old[0], old[1], new[0], old[2], new[1], new[2]].flatMap { $0 }, into: &reassembler)
+        #expect(out.map(\.timestamp) == [0, 33, 100, 133, 166])
+        #expect(reassembler.statistics.staleFrames == 1)
+        #expect(reassembler.statistics.gaps == 0)
+    }
+
+    /// Past the allowance, the replaced publisher counts as live again (two publishers
+    /// alternating is a fault elsewhere, but neither is starved for ever).
+    @Test func aReplacedEpochThatKeepsPublishingIsTakenBackAfterTheAllowance() throws {
+        let new = try Self.encode([Frames.video(timestamp: 0, keyframe: true)], epoch: 2)
+        let old = try Self.encode((0...MediaBusReassembler.stragglerAllowance).map { Frames.video(timestamp: Int64(1000 + $0 * 33), keyframe: $0 == MediaBusReassembler.stragglerAllowance) }, epoch: 1)
+        var reassembler = MediaBusReassembler()
+        let first = try Self.encode([Frames.video(timestamp: 0, keyframe: true)], epoch: 1)
+        let out = try Self.feed((first + new + old).flatMap { $0 }, into: &reassembler)
+        #expect(out.count == 3)
+        #expect(reassembler.statistics.staleFrames == UInt64(MediaBusReassembler.stragglerAllowance))
+    }
+
     @Test func oversizedFrameIsRejectedBeforeAnythingIsBuffered() throws {
         let messages = try Self.encode([Frames.video(timestamp: 0, keyframe: true, size: 5000)], maxMessageBytes: 1036)
         var reassembler = MediaBusReassembler(maxFrameBytes: 4096)

@@ -14,13 +14,15 @@ struct NodeRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableReco
     var load: Double
     var registeredAt: Date
     var lastHeartbeatAt: Date
+    /// Draining: alive, but given no new jobs; its jobs are handed over to others.
+    var draining = false
 
     enum NodeState: String, Codable, Sendable, Hashable {
         case alive, dead
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, role, state, load
+        case id, role, state, load, draining
         case advertiseHost = "advertise_host"
         case registeredAt = "registered_at"
         case lastHeartbeatAt = "last_heartbeat_at"
@@ -32,6 +34,7 @@ struct NodeRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableReco
         static let state = Column(CodingKeys.state)
         static let load = Column(CodingKeys.load)
         static let lastHeartbeatAt = Column(CodingKeys.lastHeartbeatAt)
+        static let draining = Column(CodingKeys.draining)
     }
 }
 
@@ -43,8 +46,9 @@ extension DerivableRequest<NodeRecord> {
         alive().filter([NodeRole.ingest.rawValue, NodeRole.all.rawValue].contains(NodeRecord.Columns.role))
     }
 
-    /// Alive nodes that run transcode jobs.
+    /// Alive nodes that take transcode jobs (a draining one takes none).
     func aliveTranscoders() -> Self {
         alive().filter([NodeRole.transcode.rawValue, NodeRole.all.rawValue].contains(NodeRecord.Columns.role))
+            .filter(NodeRecord.Columns.draining == false)
     }
 }

@@ -14,6 +14,9 @@ struct RenditionRecord: Codable, Sendable, Hashable, FetchableRecord, MutablePer
     var bitRate: Int
     var transcoderNode: String?
     var state: RenditionState
+    /// The draining transcoder this job was moved off, until the new one reports it running:
+    /// the new one takes over from it at a source keyframe (`TranscodeAssignment.takesOverFrom`).
+    var handoverFrom: String?
 
     init(streamID: Int64, rung: RungSpec, transcoderNode: String?) {
         self.streamID = streamID
@@ -36,6 +39,7 @@ struct RenditionRecord: Codable, Sendable, Hashable, FetchableRecord, MutablePer
         case streamID = "stream_id"
         case bitRate = "bit_rate"
         case transcoderNode = "transcoder_node"
+        case handoverFrom = "handover_from"
     }
 
     enum Columns {
@@ -43,6 +47,7 @@ struct RenditionRecord: Codable, Sendable, Hashable, FetchableRecord, MutablePer
         static let rung = Column(CodingKeys.rung)
         static let transcoderNode = Column(CodingKeys.transcoderNode)
         static let state = Column(CodingKeys.state)
+        static let handoverFrom = Column(CodingKeys.handoverFrom)
     }
 }
 
