@@ -75,7 +75,7 @@ public final class RungHandover: Sendable {
     static let rememberedKeyframes = 16
     /// Rungs per job (a ladder has a handful; a hostile or broken assignment cannot grow
     /// the table past this).
-    static let maxRungs = 32
+    public static let maxRungs = 32
 
     public let maxHeldBytes: Int
     public let releaseTimeout: Duration
