@@ -97,6 +97,52 @@ struct PlacementTests {
         try await fixture.close()
     }
 
+    /// A drain: the job moves to the other transcoder naming the draining one, which is not
+    /// told to stop (it stops once taken over) and gets no new job; once the new one reports
+    /// the job running, the handover is forgotten.
+    @Test func aDrainingTranscodersJobMovesWithAHandoverAndItGetsNoNewJob() async throws {
+        let fixture = try await CoordinatorFixture()
+        try await fixture.register("ingest-1", .ingest)
+        try await fixture.register("tc-1", .transcode)
+        try await fixture.register("tc-2", .transcode)
+        _ = try await fixture.state.heartbeat(nodeID: "tc-2", load: 0.9, streams: [])
+        try await fixture.state.streamStarted(StreamStart(app: "live", name: "cam", ingestNode: "ingest-1"))
+        #expect(try await fixture.state.lookup(app: "live", name: "cam")?.renditions.first?.transcoderNode == "tc-1")
+        let running = [StreamReport.transcoding(app: "live", name: "cam", rungs: ["720p", "480p"])]
+        _ = try await fixture.state.heartbeat(nodeID: "tc-1", load: 0.1, streams: running)
+
+        #expect(try await fixture.state.drain(nodeID: "tc-1") == ["live/cam"])
+        // Idempotent: nothing left to move.
+        #expect(try await fixture.state.drain(nodeID: "tc-1") == [])
+        await #expect(throws: CoordinatorError.unknownNode("nobody")) { try await fixture.state.drain(nodeID: "nobody") }
+        #expect(try await fixture.state.nodes().first { $0.id == "tc-1" }?.draining == true)
+        let handover = TranscodeAssignment(app: "live", name: "cam", ingestNode: "ingest-1", rungs: CoordinatorFixture.ladder, takesOverFrom: "tc-1")
+        #expect(try await fixture.state.heartbeat(nodeID: "tc-2", load: 0.9, streams: []).instructions == [.transcode(handover)])
+        // The draining node still runs it, and is not told to stop.
+        #expect(try await fixture.state.heartbeat(nodeID: "tc-1", load: 0.1, streams: running).instructions.isEmpty)
+        // A new stream goes to tc-2 although tc-1 is idler: a draining node takes no job.
+        _ = try await fixture.state.heartbeat(nodeID: "tc-1", load: 0, streams: [])
+        try await fixture.state.streamStarted(StreamStart(app: "live", name: "cam2", ingestNode: "ingest-1"))
+        #expect(try await fixture.state.lookup(app: "live", name: "cam2")?.renditions.first?.transcoderNode == "tc-2")
+        // tc-2 reports it running: the handover is over, a later assignment is a plain one.
+        _ = try await fixture.state.heartbeat(nodeID: "tc-2", load: 0.9, streams: running)
+        #expect(try await fixture.state.heartbeat(nodeID: "tc-2", load: 0.9, streams: []).instructions.contains(.transcode(TranscodeAssignment(
+            app: "live", name: "cam", ingestNode: "ingest-1", rungs: CoordinatorFixture.ladder))))
+        #expect(try await fixture.state.events().contains { $0.kind == "node.draining" && $0.subject == "tc-1" })
+        try await fixture.close()
+    }
+
+    /// A drain with no other transcoder moves nothing: the job stays where it runs.
+    @Test func aDrainWithNowhereToGoLeavesTheJob() async throws {
+        let fixture = try await CoordinatorFixture()
+        try await fixture.register("ingest-1", .ingest)
+        try await fixture.register("tc-1", .transcode)
+        try await fixture.state.streamStarted(StreamStart(app: "live", name: "cam", ingestNode: "ingest-1"))
+        #expect(try await fixture.state.drain(nodeID: "tc-1") == [])
+        #expect(try await fixture.state.lookup(app: "live", name: "cam")?.renditions.allSatisfy { $0.transcoderNode == "tc-1" } == true)
+        try await fixture.close()
+    }
+
     @Test func withoutTranscodersAJobWaitsUnplacedUntilOneRegisters() async throws {
         let fixture = try await CoordinatorFixture()
         try await fixture.register("ingest-1", .ingest)
