@@ -167,43 +167,9 @@ PY
 }
 
 # --- 3. failover: kill -9 the transcoder of a ladder ---------------------------------------------
-# 12 s of 640x360 30 fps H.264 at 600 kbit/s in 2 s GOPs, with AAC, published in a loop with
-# `ffmpeg -re -stream_loop -1 -c copy` (the default ladder makes 360p and 240p of it).
-encode_failover_source() { # file
-  log "encoding the 12 s failover source"
-  ffmpeg -nostdin -loglevel error -y \
-    -f lavfi -i testsrc2=size=640x360:rate=30 -f lavfi -i sine=frequency=440:sample_rate=44100 \
-    -c:v libx264 -preset veryfast -g 60 -keyint_min 60 -sc_threshold 0 -b:v 600k \
-    -c:a aac -b:a 64k -t 12 "$1"
-}
-
-# pick_port VAR BASE: sets VAR to the first free port from BASE that no earlier pick_port
-# handed out (nodes start one after another, and some do not listen on every port).
-picked_ports=" "
-pick_port() {
-  local port
-  for ((port = $2; port < $2 + 100; port++)); do
-    if [[ $picked_ports != *" $port "* ]] && port_free "$port"; then
-      picked_ports+="$port "
-      printf -v "$1" '%s' "$port"
-      return 0
-    fi
-  done
-  die "no free port in $2..$(($2 + 99))"
-}
-
-http_code() { # url: the status of a GET (000 when none), within 1 s; a live body is cut off
-  curl -s -o /dev/null -m 1 -w '%{http_code}' "$1" 2>/dev/null || true
-}
-
-wait_http() { # name url pid seconds: until GET url answers 200; dies if pid exits or time runs out
-  local deadline=$((SECONDS + $4))
-  until [[ $(http_code "$2") == 200 ]]; do
-    kill -0 "$3" 2>/dev/null || die "$1 exited (see $tmp/$1.log): $(tail -3 "$tmp/$1.log" 2>/dev/null)"
-    ((SECONDS < deadline)) || die "$1: no 200 from $2 within $4 s (logs in $tmp)"
-    sleep 0.2
-  done
-}
+# The source: encode_failover_source (scripts/lib/bench.sh), 12 s published in a loop with
+# `ffmpeg -re -stream_loop -1 -c copy` (the default ladder makes 360p and 240p of it). Ports
+# from pick_port, readiness from wait_http (the same file).
 
 # fo_node NAME NODE-ID ROLE [ENV…]: starts `node --role ROLE` on the failover bus, logs in
 # $tmp/NAME.log, fresh ports each time, and waits (30 s) for its /readyz. Sets `started`

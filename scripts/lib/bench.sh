@@ -101,6 +101,18 @@ encode_latency_source() { # file
     -c:a aac -b:a 64k -t 30 "$1"
 }
 
+# The cluster benchmarks' ABR source: SECONDS (default 12) of SIZE (default 640x360) 30 fps
+# H.264 at 600 kbit/s in 2 s GOPs (a keyframe every 60 frames, no scene cuts), with AAC, for
+# `ffmpeg -re -stream_loop -1 -c copy` (the default abr ladder makes 360p and 240p of 640x360).
+encode_failover_source() { # file [seconds] [size]
+  local seconds=${2:-12} size=${3:-640x360}
+  log "encoding the ${seconds} s ${size} source"
+  ffmpeg -nostdin -loglevel error -y \
+    -f lavfi -i "testsrc2=size=$size:rate=30" -f lavfi -i sine=frequency=440:sample_rate=44100 \
+    -c:v libx264 -preset veryfast -g 60 -keyint_min 60 -sc_threshold 0 -b:v 600k \
+    -c:a aac -b:a 64k -t "$seconds" "$1"
+}
+
 # The fan-out benchmarks' source: 30 s of 640x360 30 fps H.264 at 520 kbit/s in 2 s GOPs,
 # with AAC, about 600 kbit/s in all, published in a loop with `ffmpeg -re -c copy`.
 encode_fanout_source() { # file
@@ -200,4 +212,33 @@ prepare_traced_fanout() { # tool
   RTMP=$(free_port 29361)
   HTTP=$(free_port 29091)
   NGINX=$(free_port 29461)
+}
+
+# --- for scripts that run a cluster of nodes -------------------------------------------------
+# pick_port VAR BASE: sets VAR to the first free port from BASE that no earlier pick_port
+# handed out (nodes start one after another, and some do not listen on every port).
+picked_ports=" "
+pick_port() {
+  local port
+  for ((port = $2; port < $2 + 100; port++)); do
+    if [[ $picked_ports != *" $port "* ]] && port_free "$port"; then
+      picked_ports+="$port "
+      printf -v "$1" '%s' "$port"
+      return 0
+    fi
+  done
+  die "no free port in $2..$(($2 + 99))"
+}
+
+http_code() { # url: the status of a GET (000 when none), within 1 s; a live body is cut off
+  curl -s -o /dev/null -m 1 -w '%{http_code}' "$1" 2>/dev/null || true
+}
+
+wait_http() { # name url pid seconds: until GET url answers 200; dies if pid exits or time runs out
+  local deadline=$((SECONDS + $4))
+  until [[ $(http_code "$2") == 200 ]]; do
+    kill -0 "$3" 2>/dev/null || die "$1 exited (see $tmp/$1.log): $(tail -3 "$tmp/$1.log" 2>/dev/null)"
+    ((SECONDS < deadline)) || die "$1: no 200 from $2 within $4 s (logs in $tmp)"
+    sleep 0.2
+  done
 }

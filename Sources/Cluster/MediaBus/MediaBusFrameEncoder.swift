@@ -70,6 +70,7 @@ public struct MediaBusFrameEncoder: Sendable {
             fragmentCount: UInt16(count),
             frameLength: UInt32(length)
         )
+        header.isDiscontinuity = frame.isDiscontinuity
         var messages: [ByteBuffer] = []
         messages.reserveCapacity(count)
         var body = frame.payload

@@ -10,7 +10,7 @@ import NIOCore
 /// | 0 | 1 | magic `0xEB` |
 /// | 1 | 1 | version (1) |
 /// | 2 | 1 | kind: 8 audio, 9 video, 18 script (the FLV tag type) |
-/// | 3 | 1 | flags: bit 0 keyframe, bit 1 sequence header; others 0 |
+/// | 3 | 1 | flags: bit 0 keyframe, bit 1 sequence header, bit 2 discontinuity (the publisher's timeline was re-based before this frame); others 0 |
 /// | 4 | 4 | stream epoch |
 /// | 8 | 8 | sequence number of the frame (all fragments share it) |
 /// | 16 | 8 | dts, milliseconds, signed |
@@ -27,11 +27,14 @@ public struct MediaBusFrameHeader: Sendable, Equatable {
 
     static let keyframeFlag: UInt8 = 0x01
     static let sequenceHeaderFlag: UInt8 = 0x02
-    static let knownFlags: UInt8 = keyframeFlag | sequenceHeaderFlag
+    static let discontinuityFlag: UInt8 = 0x04
+    static let knownFlags: UInt8 = keyframeFlag | sequenceHeaderFlag | discontinuityFlag
 
     public var kind: MediaKind
     public var isKeyframe: Bool
     public var isSequenceHeader: Bool
+    /// `MediaFrame.isDiscontinuity`.
+    public var isDiscontinuity = false
     /// Changes when the publisher changes (a new ingest session); the receiver restarts
     /// its sequence tracking on a new epoch.
     public var epoch: UInt32
@@ -115,6 +118,7 @@ public struct MediaBusFrameHeader: Sendable, Equatable {
             fragmentCount: fragmentCount,
             frameLength: frameLength
         )
+        self.isDiscontinuity = flags & Self.discontinuityFlag != 0
         buffer = reader
     }
 
@@ -123,6 +127,7 @@ public struct MediaBusFrameHeader: Sendable, Equatable {
         var flags: UInt8 = 0
         if isKeyframe { flags |= Self.keyframeFlag }
         if isSequenceHeader { flags |= Self.sequenceHeaderFlag }
+        if isDiscontinuity { flags |= Self.discontinuityFlag }
         buffer.writeInteger(Self.magic)
         buffer.writeInteger(Self.version)
         buffer.writeInteger(kind.rawValue)

@@ -183,10 +183,11 @@ public struct MediaBusReassembler: Sendable {
     private mutating func complete(_ header: MediaBusFrameHeader, body: ByteBuffer) -> MediaFrame? {
         // Bus input is re-validated like RTMP input: the flags come from the payload (a
         // sender could set the header's wrong), and configuration records are parsed.
-        guard let frame = try? MediaFrame.classified(kind: header.kind, timestamp: header.timestamp, payload: body) else {
+        guard var frame = try? MediaFrame.classified(kind: header.kind, timestamp: header.timestamp, payload: body) else {
             statistics.invalidFrames += 1
             return nil
         }
+        frame.isDiscontinuity = header.isDiscontinuity
         if frame.isSequenceHeader {
             do {
                 _ = try frame.validatedConfigurationRecord()

@@ -38,6 +38,11 @@ public struct MediaFrame: Sendable {
     /// True for a codec configuration record (AVC/HEVC decoder configuration, AAC
     /// AudioSpecificConfig) rather than coded media.
     public var isSequenceHeader: Bool
+    /// True for the first audio or video frame after the stream's timeline was re-based
+    /// (`TimestampNormalizer`): a new publisher took over, or the publisher's clock jumped.
+    /// The timeline stays continuous, but the media is not: HLS marks the segment it
+    /// starts with EXT-X-DISCONTINUITY instead of joining the two silently.
+    public var isDiscontinuity = false
     /// The tag header read from `payload` where the frame was made; nil for script data
     /// and for a frame built from flags alone (`init(kind:timestamp:isKeyframe:...)`),
     /// whose header is parsed on demand.

@@ -99,6 +99,8 @@ public final class StreamHub: Sendable {
         var normalizer = TimestampNormalizer()
         var publisher: Publisher?
         var hadPublisher = false
+        /// The timeline was re-based; the next media frame is marked `isDiscontinuity`.
+        var discontinuityPending = false
         /// Who first published the stream; only the same owner may take it over or resume it.
         var owner: String?
         var metadata: HubPacket?
@@ -215,7 +217,15 @@ public final class StreamHub: Sendable {
             guard !state.ended, state.publisher?.id == id else { return false }
             state.publisher?.lastActivity = now
             var frame = frame
+            let rebases = state.normalizer.rebaseCount
             frame.timestamp = state.normalizer.normalize(UInt32(truncatingIfNeeded: frame.timestamp), kind: frame.kind)
+            // A re-based timeline marks the next media frame (a reconnecting publisher's
+            // identical configuration records are dropped below, so not those).
+            if state.normalizer.rebaseCount != rebases { state.discontinuityPending = true }
+            if state.discontinuityPending, !frame.isSequenceHeader, frame.kind != .script {
+                frame.isDiscontinuity = true
+                state.discontinuityPending = false
+            }
             let bytes = frame.payload.readableBytes
             state.statistics.framesIn &+= 1
             state.statistics.bytesIn &+= bytes

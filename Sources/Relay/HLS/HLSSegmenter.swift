@@ -30,6 +30,9 @@ final class HLSSegmenter {
     private var videoConfiguration: MediaFrame?
     private var audioConfiguration: MediaFrame?
     private var configurationChanged = false
+    /// A frame marked `isDiscontinuity` arrived (a new publisher, a re-based jump): the
+    /// next cut point ends the open segment and starts one marked EXT-X-DISCONTINUITY.
+    private var discontinuityPending = false
     private var transportStream: MemoryMuxer?
     private var fragmented: MemoryMuxer?
     private var hasVideo = false
@@ -118,11 +121,21 @@ final class HLSSegmenter {
 
     private func write(_ frame: MediaFrame) throws {
         let isCutPoint = videoConfiguration == nil ? frame.kind == .audio : (frame.kind == .video && frame.isKeyframe)
+        if frame.isDiscontinuity, fragmented != nil { discontinuityPending = true }
         if configurationChanged, isCutPoint {
             // New codec parameters: close what we have, start a new init section.
             try closeSegment(at: frame.timestamp)
             resetMuxers()
             configurationChanged = false
+            discontinuityPending = false
+        } else if discontinuityPending, isCutPoint, segmentStart != nil {
+            // The same parameters from a new publisher (or after a re-based jump): the
+            // timeline runs on, but players learn that the media does not.
+            try closeSegment(at: frame.timestamp)
+            try beginSegment(at: frame.timestamp, discontinuity: true)
+            discontinuityPending = false
+            try append(frame, independent: true)
+            return
         }
         if fragmented == nil {
             guard isCutPoint else { return }  // wait for a keyframe to start

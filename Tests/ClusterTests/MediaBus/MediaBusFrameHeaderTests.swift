@@ -63,7 +63,7 @@ import Testing
 
     @Test(arguments: [
         (2, UInt8(7), MediaBusFrameError.unknownKind(7)),
-        (3, UInt8(0x04), MediaBusFrameError.unknownFlags(0x04)),
+        (3, UInt8(0x08), MediaBusFrameError.unknownFlags(0x08)),
         (31, UInt8(0), MediaBusFrameError.badFragment(index: 1, count: 0)),
         (29, UInt8(3), MediaBusFrameError.badFragment(index: 3, count: 3)),
     ])

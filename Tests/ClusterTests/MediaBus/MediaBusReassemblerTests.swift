@@ -190,6 +190,15 @@ import Testing
         #expect(reassembler.statistics.staleFrames == UInt64(MediaBusReassembler.stragglerAllowance))
     }
 
+    @Test func aDiscontinuityCrossesTheBus() throws {
+        var marked = Frames.video(timestamp: 33, keyframe: false)
+        marked.isDiscontinuity = true
+        let messages = try Self.encode([Frames.video(timestamp: 0, keyframe: true), marked])
+        var reassembler = MediaBusReassembler()
+        let out = try Self.feed(messages.flatMap { $0 }, into: &reassembler)
+        #expect(out.map(\.isDiscontinuity) == [false, true])
+    }
+
     @Test func oversizedFrameIsRejectedBeforeAnythingIsBuffered() throws {
         let messages = try Self.encode([Frames.video(timestamp: 0, keyframe: true, size: 5000)], maxMessageBytes: 1036)
         var reassembler = MediaBusReassembler(maxFrameBytes: 4096)

@@ -43,6 +43,7 @@ struct FrameSnapshot: Equatable, Sendable {
     var timestamp: Int64
     var isKeyframe: Bool
     var isSequenceHeader: Bool
+    var isDiscontinuity: Bool
     var payload: [UInt8]
 
     init(_ frame: MediaFrame) {
@@ -50,6 +51,7 @@ struct FrameSnapshot: Equatable, Sendable {
         timestamp = frame.timestamp
         isKeyframe = frame.isKeyframe
         isSequenceHeader = frame.isSequenceHeader
+        isDiscontinuity = frame.isDiscontinuity
         payload = Array(frame.payload.readableBytesView)
     }
 }

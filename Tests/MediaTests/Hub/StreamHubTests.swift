@@ -313,6 +313,25 @@ import Testing
         #expect(timestamps[30] > timestamps[29])
     }
 
+    /// The first media frame after a new publisher (whose identical configuration record is
+    /// not forwarded) is marked, once: HLS starts a discontinuity there.
+    @Test func theFirstMediaFrameOfANewPublisherIsMarkedADiscontinuity() throws {
+        let hub = makeHub()
+        try attach(hub, id: 1)
+        let subscriber = HubSubscriber(format: nil, maxQueueBytes: 1 << 20) { _ in }
+        hub.subscribe(subscriber)
+        hub.publish(Self.videoSequenceHeader(), publisher: 1)
+        for index in 0..<5 { hub.publish(Self.video(Int64(index) * 33, keyframe: index == 0), publisher: 1) }
+        hub.detachPublisher(id: 1)
+        try attach(hub, id: 2)
+        hub.publish(Self.videoSequenceHeader(), publisher: 2)
+        for index in 0..<5 { hub.publish(Self.video(Int64(index) * 33, keyframe: index == 0), publisher: 2) }
+        hub.flush(force: true)
+        let frames = subscriber.drain().packets.map(\.frame)
+        #expect(frames.count == 11)
+        #expect(frames.enumerated().filter { $0.element.isDiscontinuity }.map(\.offset) == [6])
+    }
+
     @Test func aHubWithoutJumpThresholdKeepsItsInputTimeline() throws {
         var configuration = HubConfiguration()
         configuration.timestampJumpThreshold = nil
