@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-hls bench-transcode bench-cluster bench-edge bench-latency bench-syscalls bench-profile clean
+.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-hls bench-transcode bench-cluster bench-cluster-soak bench-edge bench-latency bench-syscalls bench-profile clean
 
 ## Everything `make test` needs: Debian packages (test tools, chromium) and the Python
 ## virtualenv .venv/ with Playwright and cryptography (scripts/install-deps.sh --test).
@@ -56,6 +56,12 @@ bench-transcode: deps
 ## then transcoder failover (kill -9 of the ladder's transcoder: time until rung viewers get a new keyframe). STAGES=hop,failover.
 bench-cluster: deps
 	scripts/bench-cluster.sh
+
+## Cluster soak (issue 23): DURATION=1800 s of 3 publishers churning into abr, VIEWERS=50 HTTP-FLV viewers over
+## the rungs and two relays, kill -9 of a transcoder every KILL_EVERY=300 s, one relay restart; drops and gaps by
+## cause, failover times, RSS of every process each minute. Fails on an unexplained drop or growing RSS.
+bench-cluster-soak: deps
+	scripts/bench-cluster-soak.sh
 
 ## Edges: latency each edge tier adds (origin → edge → edge), and edge CPU per Gbit against a relay.
 bench-edge: deps

@@ -43,19 +43,21 @@ public final class MemoryMuxer {
     /// - `default_base_moof`: `trun` data offsets are relative to their own `moof`, no
     ///   `base_data_offset` (an absolute file position, meaningless for fragments served
     ///   separately); this also implies what `omit_tfhd_offset` would do;
-    /// - `cmaf`: CMAF brands (`cmfc`) in ftyp, as LL-HLS players expect fMP4 to be;
     /// - `skip_sidx`, `skip_trailer`: no `sidx` before a fragment and no `mfra` index at
     ///   the end, which only make sense for a complete file;
     /// - `frag_discont`: tfdt carries the frames' own DTS instead of restarting at 0, so a
     ///   muxer created mid-stream (late start, codec change) keeps the stream's timeline
     ///   and the audio/video offset.
     ///
-    /// With `cmaf`, fragments use version-1 `trun` boxes whose composition offsets may be
-    /// negative and whose tfdt is the first presentation time, as CMAF and LL-HLS players
-    /// (Safari, hls.js, MSE) read them. FFmpeg's own mov demuxer instead shifts a whole
-    /// track by its largest negative offset, so ffprobe shows B-frame video one reorder
-    /// delay late against audio; browsers do not.
-    static let fragmentedMP4Flags = "+empty_moov+frag_custom+default_base_moof+cmaf+skip_sidx+skip_trailer+frag_discont"
+    /// Not `cmaf`: with it, fragments use version-1 `trun` boxes with negative composition
+    /// offsets (tfdt = the first presentation time). Browsers read those right, but FFmpeg's
+    /// mov demuxer shifts a whole track by its largest negative offset, so every
+    /// FFmpeg-based player (ffplay, mpv, VLC's avformat path, restreamers) saw B-frame video
+    /// one reorder delay late against audio, and against the MPEG-TS variant (67 ms at 30
+    /// fps with two B-frames). Without it the offsets are positive (tfdt = the first DTS,
+    /// PTS = DTS + offset), which every player reads the same way, as it reads MPEG-TS.
+    /// The cost is the `cmfc` brand, which no HLS player requires.
+    static let fragmentedMP4Flags = "+empty_moov+frag_custom+default_base_moof+skip_sidx+skip_trailer+frag_discont"
 
     private enum State {
         case writing
@@ -158,6 +160,12 @@ public final class MemoryMuxer {
                 av_opt_set(context.pointee.priv_data, "movflags", Self.fragmentedMP4Flags, 0),
                 "av_opt_set(movflags)"
             )
+            // No edit list (a player would apply it on top of the composition offsets), and no
+            // shift of every track to start at zero, the mp4 muxer's default for fragments
+            // without edit lists: that would lose the stream's timeline that `frag_discont`
+            // keeps. Only what is negative is shifted.
+            try AVError.check(av_opt_set(context.pointee.priv_data, "use_editlist", "0", 0), "av_opt_set(use_editlist)")
+            context.pointee.avoid_negative_ts = AVFMT_AVOID_NEG_TS_MAKE_NON_NEGATIVE
 
         }
         try AVError.check(avformat_write_header(context, nil), "avformat_write_header")

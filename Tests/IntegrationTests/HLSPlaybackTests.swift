@@ -155,7 +155,7 @@ extension IntegrationTests {
             scenario.note("decoded \(transportStreams.count) TS segments, \(fragmented.count) fMP4 segments and the parts of \(partFiles.count) segments")
 
             // Both variants of one segment carry the same media: the same audio/video offset, and
-            // frames presented in order. Known server bugs (see `compareVariants`).
+            // frames presented at the same times, in order.
             if let sequence = Set(transportStreams.keys).intersection(fragmented.keys).max() {
                 try await scenario.compareVariants(ts: transportStreams[sequence]!, fmp4: fragmented[sequence]!, label: "segment \(sequence)")
             }
@@ -417,8 +417,8 @@ extension Scenario {
     /// The classic and LL-HLS versions of one segment against each other: the same audio/video
     /// offset (A/V sync), and in the fMP4 one, video frames presented one frame apart.
     ///
-    /// Both fail today (the fMP4 variant is off): recorded as known issues so that the suite
-    /// passes and this test tells when the server is fixed.
+    /// The fMP4 variant was once one reorder delay late in FFmpeg (CMAF's negative composition
+    /// offsets, which its demuxer reads as a whole-track shift); positive offsets fixed it.
     func compareVariants(ts: URL, fmp4: URL, label: String) async throws {
         let tsVideo = try await self.packetTimes(ts, stream: "video", name: "times-ts-video")
         let tsAudio = try await self.packetTimes(ts, stream: "audio", name: "times-ts-audio")
@@ -437,12 +437,12 @@ extension Scenario {
         let mp4Offset = mp4Video.map(\.pts).min()! - mp4Audio.map(\.pts).min()!
         let mp4Gap = smallestGap(mp4Video)
         self.note("\(label): first video − first audio PTS: TS \(tsOffset) s, fMP4 \(mp4Offset) s; smallest fMP4 video PTS step \(mp4Gap) s")
-        // The file is right (CMAF: trun v1, tfdt = first presentation time); FFmpeg's mov demuxer
-        // shifts a track with negative composition offsets by the largest one, which browsers do
-        // not. See MemoryMuxer.fragmentedMP4Flags. Recorded so a change of either side shows.
-        withKnownIssue("ffprobe reads CMAF negative composition offsets as a whole-track shift (browsers do not)") {
-            #expect(abs(tsOffset - mp4Offset) <= 0.015, "\(Comment(rawValue: label)): A/V offset differs between variants: TS \(tsOffset) s, fMP4 \(mp4Offset) s")
-        }
+        self.check(abs(tsOffset - mp4Offset) <= 0.015, "\(label): A/V offset differs between variants: TS \(tsOffset) s, fMP4 \(mp4Offset) s")
+        // The same presentation times, frame by frame, in both variants.
+        let tsTimes = tsVideo.map(\.pts).sorted()
+        let mp4Times = mp4Video.map(\.pts).sorted()
+        let largestDifference = zip(tsTimes, mp4Times).map { abs($0 - $1) }.max() ?? 0
+        self.check(largestDifference <= 0.002, "\(label): video presented up to \(largestDifference) s apart in TS and fMP4")
         // Part boundaries once gave a frame a lost pts (guessed durations); exact durations fixed it.
         self.check(mp4Gap >= 0.020, "\(label) fMP4: two video frames presented \(mp4Gap) s apart (TS: \(smallestGap(tsVideo)) s)")
     }

@@ -66,10 +66,11 @@ RECV_TIMEOUT = 0.25
 FAILOVER_GRACE = 0.1         # frames arriving this long after a kill still count as the old output
 FAILOVER_LIMIT = 60.0        # a failover not recovered by then is "not recovered"
 HISTORY = 600                # video frames a viewer remembers (20 s at 30 fps), to place a kill
-# Classification windows (report): a gap or an end is put down to…
-CHURN_BEFORE, CHURN_AFTER = 1.0, 15.0   # …its publisher's pause: [stop − 1 s, return + 15 s]
-KILL_BEFORE, KILL_AFTER = 0.5, 10.0     # …a transcoder kill (rung viewers of a stream it ran): [kill − 0.5 s, kill + 10 s]
-RELAY_BEFORE, RELAY_AFTER = 1.0, 15.0   # …the relay restart (its viewers): [SIGTERM − 1 s, ready + 15 s]
+# Classification (report): a gap is put down to what happened when it began (its last frame
+# before it), an end to what happened when it ended, within these windows:
+CHURN_BEFORE, CHURN_AFTER = 1.0, 15.0   # its publisher's pause: [stop − 1 s, return + 15 s]
+KILL_BEFORE, KILL_AFTER = 0.5, 10.0     # a transcoder kill (rung viewers of a stream it ran): [kill − 0.5 s, kill + 10 s]
+RELAY_BEFORE, RELAY_AFTER = 1.0, 1.0    # the relay restart (its viewers): [SIGTERM − 1 s, ready again + 1 s]
 # RSS flatness (report): per process instance, the mean of its samples in the run's last
 # third (and past its own warm-up) against the mean of its samples aged WARM_FROM…WARM_TO
 # (5–10 min, or a sixth to a third of shorter runs): flat when it grew by at most
@@ -540,10 +541,6 @@ def fmt_ms(seconds):
     return "—" if seconds is None else f"{seconds * 1000:.0f}"
 
 
-def overlaps(a, b, window):
-    return a < window[1] and b > window[0]
-
-
 def report(args):
     d = args.dir
     run_info = json.load(open(os.path.join(d, "run.json")))
@@ -580,16 +577,19 @@ def report(args):
     for node, t in term.items():  # stopped and never ready again
         relay_windows.append((node, t - RELAY_BEFORE, float("inf"), t, exited.get(node), None))
 
-    def causes(v, a, b):
+    def causes(v, at):
+        """Every cause whose window holds the instant `at`, the likeliest first: the relay
+        restart (its viewers only), the publisher's pause, a transcoder kill (rung viewers of a
+        stream the victim ran)."""
         found = []
-        if any(overlaps(a, b, w) for w in churn.get(v["stream"], ())):
-            found.append("publisher pause")
-        if any(v["relay"] == w[0] and overlaps(a, b, (w[1], w[2])) for w in relay_windows):
+        if any(v["relay"] == w[0] and w[1] <= at <= w[2] for w in relay_windows):
             found.append("relay restart")
+        if any(w[0] <= at <= w[1] for w in churn.get(v["stream"], ())):
+            found.append("publisher pause")
         if v["rendition"] != "source":
             for k in kills:
                 if (k["streams"] is None or v["stream"] in k["streams"] | k["unplaced"]) and \
-                        overlaps(a, b, (k["t"] - KILL_BEFORE, k["t"] + KILL_AFTER)):
+                        k["t"] - KILL_BEFORE <= at <= k["t"] + KILL_AFTER:
                     found.append("transcoder kill")
                     break
         return found or ["unexplained"]
@@ -608,12 +608,12 @@ def report(args):
             point = c["closed"]
             if c["end"].startswith("stall"):
                 point = c["lastVideo"] or c["opened"]
-            c["causes"] = causes(v, point - 0.01, point + 0.01)
+            c["causes"] = causes(v, point)
             ends[c["causes"][0]].append((v, c))
         last = v.get("lastVideo")
         open_gap = [] if last is None or end - last <= GAP_SECONDS else [{"start": last, "end": end, "acrossReconnect": None, "open": True}]
         for g in v["gaps"] + open_gap:
-            g["causes"] = causes(v, g["start"], g["end"])
+            g["causes"] = causes(v, g["start"])
             gaps[g["causes"][0]].append((v, g))
     never = [v for v in viewers if v.get("lastVideo") is None]
 
@@ -714,10 +714,13 @@ def report(args):
     p("")
     if unrecovered:
         warnings.append(f"{unrecovered} rung viewer(s) got no new keyframe within {FAILOVER_LIMIT:.0f} s of a kill")
-    restarts = [e for e in events if e["kind"] == "ready" and e["node"].startswith("transcode")]
-    if restarts:
-        p("Restarted transcoders were ready (`/readyz`) " + ", ".join(
-            f"{e['node']} {e['t'] - k['t']:.1f} s" for e, k in zip(restarts, kills) if e["t"] >= k["t"]) + " after their kill.")
+    back = []
+    for k in kills:
+        ready = next((e for e in events if e["kind"] == "ready" and e["node"] == k["victim"] and e["t"] >= k["t"]), None)
+        after = "never" if ready is None else f"{ready['t'] - k['t']:.1f} s"
+        back.append(f"{k['victim']} {after}")
+    if back:
+        p("The killed transcoder, restarted at once, was ready (`/readyz`) again: " + ", ".join(back) + " after the kill.")
         p("")
     for node, _, _, t_term, ex, ready in relay_windows:
         drain = "" if ex is None else f"exited {ex['t'] - t_term:.1f} s after SIGTERM ({ex['extra']}), "
@@ -817,7 +820,7 @@ def rss_table(d, t0, duration, viewers, p, failures, warnings):
     for (name, pid), samples in instances.items():
         if name == "viewers":
             continue
-        born = started.get(pid, samples[0][0])
+        born = max(started.get(pid, samples[0][0]), t0)  # warm-up counts from the load's start
         ref = [r[4] for r in samples if warm_from <= r[0] - born <= warm_to and r[4]]
         fin = [r[4] for r in samples if r[0] >= final_from and r[0] - born > warm_to and r[4]]
         if not ref or not fin:
