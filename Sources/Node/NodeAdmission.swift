@@ -71,7 +71,13 @@ struct NodeAdmission: SessionAdmission {
         switch decision {
         case .accept(let hub, let id):
             if ladder != nil { transcodes.bind(request.path, to: id) }
-            await notify(.publishStarted(PublishSession(path: request.path, hub: hub, id: id, transport: request.transport, remoteAddress: request.remoteAddress, requestReconnect: request.requestReconnect)))
+            // A protocol that cannot tell its publisher why is kicked by closing it.
+            let evict = request.evict
+            let kick: SessionKick = request.kick ?? { _ in evict() }
+            await notify(.publishStarted(PublishSession(
+                path: request.path, hub: hub, id: id, transport: request.transport, remoteAddress: request.remoteAddress,
+                requestReconnect: request.requestReconnect, query: request.query, traffic: request.traffic, kick: kick
+            )))
         case .refuse:
             if ladder != nil { transcodes.cancel(request.path) }
         }

@@ -54,7 +54,11 @@ public struct HTTPFLVRoutes: Sendable {
         case .refuse(let refusal):
             return Self.refused(refusal)
         }
-        let session = PlaySession(path: hub.path, transport: .httpFLV, remoteAddress: remoteAddress)
+        // An operator's kick ends the response (its last chunk) and closes the connection.
+        let session = PlaySession(
+            path: hub.path, transport: .httpFLV, remoteAddress: remoteAddress, query: request.query, traffic: SessionTraffic(),
+            kick: { _ in HTTPFLVViewerHandler.endStream(on: channel) }
+        )
         let records = hub.configurationRecords
         let preamble = FLVFileHeader.httpFLVPreamble(
             hasAudio: records.audio != nil || records.video == nil,

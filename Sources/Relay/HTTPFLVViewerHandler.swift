@@ -163,15 +163,18 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
 
     private func drain(context: ChannelHandlerContext) {
         // Not `context.channel.isActive`: a closed channel's `channelInactive` stops streaming.
-        guard case .streaming(_, let subscriber) = state, let wire else { return }
+        guard case .streaming(let viewer, let subscriber) = state, let wire else { return }
+        let traffic = viewer.session.traffic
         guard channelWritable else { return }  // resumed by channelWritabilityChanged
         let outcome = backlog.pump(from: subscriber, eventLoop: context.eventLoop) { unit, promise in
             switch unit {
             case .bytes(let bytes):
+                traffic?.sent(bytes.readableBytes)
                 wire.write(NIOAny(bytes), promise: promise)
             case .packet(let packet):
                 // A hub built without the shared format (none in a node) is framed per viewer.
                 let bytes = packet.bytes(for: .httpFLVChunk) ?? HTTPFLVChunkSerializer().serialize(packet.frame, allocator: context.channel.allocator)
+                traffic?.sent(bytes.readableBytes)
                 wire.write(NIOAny(bytes), promise: promise)
             }
         }
@@ -192,6 +195,28 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
             break
         }
         wire.flush()
+    }
+
+    /// Ends the response on `channel` as if its stream had ended (an operator's kick): the
+    /// last chunk, then the close. From any thread.
+    public static func endStream(on channel: any Channel) {
+        channel.eventLoop.execute {
+            guard let handler = try? channel.pipeline.syncOperations.handler(type: HTTPFLVViewerHandler.self),
+                  let context = try? channel.pipeline.syncOperations.context(handlerType: HTTPFLVViewerHandler.self)
+            else {
+                channel.close(promise: nil)
+                return
+            }
+            switch handler.state {
+            case .streaming:
+                handler.finish(context: context)
+            case .armed:
+                handler.stop()
+                context.close(promise: nil)
+            case .idle, .finished:
+                break
+            }
+        }
     }
 
     /// The stream ended: the last chunk, and the connection closes once it is written.

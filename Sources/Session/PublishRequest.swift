@@ -16,14 +16,24 @@ public struct PublishRequest: Sendable {
     /// cannot be asked (only Enhanced RTMP v2 publishers that advertised the reconnect
     /// capability can). A draining node uses it.
     public var requestReconnect: ReconnectRequester?
+    /// The session's bytes, counted by the protocol.
+    public var traffic: SessionTraffic
+    /// Ends the session with a reason its client is told; nil where the protocol has no
+    /// way to tell (then `evict` closes it).
+    public var kick: SessionKick?
 
-    public init(path: StreamPath, query: StreamQuery, remoteAddress: String, transport: StreamProtocol, evict: @escaping @Sendable () -> Void, requestReconnect: ReconnectRequester? = nil) {
+    public init(
+        path: StreamPath, query: StreamQuery, remoteAddress: String, transport: StreamProtocol, evict: @escaping @Sendable () -> Void,
+        requestReconnect: ReconnectRequester? = nil, traffic: SessionTraffic = SessionTraffic(), kick: SessionKick? = nil
+    ) {
         self.path = path
         self.query = query
         self.remoteAddress = remoteAddress
         self.transport = transport
         self.evict = evict
         self.requestReconnect = requestReconnect
+        self.traffic = traffic
+        self.kick = kick
     }
 }
 

@@ -17,7 +17,8 @@ public enum SessionEvent: Sendable {
     case playEnded(PlaySession)
 }
 
-/// An accepted publisher.
+/// An accepted publisher. Its start and end are told with two values of this type; they
+/// name the same session by `path` and the hub's publisher `id`.
 public struct PublishSession: Sendable {
     public let path: StreamPath
     public let hub: StreamHub
@@ -26,27 +27,49 @@ public struct PublishSession: Sendable {
     public let remoteAddress: String
     /// Asks the publisher to move to another server (`PublishRequest.requestReconnect`).
     public let requestReconnect: ReconnectRequester?
+    /// Set where the session starts (`publishStarted`), from its `PublishRequest`.
+    public let query: StreamQuery
+    public let traffic: SessionTraffic?
+    public let kick: SessionKick?
 
-    public init(path: StreamPath, hub: StreamHub, id: StreamHub.PublisherID, transport: StreamProtocol, remoteAddress: String, requestReconnect: ReconnectRequester? = nil) {
+    public init(
+        path: StreamPath, hub: StreamHub, id: StreamHub.PublisherID, transport: StreamProtocol, remoteAddress: String,
+        requestReconnect: ReconnectRequester? = nil, query: StreamQuery = StreamQuery(), traffic: SessionTraffic? = nil, kick: SessionKick? = nil
+    ) {
         self.path = path
         self.hub = hub
         self.id = id
         self.transport = transport
         self.remoteAddress = remoteAddress
         self.requestReconnect = requestReconnect
+        self.query = query
+        self.traffic = traffic
+        self.kick = kick
     }
 }
 
-/// An accepted viewer: what it plays (the hub's rendition, whichever address it used).
+/// An accepted viewer: what it plays (the hub's rendition, whichever address it used). The
+/// protocol tells its start and end with values that share `id`.
 public struct PlaySession: Sendable {
+    public let id: SessionID
     public let path: RenditionPath
     public let transport: StreamProtocol
     public let remoteAddress: String
+    public let query: StreamQuery
+    public let traffic: SessionTraffic?
+    public let kick: SessionKick?
 
-    public init(path: RenditionPath, transport: StreamProtocol, remoteAddress: String) {
+    public init(
+        id: SessionID = .make(.play), path: RenditionPath, transport: StreamProtocol, remoteAddress: String,
+        query: StreamQuery = StreamQuery(), traffic: SessionTraffic? = nil, kick: SessionKick? = nil
+    ) {
+        self.id = id
         self.path = path
         self.transport = transport
         self.remoteAddress = remoteAddress
+        self.query = query
+        self.traffic = traffic
+        self.kick = kick
     }
 }
 

@@ -14,10 +14,15 @@ import Session
 /// observers both bring, plus the session metrics.
 struct ListenerAssembly {
     let admission: NodeAdmission
+    /// Every live session, for `/api/v1/sessions`.
+    let sessions: SessionTable
     let services: [ServiceGroupConfiguration.ServiceConfiguration]
 
     init(_ context: NodeContext, ingest: IngestAssembly?, relay: RelayAssembly?) {
         let configuration = context.configuration
+        let sessions = SessionTable(logger: context.logger)
+        self.sessions = sessions
+        SessionRoutes(table: sessions, adminToken: configuration.adminToken).register(on: context.router)
         admission = NodeAdmission(
             admission: ingest?.admission, playback: relay?.playback ?? Playback(registry: context.registry),
             keys: ingest?.keys, logger: context.logger,
@@ -25,7 +30,7 @@ struct ListenerAssembly {
             transcodes: TranscodeSlots(limit: configuration.maxTranscodes),
             drain: context.drain,
             // In order: HLS segments a stream before the bus and the coordinator hear of it.
-            observers: [SessionMetrics()] + (relay?.observers ?? []) + (ingest?.observers ?? []) + [context.drain]
+            observers: [SessionMetrics(), sessions] + (relay?.observers ?? []) + (ingest?.observers ?? []) + [context.drain]
         )
         PlaybackRoutes(flv: HTTPFLVRoutes(admission: admission, logger: context.logger), hls: relay?.routes)
             .register(on: context.router)

@@ -16,6 +16,9 @@ public struct StatusCode: RawRepresentable, Sendable, Hashable, ExpressibleByStr
     public static let connectRejected: StatusCode = "NetConnection.Connect.Rejected"
     /// The server closes a connection that did nothing for too long (Flash Media Server's code).
     public static let connectIdleTimeOut: StatusCode = "NetConnection.Connect.IdleTimeOut"
+    /// The server closes the connection on purpose (an operator's kick), at level `error`
+    /// so that clients print the description (ffmpeg: "Server error: …").
+    public static let connectClosed: StatusCode = "NetConnection.Connect.Closed"
     /// Enhanced RTMP v2: the server asks the client to reconnect, to the `tcUrl` of the info
     /// object if it has one (a draining node sends it to publishers that advertised `capsEx`
     /// reconnect).

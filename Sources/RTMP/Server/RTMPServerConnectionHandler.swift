@@ -48,13 +48,16 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         /// (a message stream id other than the shared one).
         let sharedFormat: OutputFormat?
         let streamID: UInt32
+        /// What the admission was told at the start, told again at the end.
+        let session: PlaySession
 
-        init(hub: StreamHub, subscriber: HubSubscriber, path: RenditionPath, sharedFormat: OutputFormat?, streamID: UInt32) {
+        init(hub: StreamHub, subscriber: HubSubscriber, path: RenditionPath, sharedFormat: OutputFormat?, streamID: UInt32, session: PlaySession) {
             self.hub = hub
             self.subscriber = subscriber
             self.path = path
             self.sharedFormat = sharedFormat
             self.streamID = streamID
+            self.session = session
         }
     }
 
@@ -82,6 +85,10 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     private var notificationGeneration: UInt64 = 0
     /// The stream this connection publishes or plays, for its log lines.
     private var streamName: String?
+    /// The current session's bytes (`SessionTraffic`), while it publishes or plays.
+    private var traffic: SessionTraffic?
+    /// The query of the play being admitted, for its session.
+    private var playQuery = StreamQuery()
     private var phase: Phase
     private var role: Role = .none
     /// A viewer's media on its way to the socket, a slice at a time (`ViewerBacklog`).
@@ -206,8 +213,11 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // Closing: nothing more is processed, so nothing more is kept.
+        if case .closing = phase { return }
         var bytes = unwrapInboundIn(data)
         bytesReceived &+= UInt64(bytes.readableBytes)
+        traffic?.received(bytes.readableBytes)
         if inbound == nil || inbound?.readableBytes == 0 {
             inbound = bytes
         } else {
@@ -501,9 +511,13 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
                 bound.eventLoop.execute { bound.value.sendReconnectRequest(tcUrl: tcUrl) }
             }
         }
+        let traffic = SessionTraffic()
+        self.traffic = traffic
         let request = PublishRequest(path: path, query: StreamQuery(query), remoteAddress: remoteAddress, transport: .rtmp, evict: {
             bound.eventLoop.execute { bound.value.fail(.evicted) }
-        }, requestReconnect: reconnect)
+        }, requestReconnect: reconnect, traffic: traffic, kick: { reason in
+            bound.eventLoop.execute { bound.value.kick(reason) }
+        })
         let admission = admission
         let promise = context.eventLoop.makePromise(of: PublishDecision.self)
         if let immediate = admission as? any ImmediateSessionAdmission {
@@ -570,6 +584,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         role = .pending
         let admission = admission
         let request = PlayRequest(path: path, query: StreamQuery(query), remoteAddress: remoteAddress, transport: .rtmp)
+        playQuery = StreamQuery(query)
         let promise = context.eventLoop.makePromise(of: PlayDecision.self)
         if let immediate = admission as? any ImmediateSessionAdmission {
             let decision = immediate.playImmediately(request)
@@ -592,7 +607,12 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             let subscriber = HubSubscriber(format: shared ? .rtmpChunks : nil, maxQueueBytes: hub.configuration.subscriberQueueBytes, eventLoop: context.eventLoop) { _ in
                 bound.value.drainSubscriber()  // on this connection's loop
             }
-            role = .playing(PlayContext(hub: hub, subscriber: subscriber, path: path, sharedFormat: shared ? .rtmpChunks : nil, streamID: streamID))
+            let traffic = SessionTraffic()
+            self.traffic = traffic
+            let session = PlaySession(path: path, transport: .rtmp, remoteAddress: remoteAddress, query: playQuery, traffic: traffic, kick: { reason in
+                bound.eventLoop.execute { bound.value.kick(reason) }
+            })
+            role = .playing(PlayContext(hub: hub, subscriber: subscriber, path: path, sharedFormat: shared ? .rtmpChunks : nil, streamID: streamID, session: session))
             streamName = "\(path)"
             log(.debug, "playing")
             send(UserControl.streamBegin(streamID: streamID).message())
@@ -601,7 +621,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             send(DataMessage.sampleAccess().message(streamID: streamID))
             flushIfNeeded()
             RTMPMetrics.plays.increment()
-            notifyPlay(PlaySession(path: path, transport: .rtmp, remoteAddress: remoteAddress), started: true)
+            notifyPlay(session, started: true)
             if !hub.subscribe(subscriber) {
                 status(.status, .playUnpublishNotify, "\(path) ended", streamID: streamID)
                 closeAfterFlush()
@@ -771,16 +791,20 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         guard case .playing(let play) = role, let context else { return }
         guard channelWritable else { return }  // resumed by channelWritabilityChanged
         writeReplies()  // Play.Start and the rest go before the media
+        let traffic = play.session.traffic
         let outcome = backlog.pump(from: play.subscriber, eventLoop: context.eventLoop) { unit, promise in
             switch unit {
             case .bytes(let bytes):
                 // A whole burst in the shared format, as the hub merged it.
+                traffic?.sent(bytes.readableBytes)
                 context.write(wrapOutboundOut(bytes), promise: promise)
             case .packet(let packet):
                 if let format = play.sharedFormat, let bytes = packet.bytes(for: format) {
+                    traffic?.sent(bytes.readableBytes)
                     context.write(wrapOutboundOut(bytes), promise: promise)
                 } else {
                     let bytes = RTMPChunkSerializer.serialize(packet.frame, streamID: play.streamID, chunkSize: encoder.chunkSize, allocator: context.channel.allocator)
+                    traffic?.sent(bytes.readableBytes)
                     context.write(wrapOutboundOut(bytes), promise: promise)
                 }
             }
@@ -845,6 +869,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     private func writeReplies() {
         guard let context, let buffer = replies else { return }
         replies = nil
+        traffic?.sent(buffer.readableBytes)
         context.write(wrapOutboundOut(buffer), promise: nil)
     }
 
@@ -920,7 +945,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             log(.info, "unpublished")
         case .playing(let play):
             play.hub.unsubscribe(play.subscriber)
-            notifyPlay(PlaySession(path: play.path, transport: .rtmp, remoteAddress: remoteAddress), started: false)
+            notifyPlay(play.session, started: false)
             let stats = play.subscriber.statistics
             if stats.skips > 0 {
                 log(.info, "viewer left after \(stats.skips) queue overflows (\(stats.droppedFrames) frames skipped)")
@@ -929,6 +954,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             break
         }
         role = .none
+        traffic = nil
         backlog = ViewerBacklog()
         idleTimer?.cancel()
         idleTimer = nil
@@ -959,20 +985,50 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 
-    private func closeAfterFlush() {
+    /// Writes the replies so far, then closes. With `linger`, the connection stays open that
+    /// long after them (what the peer sends meanwhile is discarded): a publisher only reads
+    /// between its writes, and would otherwise see a broken pipe before the reason.
+    private func closeAfterFlush(linger: Duration? = nil) {
         guard let context else { return }
         phase = .closing
         leaveRole()
         needsFlush = false
         writeReplies()
         // A peer that reads nothing would keep the final answer, and the socket, for ever.
-        closeTimer = schedule(after: configuration.closeFlushTimeout) { handler in
+        closeTimer = schedule(after: linger ?? configuration.closeFlushTimeout) { handler in
             handler.context?.close(promise: nil)
         }
-        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0))).assumeIsolated().whenComplete { _ in
+        let flushed = context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)))
+        guard linger == nil else { return }
+        flushed.assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }
     }
+
+    /// An operator's kick (`DELETE /api/v1/sessions/{id}`): the peer is told why, then the
+    /// connection closes. A player gets its stream's end and `NetStream.Play.Stop`; a
+    /// publisher an error-level `NetConnection.Connect.Closed`, which ffmpeg prints.
+    private func kick(_ reason: String) {
+        guard context != nil, case .session = phase else { return }
+        log(.notice, "kicked: \(reason)")
+        RTMPMetrics.closed(reason: "kicked")
+        switch role {
+        case .playing(let play):
+            send(UserControl.streamEOF(streamID: play.streamID).message())
+            status(.status, .playStop, "kicked by an operator: \(reason)", streamID: play.streamID)
+        case .publishing:
+            status(.error, .connectClosed, "kicked by an operator: \(reason)", streamID: 0)
+            closeAfterFlush(linger: Self.kickLinger)
+            return
+        case .none, .pending:
+            break
+        }
+        closeAfterFlush()
+    }
+
+    /// How long a kicked publisher's connection stays open after the reason: long enough for
+    /// a client that reads between writes (ffmpeg) to read it, short enough to be nothing.
+    static let kickLinger: Duration = .milliseconds(750)
 
     /// Server shutdown: tell the peer why and close.
     private func shutDown() {

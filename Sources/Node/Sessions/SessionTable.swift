@@ -1,0 +1,188 @@
+import Foundation
+import Logging
+import Media
+import Metrics
+import Session
+import Synchronization
+
+/// The node's live sessions, every protocol's publishers and viewers, for operators:
+/// `GET /api/v1/sessions` lists them and `DELETE /api/v1/sessions/{id}` kicks one
+/// (`SessionRoutes`). An observer of the admission (`SessionEvent`), so it sees exactly the
+/// sessions the admission accepted, each from its start to its end.
+///
+/// Each start and end is an info line with the session's id, path, protocol and remote
+/// address, and at the end its duration, bytes and why it ended; lines are rate-limited per
+/// remote address (`LogRateLimiter`).
+///
+/// Bounded: beyond `maxSessions` a session is served but not listed (and counted in
+/// `estuary_sessions_unlisted_total`); the node's connection limits keep it far below.
+final class SessionTable: SessionObserver, Sendable {
+    private struct PublisherKey: Hashable {
+        var path: StreamPath
+        var id: StreamHub.PublisherID
+    }
+
+    private struct Entry {
+        var info: SessionInfo
+        var started: ContinuousClock.Instant
+        var traffic: SessionTraffic?
+        /// For a publisher whose protocol counts no traffic: the hub's bytes at its start.
+        var hub: StreamHub?
+        var hubBytesAtStart: Int
+        var kick: SessionKick?
+        var kickReason: String?
+    }
+
+    private struct State {
+        var sessions: [SessionID: Entry] = [:]
+        var publishers: [PublisherKey: SessionID] = [:]
+    }
+
+    static let defaultMaxSessions = 100_000
+
+    let maxSessions: Int
+    private let state = Mutex(State())
+    private let logger: Logger
+    private let logLimiter = LogRateLimiter()
+
+    init(logger: Logger, maxSessions: Int = SessionTable.defaultMaxSessions) {
+        self.logger = logger
+        self.maxSessions = max(1, maxSessions)
+    }
+
+    func observe(_ event: SessionEvent) async {
+        switch event {
+        case .publishStarted(let session):
+            let id = SessionID.make(.publish)
+            let entry = Entry(
+                info: SessionInfo(
+                    id: id, kind: .publish, path: "\(session.path)", protocol: session.transport.rawValue,
+                    remoteAddress: session.remoteAddress, query: "\(session.query)", startedAt: Date(), durationSeconds: 0, bytesIn: 0, bytesOut: 0
+                ),
+                started: .now, traffic: session.traffic, hub: session.traffic == nil ? session.hub : nil,
+                hubBytesAtStart: session.traffic == nil ? session.hub.statistics.bytesIn : 0, kick: session.kick
+            )
+            insert(entry, publisher: PublisherKey(path: session.path, id: session.id))
+        case .publishEnded(let session):
+            remove(publisher: PublisherKey(path: session.path, id: session.id))
+        case .playStarted(let session):
+            let entry = Entry(
+                info: SessionInfo(
+                    id: session.id, kind: .play, path: "\(session.path)", protocol: session.transport.rawValue,
+                    remoteAddress: session.remoteAddress, query: "\(session.query)", startedAt: Date(), durationSeconds: 0, bytesIn: 0, bytesOut: 0
+                ),
+                started: .now, traffic: session.traffic, hub: nil, hubBytesAtStart: 0, kick: session.kick
+            )
+            insert(entry, publisher: nil)
+        case .playEnded(let session):
+            remove(id: session.id)
+        }
+    }
+
+    // MARK: Queries
+
+    struct Filter: Sendable {
+        var path: String?
+        var `protocol`: String?
+        var kind: SessionKind?
+    }
+
+    /// The live sessions matching `filter`, oldest first.
+    func list(_ filter: Filter = Filter()) -> [SessionInfo] {
+        let now = ContinuousClock.now
+        let entries = state.withLock { state in
+            state.sessions.values.filter { entry in
+                (filter.path.map { entry.info.path == $0 || entry.info.path.hasPrefix($0 + "/") } ?? true)
+                    && (filter.protocol.map { entry.info.protocol == $0 } ?? true)
+                    && (filter.kind.map { entry.info.kind == $0 } ?? true)
+            }
+        }
+        return entries.map { Self.snapshot($0, now: now) }.sorted { ($0.startedAt, $0.id.rawValue) < ($1.startedAt, $1.id.rawValue) }
+    }
+
+    func session(_ id: SessionID) -> SessionInfo? {
+        state.withLock { $0.sessions[id] }.map { Self.snapshot($0, now: .now) }
+    }
+
+    var count: Int { state.withLock { $0.sessions.count } }
+
+    /// Ends session `id` with `reason` (its client is told where the protocol can). False
+    /// when there is no such live session, or it cannot be ended from outside.
+    func kick(_ id: SessionID, reason: String) -> Bool {
+        let kick = state.withLock { state -> SessionKick? in
+            guard var entry = state.sessions[id], let kick = entry.kick else { return nil }
+            entry.kickReason = reason
+            state.sessions[id] = entry
+            return kick
+        }
+        guard let kick else { return false }
+        logger.notice("kicking session", metadata: ["session": "\(id)", "reason": "\(reason)"])
+        Counter(label: "estuary_sessions_kicked_total").increment()
+        kick(reason)
+        return true
+    }
+
+    // MARK: Table
+
+    private func insert(_ entry: Entry, publisher: PublisherKey?) {
+        let inserted = state.withLock { state -> Bool in
+            guard state.sessions.count < maxSessions else { return false }
+            state.sessions[entry.info.id] = entry
+            if let publisher { state.publishers[publisher] = entry.info.id }
+            return true
+        }
+        guard inserted else {
+            Counter(label: "estuary_sessions_unlisted_total").increment()
+            return
+        }
+        log(entry, ended: false)
+    }
+
+    private func remove(publisher: PublisherKey) {
+        let entry = state.withLock { state -> Entry? in
+            guard let id = state.publishers.removeValue(forKey: publisher) else { return nil }
+            return state.sessions.removeValue(forKey: id)
+        }
+        if let entry { log(entry, ended: true) }
+    }
+
+    private func remove(id: SessionID) {
+        let entry = state.withLock { $0.sessions.removeValue(forKey: id) }
+        if let entry { log(entry, ended: true) }
+    }
+
+    private static func snapshot(_ entry: Entry, now: ContinuousClock.Instant) -> SessionInfo {
+        var info = entry.info
+        let elapsed = now - entry.started
+        info.durationSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        if let traffic = entry.traffic {
+            info.bytesIn = traffic.received
+            info.bytesOut = traffic.sent
+        } else if let hub = entry.hub {
+            info.bytesIn = max(0, hub.statistics.bytesIn - entry.hubBytesAtStart)
+        }
+        return info
+    }
+
+    private func log(_ entry: Entry, ended: Bool) {
+        let verdict = logLimiter.check(entry.info.remoteAddress)
+        guard verdict.allowed else { return }
+        var metadata: Logger.Metadata = [
+            "session": "\(entry.info.id)", "stream": "\(entry.info.path)", "protocol": "\(entry.info.protocol)",
+            "from": "\(entry.info.remoteAddress)",
+        ]
+        if !entry.info.query.isEmpty { metadata["query"] = "\(entry.info.query)" }
+        if verdict.suppressed > 0 { metadata["linesHeldBack"] = "\(verdict.suppressed)" }
+        let kind = entry.info.kind == .publish ? "publisher" : "viewer"
+        if ended {
+            let info = Self.snapshot(entry, now: .now)
+            metadata["duration"] = "\(String(format: "%.1f", info.durationSeconds)) s"
+            metadata["bytesIn"] = "\(info.bytesIn)"
+            metadata["bytesOut"] = "\(info.bytesOut)"
+            metadata["reason"] = "\(entry.kickReason.map { "kicked: \($0)" } ?? "left")"
+            logger.info("\(kind) session ended", metadata: metadata)
+        } else {
+            logger.info("\(kind) session started", metadata: metadata)
+        }
+    }
+}

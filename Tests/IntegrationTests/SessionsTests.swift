@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+
+extension IntegrationTests {
+    /// Issue 24, first slice: every publisher and viewer is a session an operator can list
+    /// and kick, on every node, behind the admin token.
+    @Suite("Sessions")
+    struct SessionsTests {
+        static let token = "sessions-secret"
+
+        static func sessions(_ node: NodeProcess, _ query: String = "") async throws -> [[String: Any]] {
+            let (status, json) = try await node.admin("/api/v1/sessions\(query)", token: Self.token)
+            guard status == 200 else { throw IntegrationFailure("GET /api/v1/sessions\(query) answered \(status)") }
+            return json["sessions"] as? [[String: Any]] ?? []
+        }
+
+        static func kick(_ node: NodeProcess, _ id: String) async throws -> Int {
+            try await HTTPClient.request(
+                "DELETE", port: node.httpPort, path: "/api/v1/sessions/\(id)?reason=maintenance",
+                headers: ["Authorization": "Bearer \(Self.token)"]
+            ).status
+        }
+
+        @Test("An ffmpeg publisher, an RTMP viewer (ffmpeg) and an HTTP-FLV viewer (curl) are listed with their protocol, path, address, redacted query and growing bytes; each kicked one ends as its client sees it and leaves the list")
+        func listAndKick() async throws {
+            try await Scenario.run("sessions") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let node = try await scenario.startNode(label: "node", arguments: ["--admin-token", Self.token])
+                let publisher = try scenario.publish(media, to: node.rtmpURL("live", "cam") + "?key=not-for-logs", name: "publisher", loop: true)
+                try await scenario.waitUntilLive(node, "live", "cam")
+                let rtmpViewer = try scenario.launch("ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "warning", "-i", node.rtmpURL("live", "cam"), "-f", "null", "-"], name: "rtmp-viewer")
+                let flvFile = scenario.file("curl.flv")
+                let curl = try scenario.launch("curl", ["-sS", "-o", flvFile.path, node.flvURL("live", "cam")], name: "curl-viewer")
+
+                // Unauthorised, unknown and malformed ids.
+                let (unauthorised, _) = try await node.admin("/api/v1/sessions", token: nil)
+                scenario.check(unauthorised == 401, "GET /api/v1/sessions without the token answered \(unauthorised)")
+                scenario.check(try await Self.kick(node, "v-0000000000000000") == 404, "kicking an unknown session did not answer 404")
+                scenario.check(try await Self.kick(node, "nonsense") == 404, "kicking a malformed id did not answer 404")
+
+                var listed: [[String: Any]] = []
+                let allThere = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) {
+                    listed = (try? await Self.sessions(node)) ?? []
+                    return listed.count == 3
+                }
+                try scenario.require(allThere, "expected 3 sessions, listed \(listed)")
+                func find(_ kind: String, _ proto: String) -> [String: Any]? {
+                    listed.first { $0["kind"] as? String == kind && $0["protocol"] as? String == proto }
+                }
+                let published = try #require(find("publish", "rtmp"), "no RTMP publisher listed: \(listed)")
+                let rtmpPlay = try #require(find("play", "rtmp"), "no RTMP viewer listed: \(listed)")
+                let flvPlay = try #require(find("play", "http-flv"), "no HTTP-FLV viewer listed: \(listed)")
+                for session in [published, rtmpPlay, flvPlay] {
+                    scenario.check(session["path"] as? String == "live/cam", "path \(session["path"] ?? "nil")")
+                    scenario.check((session["remoteAddress"] as? String)?.hasPrefix("127.0.0.1:") == true, "remote address \(session["remoteAddress"] ?? "nil")")
+                    scenario.check(session["startedAt"] is String, "no startedAt in \(session)")
+                }
+                scenario.check(published["query"] as? String == "key=…", "the publisher's query is shown as \(published["query"] ?? "nil"), expected key=…")
+                scenario.check(!(String(data: try JSONSerialization.data(withJSONObject: listed), encoding: .utf8) ?? "").contains("not-for-logs"), "the key's value is in the listing")
+
+                // Bytes grow: in for the publisher, out for the viewers.
+                try await Task.sleep(for: .seconds(2))
+                let later = try await Self.sessions(node)
+                for (before, field) in [(published, "bytesIn"), (rtmpPlay, "bytesOut"), (flvPlay, "bytesOut")] {
+                    let id = before["id"] as? String
+                    let now = later.first { $0["id"] as? String == id }
+                    let a = before[field] as? Int ?? 0
+                    let b = now?[field] as? Int ?? 0
+                    scenario.check(b > a && b > 100_000, "\(before["protocol"] ?? "") \(before["kind"] ?? ""): \(field) \(a) → \(b) in 2 s")
+                }
+                // Filters and one session by id.
+                scenario.check(try await Self.sessions(node, "?kind=play").count == 2, "kind=play does not list the two viewers")
+                scenario.check(try await Self.sessions(node, "?protocol=http-flv").count == 1, "protocol=http-flv does not list the one curl")
+                scenario.check(try await Self.sessions(node, "?path=live/other").isEmpty, "path=live/other lists sessions")
+                let (single, one) = try await node.admin("/api/v1/sessions/\(flvPlay["id"] as? String ?? "")", token: Self.token)
+                scenario.check(single == 200 && one["protocol"] as? String == "http-flv", "GET /api/v1/sessions/{id}: \(single) \(one)")
+
+                // Kicking: curl's response ends with its last chunk (curl exits 0), ffmpeg's viewer
+                // and publisher exit, and each leaves the list.
+                scenario.check(try await Self.kick(node, flvPlay["id"] as? String ?? "") == 202, "kicking the curl viewer")
+                let curlEnd = await curl.waitForExit(timeout: .seconds(5))
+                scenario.check(curlEnd == .exited(0), "curl after the kick: \(curlEnd.map { "\($0)" } ?? "still running"): \(curl.stderrText)")
+                scenario.check(try await Self.kick(node, rtmpPlay["id"] as? String ?? "") == 202, "kicking the RTMP viewer")
+                let viewerEnd = await rtmpViewer.waitForExit(timeout: .seconds(5))
+                scenario.check(viewerEnd != nil, "the RTMP viewer still runs 5 s after its kick")
+                scenario.check(try await Self.kick(node, published["id"] as? String ?? "") == 202, "kicking the publisher")
+                let publisherEnd = await publisher.waitForExit(timeout: .seconds(5))
+                scenario.check(publisherEnd != nil && publisherEnd != .exited(0), "the publisher after its kick: \(publisherEnd.map { "\($0)" } ?? "still running")")
+                scenario.check(publisher.stderrText.contains("kicked by an operator: maintenance"), "ffmpeg was not told why: \(publisher.stderrText.suffix(400))")
+                let gone = await eventually(timeout: .seconds(5), interval: .milliseconds(200)) {
+                    (try? await Self.sessions(node))?.isEmpty == true
+                }
+                let remaining = (try? await Self.sessions(node)) ?? []
+                scenario.check(gone, "sessions still listed after the kicks: \(remaining)")
+                let log = node.log
+                scenario.check(log.contains("publisher session ended") && log.contains("kicked: maintenance"), "the log does not say the publisher was kicked")
+                scenario.check(log.contains("viewer session started"), "a viewer's arrival is not logged")
+                scenario.check(!log.contains("not-for-logs"), "the stream key is in the log")
+            }
+        }
+    }
+}
