@@ -369,11 +369,18 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         switch command {
         case .connect(let connect):
             try handleConnect(connect)
-        case .releaseStream(let transactionID, let name), .fcUnpublish(let transactionID, let name), .getStreamLength(let transactionID, let name):
+        case .releaseStream(let transactionID, let name), .fcUnpublish(let transactionID, let name):
             // Names are checked by the stream-name rule before anything is said about them.
             try checkEchoableName(name)
             // nginx-rtmp answers these with an empty `_result` when a reply is expected.
             if transactionID != 0 { send(CommandMessage.result(transactionID: transactionID).message(chunkStreamID: Self.connectionChunkStreamID)) }
+        case .getStreamLength(let transactionID, let name):
+            try checkEchoableName(name)
+            // A number, as ffmpeg reads it (`_result`, id, null, length): 0, a live stream.
+            // Anything else made every ffmpeg player warn "Unexpected reply on getStreamLength()".
+            if transactionID != 0 {
+                send(CommandMessage.result(transactionID: transactionID, arguments: [.number(0)]).message(chunkStreamID: Self.connectionChunkStreamID))
+            }
         case .receiveAudio, .receiveVideo, .pause:
             break  // live streams ignore these, as nginx-rtmp does
         case .fcPublish(let transactionID, let name):
