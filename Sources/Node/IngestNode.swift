@@ -18,6 +18,8 @@ distributed actor IngestNode: IngestNodeAPI {
     private let published: PublishedHubs
     /// nil when publishing needs no stream key.
     private let keys: StreamKeyVerifier?
+    /// Kicks tell the publisher why, through its session (`SessionTable.kickPublisher`).
+    private let sessions: SessionTable?
     private let logger: Logger
 
     init(
@@ -25,9 +27,11 @@ distributed actor IngestNode: IngestNodeAPI {
         reporter: IngestReporter,
         published: PublishedHubs,
         keys: StreamKeyVerifier?,
+        sessions: SessionTable? = nil,
         logger: Logger,
         actorSystem: NodeActorSystem
     ) {
+        self.sessions = sessions
         self.registry = registry
         self.reporter = reporter
         self.published = published
@@ -38,8 +42,10 @@ distributed actor IngestNode: IngestNodeAPI {
 
     distributed func kick(app: String, name: String) async -> Bool {
         guard let path = try? StreamPath(app: app, name: name),
-              let hub = await registry.hub(for: path), published.contains(hub), hub.evictPublisher()
+              let hub = await registry.hub(for: path), published.contains(hub)
         else { return false }
+        // Through its session, so that the publisher is told why; else closed.
+        guard sessions?.kickPublisher(of: path, reason: "kicked through the coordinator's admin API") == true || hub.evictPublisher() else { return false }
         logger.notice("publisher kicked by the coordinator", metadata: ["stream": "\(path)"])
         return true
     }

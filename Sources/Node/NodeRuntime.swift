@@ -162,7 +162,7 @@ struct NodeRuntime {
             router: router, group: MultiThreadedEventLoopGroup.singleton,
             coordinatorNode: coordinatorNode,
             coordinator: try $CoordinatorAPI.resolve(id: CoordinatorAddress.id(onNode: coordinatorNode), using: system),
-            coordinatorStatus: coordinatorStatus, drain: drain
+            coordinatorStatus: coordinatorStatus, drain: drain, sessions: SessionTable(logger: logger)
         )
     }
 

@@ -670,7 +670,7 @@ extension IntegrationTests.ClusterFailoverTests {
 }
 
 extension IntegrationTests.ClusterFailoverTests {
-    @Test("An operator's kick through the admin API disconnects the publisher")
+    @Test("An operator's kick through the admin API disconnects the publisher, who is told why")
     func kick() async throws {
         try await Scenario.run("cluster-kick") { scenario in
             let media = try await MediaLibrary.shared.file(.small)
@@ -694,6 +694,9 @@ extension IntegrationTests.ClusterFailoverTests {
             let exited = await publisher.waitForExit(timeout: .seconds(5))
             scenario.check(exited != nil, "the publisher was still connected 5 s after the kick")
             scenario.check(ingest.log.contains("publisher kicked by the coordinator"), "the ingest did not log the kick")
+            // The publisher is told why before the close (ffmpeg prints the server's error).
+            scenario.check(publisher.stderrText.contains("kicked through the coordinator's admin API"), "ffmpeg was not told why: \(publisher.stderrText.suffix(300))")
+            scenario.check(ingest.log.contains("publisher session ended") && ingest.log.contains("kicked: kicked through the coordinator"), "the ingest's session log does not say why the publisher left")
         }
     }
 }

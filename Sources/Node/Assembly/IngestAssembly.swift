@@ -33,7 +33,7 @@ struct IngestAssembly {
         let published = PublishedHubs()
         let system = context.system
         node = try system.makeActor(named: RoleAddress.ingest) {
-            IngestNode(registry: registry, reporter: reporter, published: published, keys: keys, logger: logger, actorSystem: system)
+            IngestNode(registry: registry, reporter: reporter, published: published, keys: keys, sessions: context.sessions, logger: logger, actorSystem: system)
         }
         let forwards = context.configuration.forwards.isEmpty ? nil : StreamForwards(targets: context.configuration.forwards, logger: logger)
         self.forwards = forwards

@@ -20,7 +20,7 @@ struct ListenerAssembly {
 
     init(_ context: NodeContext, ingest: IngestAssembly?, relay: RelayAssembly?) {
         let configuration = context.configuration
-        let sessions = SessionTable(logger: context.logger)
+        let sessions = context.sessions
         self.sessions = sessions
         SessionRoutes(table: sessions, adminToken: configuration.adminToken).register(on: context.router)
         admission = NodeAdmission(

@@ -30,4 +30,6 @@ struct NodeContext {
     let coordinatorStatus: CoordinatorLink.Status
     /// The node's graceful drain: the admission refuses new sessions while it runs.
     let drain: NodeDrain
+    /// The node's live sessions (`/api/v1/sessions`), which the roles kick through.
+    let sessions: SessionTable
 }

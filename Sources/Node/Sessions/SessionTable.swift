@@ -122,6 +122,15 @@ final class SessionTable: SessionObserver, Sendable {
         return true
     }
 
+    /// Kicks the publisher of `path`, if it has a session here.
+    func kickPublisher(of path: StreamPath, reason: String) -> Bool {
+        let id = state.withLock { state in
+            state.publishers.first { $0.key.path == path }?.value
+        }
+        guard let id else { return false }
+        return kick(id, reason: reason)
+    }
+
     // MARK: Table
 
     private func insert(_ entry: Entry, publisher: PublisherKey?) {
