@@ -97,6 +97,9 @@ struct NodeConfigurationFile: Codable, Sendable {
     /// Drain (SIGTERM, `POST /api/v1/node/drain`): how long the node waits for its sessions
     /// to leave before it stops (8; 0 makes SIGTERM stop at once).
     var drainGraceSeconds: Double?
+    /// Every protocol: a publish or play whose admission decision (keys, hooks) has not come
+    /// within this is refused as unavailable (5; up to 60).
+    var admissionTimeoutSeconds: Double?
     /// Drain: where Enhanced RTMP v2 publishers are asked to reconnect (`rtmp://other:1935`;
     /// the stream's application is appended). Unset, they reconnect to the URL they used.
     var drainReconnectTo: String?
@@ -278,6 +281,8 @@ struct NodeConfiguration: Sendable {
     /// Drain: the longest wait for sessions to leave. Under Docker's 10 s stop timeout, so
     /// that `docker stop` drains rather than kills.
     var drainGrace: Duration = .seconds(8)
+    /// A publish or play without an admission decision within this is refused.
+    var admissionTimeout: Duration = .seconds(5)
     /// Drain: where publishers are asked to reconnect (`DrainTarget`), or nil.
     var drainReconnectTo: String?
 
@@ -426,6 +431,10 @@ struct NodeConfiguration: Sendable {
         if let value = file.requireStreamKeys { requireStreamKeys = value }
         if let value = file.adminToken { adminToken = value }
         if let value = file.database { database = value }
+        if let value = file.admissionTimeoutSeconds {
+            guard value <= 60 else { throw ConfigurationError.invalidValue("admissionTimeoutSeconds must be at most 60, got \(value)") }
+            admissionTimeout = try timeout(value, "admissionTimeoutSeconds")
+        }
         if let value = file.drainGraceSeconds {
             guard value <= DrainRoutes.longestGrace else { throw ConfigurationError.invalidValue("drainGraceSeconds must be at most \(Int(DrainRoutes.longestGrace)), got \(value)") }
             drainGrace = try seconds(value, "drainGraceSeconds")

@@ -11,4 +11,15 @@ enum NodeMetrics {
     static func refusedPlays(reason: String) {
         Counter(label: "estuary_plays_refused_total", dimensions: [("reason", reason)]).increment()
     }
+
+    /// Publishes and plays refused because no admission decision came within the timeout
+    /// (`TimeLimitedAdmission`), by kind; also counted as refused with reason `admission_timeout`.
+    static func admissionTimeouts(kind: String) {
+        Counter(label: "estuary_admission_timeouts_total", dimensions: [("kind", kind)]).increment()
+        if kind == "publish" {
+            refusedPublishes(reason: "admission_timeout")
+        } else {
+            refusedPlays(reason: "admission_timeout")
+        }
+    }
 }

@@ -32,9 +32,15 @@ struct ListenerAssembly {
             // In order: HLS segments a stream before the bus and the coordinator hear of it.
             observers: [SessionMetrics(), sessions] + (relay?.observers ?? []) + (ingest?.observers ?? []) + [context.drain]
         )
-        PlaybackRoutes(flv: HTTPFLVRoutes(admission: admission, logger: context.logger), hls: relay?.routes)
+        // The clients' protocols get their decisions within the admission timeout.
+        let logger = context.logger
+        let timed = TimeLimitedAdmission(admission, timeout: configuration.admissionTimeout) { kind, path in
+            logger.warning("\(kind) refused: no admission decision within the timeout", metadata: ["stream": "\(path)", "timeout": "\(configuration.admissionTimeout)"])
+            NodeMetrics.admissionTimeouts(kind: kind.rawValue)
+        }
+        PlaybackRoutes(flv: HTTPFLVRoutes(admission: timed, logger: context.logger), hls: relay?.routes)
             .register(on: context.router)
-        services = [.init(service: RTMPServer(configuration: configuration.rtmp, admission: admission, group: context.group, logger: context.logger))]
+        services = [.init(service: RTMPServer(configuration: configuration.rtmp, admission: timed, group: context.group, logger: context.logger))]
             + Self.pulls(context, admission: ingest != nil ? admission : nil)
     }
 
