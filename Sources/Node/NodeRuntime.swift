@@ -67,7 +67,7 @@ struct NodeRuntime {
         let relay = roles.contains(.relay) || roles.contains(.edge) ? try RelayAssembly(context) : nil
         let ingest = roles.contains(.ingest) ? try IngestAssembly(context) : nil
         let transcode = roles.contains(.transcode) ? try TranscodeAssembly(context, hls: relay?.hls) : nil
-        let listeners = ingest != nil || relay != nil ? ListenerAssembly(context, ingest: ingest, relay: relay) : nil
+        let listeners = ingest != nil || relay != nil ? try ListenerAssembly(context, ingest: ingest, relay: relay) : nil
         // An edge in a cluster reports its pulls to the coordinator (`EdgeNode`).
         let edge = try Self.edgeNode(context)
         let link = Self.isLinked(roles, clustered: context.nats != nil)
@@ -99,7 +99,7 @@ struct NodeRuntime {
             throw NodeStartupError.cannotListen("HTTP", "\(configuration.bindHost):\(configuration.httpPort)", flag: "--http-port", Self.reason(error))
         }
         // The actor system holds actors weakly: the assemblies keep them until here.
-        withExtendedLifetime((coordinator?.actor, ingest?.node, transcode?.worker, relay?.node, edge)) {}
+        withExtendedLifetime((coordinator?.actor, ingest?.node, transcode?.worker, relay?.node, edge, listeners?.sessionsNode)) {}
         await coordinator?.close()
         if let nats = context.nats {
             await nats.close()

@@ -100,5 +100,44 @@ extension IntegrationTests {
                 scenario.check(!log.contains("not-for-logs"), "the stream key is in the log")
             }
         }
+
+        @Test("In a cluster the coordinator lists every node's sessions with their node, live, and kicks a relay's viewer through it; each node answers for its own")
+        func clusterSessions() async throws {
+            try await Scenario.run("sessions-cluster") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let nats = try await NATSServerProcess.start(scenario)
+                let bus = ["--nats", nats.url, "--admin-token", Self.token]
+                let coordinator = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator"] + bus)
+                let ingest = try await scenario.startNode(NodeConfig(), label: "ingest", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
+                let relay = try await scenario.startNode(NodeConfig(), label: "relay", arguments: ["--role", "relay", "--node-id", "relay-1"] + bus)
+                _ = try scenario.publish(media, to: ingest.rtmpURL("live", "cam"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(relay, "live", "cam", timeout: .seconds(15))
+                let curl = try scenario.launch("curl", ["-sS", "-o", scenario.file("relay.flv").path, relay.flvURL("live", "cam")], name: "curl-viewer")
+
+                var listed: [[String: Any]] = []
+                let both = await eventually(timeout: .seconds(10), interval: .milliseconds(250)) {
+                    listed = (try? await Self.sessions(coordinator)) ?? []
+                    return listed.contains { $0["node"] as? String == "ingest-1" && $0["kind"] as? String == "publish" }
+                        && listed.contains { $0["node"] as? String == "relay-1" && $0["protocol"] as? String == "http-flv" }
+                }
+                try scenario.require(both, "the coordinator does not list the ingest's publisher and the relay's viewer: \(listed)")
+                let viewer = try #require(listed.first { $0["node"] as? String == "relay-1" && $0["protocol"] as? String == "http-flv" })
+                scenario.check(try await Self.sessions(coordinator, "?node=relay-1").count == listed.filter { $0["node"] as? String == "relay-1" }.count, "node=relay-1 filters wrongly")
+                // Each node answers for its own.
+                let onRelay = try await Self.sessions(relay)
+                scenario.check(onRelay.map { $0["id"] as? String } == [viewer["id"] as? String], "the relay lists \(onRelay)")
+                let (_, json) = try await coordinator.admin("/api/v1/sessions", token: Self.token)
+                scenario.check((json["unreachable"] as? [String]) == [], "unreachable nodes: \(json["unreachable"] ?? "nil")")
+
+                scenario.check(try await Self.kick(coordinator, viewer["id"] as? String ?? "") == 202, "kicking the relay's viewer through the coordinator")
+                let ended = await curl.waitForExit(timeout: .seconds(5))
+                scenario.check(ended == .exited(0), "curl after the kick: \(ended.map { "\($0)" } ?? "still running")")
+                scenario.check(try await Self.kick(coordinator, "v-0123456789abcdef") == 404, "kicking an unknown session through the coordinator did not answer 404")
+                let gone = await eventually(timeout: .seconds(5), interval: .milliseconds(250)) {
+                    ((try? await Self.sessions(coordinator, "?kind=play")) ?? [["x": 1]]).isEmpty
+                }
+                scenario.check(gone, "the kicked viewer is still listed")
+            }
+        }
     }
 }

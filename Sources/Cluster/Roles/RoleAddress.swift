@@ -5,6 +5,8 @@ public enum RoleAddress {
     public static let transcodeWorker = "transcoder"
     public static let relay = "relay"
     public static let edge = "edge"
+    /// Every node that serves clients: its sessions (`SessionsAPI`).
+    public static let sessions = "sessions"
 
     /// The id of role actor `name` on node `nodeID`.
     public static func id(_ name: String, onNode nodeID: String) throws(NodeActorSystemError) -> NodeActorID {

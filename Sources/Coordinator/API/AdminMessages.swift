@@ -14,6 +14,13 @@ public struct NodeStreamList: Codable, Sendable {
     public var streams: [StreamReport]
 }
 
+/// `GET /api/v1/sessions` on the coordinator: every node's sessions, and the nodes that did
+/// not answer (their sessions are missing from the list).
+public struct ClusterSessionList: Codable, Sendable {
+    public var sessions: [SessionReport]
+    public var unreachable: [String]
+}
+
 /// `GET /api/v1/streams`.
 public struct StreamList: Codable, Sendable {
     public var streams: [StreamSummary]

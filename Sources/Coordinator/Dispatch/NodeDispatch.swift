@@ -59,6 +59,18 @@ public struct NodeDispatch: Sendable {
         return StreamReport.merged(reports)
     }
 
+    /// A node's live sessions (`SessionsAPI`), at most `limit`.
+    func sessions(of node: String, limit: Int) async throws -> [SessionReport] {
+        let sessions = try $SessionsAPI.resolve(id: RoleAddress.id(RoleAddress.sessions, onNode: node), using: system)
+        return try await bounded { try await sessions.sessions(limit: limit) }
+    }
+
+    /// Asks a node to kick session `id`; false when it has none.
+    func kickSession(_ id: String, reason: String, on node: String) async throws -> Bool {
+        let sessions = try $SessionsAPI.resolve(id: RoleAddress.id(RoleAddress.sessions, onNode: node), using: system)
+        return try await bounded { try await sessions.kick(id: id, reason: reason) }
+    }
+
     private func bounded<T: Sendable>(_ call: () async throws -> T) async throws -> T {
         try await NodeActorSystem.$callTimeout.withValue(timeout) {
             try await call()

@@ -12,6 +12,9 @@ import Media
 ///   viewers per relay and uptime
 /// - `POST /api/v1/streams/{app}/{name}/kick`: 202; the ingest drops the publisher at once
 ///   (or on its next heartbeat when it cannot be called)
+/// - `GET /api/v1/sessions` (`?path=&protocol=&kind=&node=`), `GET` and `DELETE
+///   /api/v1/sessions/{id}` (`?reason=`): every node's live sessions, asked of each node
+///   (`SessionsAPI`), and a kick on whichever holds it
 /// - `GET /api/v1/keys`, `POST /api/v1/keys` (`{"app", "name"}` → the key, once),
 ///   `DELETE /api/v1/keys/{id}`
 ///
@@ -58,6 +61,36 @@ public struct CoordinatorAdminRoutes: Sendable {
                 return AdminJSON.error(status: .notFound, message: "\(app)/\(name) is not live")
             }
             return try AdminJSON.response(KickAccepted(app: app, name: name), status: .accepted)
+        }
+        api.get("/sessions") { request, _ in
+            let query = request.uri.queryParameters
+            let (sessions, unreachable) = try await state.liveSessions()
+            let path = query["path"].map(String.init)
+            let proto = query["protocol"].map(String.init)
+            let kind = query["kind"].map(String.init)
+            let node = query["node"].map(String.init)
+            let filtered = sessions.filter { session in
+                (path.map { session.path == $0 || session.path.hasPrefix($0 + "/") } ?? true)
+                    && (proto.map { session.protocol == $0 } ?? true)
+                    && (kind.map { session.kind == $0 } ?? true)
+                    && (node.map { session.node == $0 } ?? true)
+            }
+            return try AdminJSON.response(ClusterSessionList(sessions: filtered, unreachable: unreachable))
+        }
+        api.get("/sessions/:id") { _, context in
+            let id = context.parameters.get("id") ?? ""
+            guard SessionReport.isValidID(id), let session = try await state.liveSessions().sessions.first(where: { $0.id == id }) else {
+                return AdminJSON.error(status: .notFound, message: "no such session")
+            }
+            return try AdminJSON.response(session)
+        }
+        api.delete("/sessions/:id") { request, context in
+            let id = context.parameters.get("id") ?? ""
+            let reason = request.uri.queryParameters["reason"].map { String($0.prefix(200)) } ?? "kicked by an operator"
+            guard SessionReport.isValidID(id), try await state.kickSession(id, reason: reason) else {
+                return AdminJSON.error(status: .notFound, message: "no such session")
+            }
+            return Response(status: .accepted)
         }
         api.get("/keys") { _, _ in
             try AdminJSON.response(StreamKeyList(keys: try await state.streamKeys()))

@@ -1,3 +1,4 @@
+import Cluster
 import Coordinator
 import Edge
 import Hummingbird
@@ -16,13 +17,21 @@ struct ListenerAssembly {
     let admission: NodeAdmission
     /// Every live session, for `/api/v1/sessions`.
     let sessions: SessionTable
+    /// The table as the coordinator asks it (`SessionsAPI`).
+    let sessionsNode: NodeSessions
     let services: [ServiceGroupConfiguration.ServiceConfiguration]
 
-    init(_ context: NodeContext, ingest: IngestAssembly?, relay: RelayAssembly?) {
+    init(_ context: NodeContext, ingest: IngestAssembly?, relay: RelayAssembly?) throws {
         let configuration = context.configuration
         let sessions = context.sessions
         self.sessions = sessions
-        SessionRoutes(table: sessions, adminToken: configuration.adminToken).register(on: context.router)
+        let system = context.system
+        sessionsNode = try system.makeActor(named: RoleAddress.sessions) { NodeSessions(table: sessions, actorSystem: system) }
+        // A node that hosts the coordinator answers `/api/v1/sessions` with the whole
+        // cluster's (its own included, through `NodeSessions`).
+        if !context.roles.contains(.coordinator) {
+            SessionRoutes(table: sessions, adminToken: configuration.adminToken).register(on: context.router)
+        }
         admission = NodeAdmission(
             admission: ingest?.admission, playback: relay?.playback ?? Playback(registry: context.registry),
             keys: ingest?.keys, logger: context.logger,

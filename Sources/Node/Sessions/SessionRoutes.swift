@@ -1,3 +1,4 @@
+import Cluster
 import Coordinator
 import Foundation
 import Hummingbird
@@ -15,7 +16,7 @@ struct SessionRoutes {
     let adminToken: String?
 
     struct Listing: Encodable {
-        var sessions: [SessionInfo]
+        var sessions: [SessionReport]
     }
 
     static let maxReasonBytes = 200
@@ -38,7 +39,7 @@ struct SessionRoutes {
             return try Self.json(Listing(sessions: table.list(filter)))
         }
         group.get("/:id") { _, context -> Response in
-            guard let id = context.parameters.get("id").flatMap(SessionID.init(rawValue:)), let session = table.session(id) else {
+            guard let id = context.parameters.get("id").flatMap(SessionID.init(rawValue:)), let session = table.session(id.rawValue) else {
                 return Self.error(.notFound, "no such session")
             }
             return try Self.json(session)
@@ -48,7 +49,7 @@ struct SessionRoutes {
                 return Self.error(.notFound, "no such session")
             }
             let reason = request.uri.queryParameters["reason"].map { String($0.prefix(Self.maxReasonBytes)) } ?? "kicked by an operator"
-            guard table.kick(id, reason: reason) else {
+            guard table.kick(id.rawValue, reason: reason) else {
                 return Self.error(.notFound, "no such session")
             }
             return Response(status: .accepted)

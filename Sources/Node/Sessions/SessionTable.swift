@@ -1,3 +1,4 @@
+import Cluster
 import Foundation
 import Logging
 import Media
@@ -23,7 +24,7 @@ final class SessionTable: SessionObserver, Sendable {
     }
 
     private struct Entry {
-        var info: SessionInfo
+        var info: SessionReport
         var started: ContinuousClock.Instant
         var traffic: SessionTraffic?
         /// For a publisher whose protocol counts no traffic: the hub's bytes at its start.
@@ -34,8 +35,8 @@ final class SessionTable: SessionObserver, Sendable {
     }
 
     private struct State {
-        var sessions: [SessionID: Entry] = [:]
-        var publishers: [PublisherKey: SessionID] = [:]
+        var sessions: [String: Entry] = [:]
+        var publishers: [PublisherKey: String] = [:]
     }
 
     static let defaultMaxSessions = 100_000
@@ -55,8 +56,8 @@ final class SessionTable: SessionObserver, Sendable {
         case .publishStarted(let session):
             let id = SessionID.make(.publish)
             let entry = Entry(
-                info: SessionInfo(
-                    id: id, kind: .publish, path: "\(session.path)", protocol: session.transport.rawValue,
+                info: SessionReport(
+                    id: id.rawValue, kind: SessionKind.publish.rawValue, path: "\(session.path)", protocol: session.transport.rawValue,
                     remoteAddress: session.remoteAddress, query: "\(session.query)", startedAt: Date(), durationSeconds: 0, bytesIn: 0, bytesOut: 0
                 ),
                 started: .now, traffic: session.traffic, hub: session.traffic == nil ? session.hub : nil,
@@ -67,15 +68,15 @@ final class SessionTable: SessionObserver, Sendable {
             remove(publisher: PublisherKey(path: session.path, id: session.id))
         case .playStarted(let session):
             let entry = Entry(
-                info: SessionInfo(
-                    id: session.id, kind: .play, path: "\(session.path)", protocol: session.transport.rawValue,
+                info: SessionReport(
+                    id: session.id.rawValue, kind: SessionKind.play.rawValue, path: "\(session.path)", protocol: session.transport.rawValue,
                     remoteAddress: session.remoteAddress, query: "\(session.query)", startedAt: Date(), durationSeconds: 0, bytesIn: 0, bytesOut: 0
                 ),
                 started: .now, traffic: session.traffic, hub: nil, hubBytesAtStart: 0, kick: session.kick
             )
             insert(entry, publisher: nil)
         case .playEnded(let session):
-            remove(id: session.id)
+            remove(id: session.id.rawValue)
         }
     }
 
@@ -88,19 +89,19 @@ final class SessionTable: SessionObserver, Sendable {
     }
 
     /// The live sessions matching `filter`, oldest first.
-    func list(_ filter: Filter = Filter()) -> [SessionInfo] {
+    func list(_ filter: Filter = Filter()) -> [SessionReport] {
         let now = ContinuousClock.now
         let entries = state.withLock { state in
             state.sessions.values.filter { entry in
                 (filter.path.map { entry.info.path == $0 || entry.info.path.hasPrefix($0 + "/") } ?? true)
                     && (filter.protocol.map { entry.info.protocol == $0 } ?? true)
-                    && (filter.kind.map { entry.info.kind == $0 } ?? true)
+                    && (filter.kind.map { entry.info.kind == $0.rawValue } ?? true)
             }
         }
-        return entries.map { Self.snapshot($0, now: now) }.sorted { ($0.startedAt, $0.id.rawValue) < ($1.startedAt, $1.id.rawValue) }
+        return entries.map { Self.snapshot($0, now: now) }.sorted { ($0.startedAt, $0.id) < ($1.startedAt, $1.id) }
     }
 
-    func session(_ id: SessionID) -> SessionInfo? {
+    func session(_ id: String) -> SessionReport? {
         state.withLock { $0.sessions[id] }.map { Self.snapshot($0, now: .now) }
     }
 
@@ -108,7 +109,7 @@ final class SessionTable: SessionObserver, Sendable {
 
     /// Ends session `id` with `reason` (its client is told where the protocol can). False
     /// when there is no such live session, or it cannot be ended from outside.
-    func kick(_ id: SessionID, reason: String) -> Bool {
+    func kick(_ id: String, reason: String) -> Bool {
         let kick = state.withLock { state -> SessionKick? in
             guard var entry = state.sessions[id], let kick = entry.kick else { return nil }
             entry.kickReason = reason
@@ -155,12 +156,12 @@ final class SessionTable: SessionObserver, Sendable {
         if let entry { log(entry, ended: true) }
     }
 
-    private func remove(id: SessionID) {
+    private func remove(id: String) {
         let entry = state.withLock { $0.sessions.removeValue(forKey: id) }
         if let entry { log(entry, ended: true) }
     }
 
-    private static func snapshot(_ entry: Entry, now: ContinuousClock.Instant) -> SessionInfo {
+    private static func snapshot(_ entry: Entry, now: ContinuousClock.Instant) -> SessionReport {
         var info = entry.info
         let elapsed = now - entry.started
         info.durationSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -182,7 +183,7 @@ final class SessionTable: SessionObserver, Sendable {
         ]
         if !entry.info.query.isEmpty { metadata["query"] = "\(entry.info.query)" }
         if verdict.suppressed > 0 { metadata["linesHeldBack"] = "\(verdict.suppressed)" }
-        let kind = entry.info.kind == .publish ? "publisher" : "viewer"
+        let kind = entry.info.kind == SessionKind.publish.rawValue ? "publisher" : "viewer"
         if ended {
             let info = Self.snapshot(entry, now: .now)
             metadata["duration"] = "\(String(format: "%.1f", info.durationSeconds)) s"
