@@ -15,8 +15,9 @@
 #     and both relays. A viewer whose stream ends asks for it again (polls) until it is back.
 # Faults (this script):
 #   - every KILL_EVERY s, `kill -9` of the transcoder that runs most renditions (from the
-#     coordinator's admin API), restarted at once with the same node id and ports, so there
-#     is always one to fail over to;
+#     coordinator's admin API), restarted at once (after KILL_RESTART_DELAY s, default 0) with
+#     the same node id and ports, so there is always one to fail over to; 5 s later the
+#     placement is asked again, to show who took the killed one's streams;
 #   - once, at RELAY_RESTART_AT s (default: the midpoint between two kills nearest the middle
 #     of the run), relay-1 gets SIGTERM (it drains, then exits) and starts again on its ports.
 # Records, in RESULTS (a new directory under /tmp, kept): events.tsv (every start, kill,
@@ -30,7 +31,7 @@
 # or the relay restart; no process exited on its own; every process's RSS flat after warm-up
 # (last third against minutes 5–10, +10 % or 2 MiB allowed: scripts/lib/cluster_soak.py).
 #
-# Environment: DURATION=1800 KILL_EVERY=300 VIEWERS=50 SAMPLE_SECONDS=60 SEED=23
+# Environment: DURATION=1800 KILL_EVERY=300 KILL_RESTART_DELAY=0 VIEWERS=50 SAMPLE_SECONDS=60 SEED=23
 # PUBLISH_MIN=120 PUBLISH_MAX=300 PAUSE_MIN=10 PAUSE_MAX=30 RELAY_RESTART_AT=… SOURCE_SIZE=640x360
 # LOG_LEVEL=info NODE=.build/release/node (the binary; SKIP_BUILD=1 to use it as it is,
 # otherwise `swift build -c release --product node` first) RESULTS=/tmp/… (must not exist).
@@ -40,6 +41,7 @@ cd "$(dirname "$0")/.."
 
 DURATION=${DURATION:-1800}
 KILL_EVERY=${KILL_EVERY:-300}
+KILL_RESTART_DELAY=${KILL_RESTART_DELAY:-0}
 VIEWERS=${VIEWERS:-50}
 SAMPLE_SECONDS=${SAMPLE_SECONDS:-60}
 SEED=${SEED:-23}
@@ -56,11 +58,12 @@ BENCH_NAME=bench-cluster-soak
 # shellcheck source=lib/bench.sh
 source "$(dirname "$0")/lib/bench.sh"
 
-for var in DURATION KILL_EVERY VIEWERS SAMPLE_SECONDS SEED PUBLISH_MIN PUBLISH_MAX PAUSE_MIN PAUSE_MAX; do
+for var in DURATION KILL_EVERY KILL_RESTART_DELAY VIEWERS SAMPLE_SECONDS SEED PUBLISH_MIN PUBLISH_MAX PAUSE_MIN PAUSE_MAX; do
   [[ ${!var} =~ ^[0-9]+$ ]] || die "$var must be a whole number (is '${!var}')"
 done
 ((DURATION >= 60 && DURATION <= 86400)) || die "DURATION must be 60…86400 s"
 ((KILL_EVERY >= 30)) || die "KILL_EVERY must be at least 30 s"
+((KILL_RESTART_DELAY <= KILL_EVERY / 2)) || die "KILL_RESTART_DELAY must be at most KILL_EVERY / 2"
 ((VIEWERS >= 1 && VIEWERS <= 1000)) || die "VIEWERS must be 1…1000"
 ((SAMPLE_SECONDS >= 5)) || die "SAMPLE_SECONDS must be at least 5"
 ((PUBLISH_MIN >= 10 && PUBLISH_MIN <= PUBLISH_MAX && PAUSE_MIN <= PAUSE_MAX)) || die "need 10 ≤ PUBLISH_MIN ≤ PUBLISH_MAX and PAUSE_MIN ≤ PAUSE_MAX"
@@ -108,12 +111,20 @@ else
 fi
 KEEP_TMP=1 # the results directory is the point of the run
 
-# Processes stop in the reverse of their start order: the load first (so its viewers see no
-# ends), relays, transcoders, ingest, coordinator, nats-server last.
+# The load stops first (so its viewers see no ends; on SIGTERM it still writes its records),
+# then the other processes in the reverse of their start order, nats-server last. A run that
+# failed half-way still gets a report of what it recorded.
+load_pid=""
 cleanup() {
   local status=$? i
+  if [[ -n $load_pid ]]; then stop_pid "$load_pid"; fi
   for ((i = ${#pids[@]} - 1; i >= 0; i--)); do stop_pid "${pids[i]}"; done
   pids=()
+  if ((status != 0)) && [[ -s $tmp/viewers.json && -s $tmp/rss.tsv && ! -e $tmp/summary.md ]]; then
+    log "the run stopped early (exit $status); the report of what it recorded:"
+    "$python" scripts/lib/cluster_soak.py report "$tmp" >"$tmp/summary.md" 2>&1 || true
+    cat "$tmp/summary.md"
+  fi
   (exit "$status")
   stop_all_on_exit
 }
@@ -135,7 +146,7 @@ alive() { # pid: running (not exited, not a zombie)
 }
 
 # --- the cluster -----------------------------------------------------------------------------
-declare -A node_pid=() node_http=() node_rtmp=() node_role=() node_runs=() node_env=()
+declare -A node_pid=() node_http=() node_rtmp=() node_role=() node_runs=() node_env=() node_log=()
 node_ids=(coordinator ingest-1 transcode-1 transcode-2 relay-1 relay-2)
 
 # soak_node ID [ROLE [ENV…]]: starts (or restarts) node ID; its ports are picked once and kept
@@ -151,6 +162,7 @@ soak_node() {
   node_runs[$id]=$((${node_runs[$id]:-0} + 1))
   log=$id
   ((node_runs[$id] == 1)) || log=$id.run${node_runs[$id]}
+  node_log[$id]=$log
   # shellcheck disable=SC2086 # node_env holds VAR=value words without spaces
   start "$log" env ${node_env[$id]} "$node" --role "${node_role[$id]}" --node-id "$id" \
     --http-port "${node_http[$id]}" --rtmp-port "${node_rtmp[$id]}" --data-dir "$tmp/data-$id" "${bus[@]}"
@@ -193,18 +205,36 @@ sample() { # VmRSS (KiB) and utime+stime (ticks) of every process, and the machi
     ticks=$(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || true)
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$EPOCHREALTIME" "$sample_round" "$id" "$pid" "${rss:-0}" "${ticks:-0}" >>"$tmp/rss.tsv"
   done
+  # The publishers (the load generator's ffmpeg children): their RSS summed; their CPU time, that
+  # of the finished ones included (the generator's cutime + cstime).
+  local kid kids=() rss_sum=0 tick_sum
+  tick_sum=$(awk '{ print $16 + $17 }' "/proc/$load_pid/stat" 2>/dev/null || echo 0)
+  mapfile -t kids < <(pgrep -P "$load_pid" 2>/dev/null || true)
+  for kid in "${kids[@]}"; do
+    rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$kid/status" 2>/dev/null || true)
+    ticks=$(awk '{ print $14 + $15 }' "/proc/$kid/stat" 2>/dev/null || true)
+    rss_sum=$((rss_sum + ${rss:-0}))
+    tick_sum=$((tick_sum + ${ticks:-0}))
+  done
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$EPOCHREALTIME" "$sample_round" publishers "$load_pid" "$rss_sum" "$tick_sum" >>"$tmp/rss.tsv"
   awk -v now="$EPOCHREALTIME" '/^cpu / { busy = $2 + $3 + $4 + $7 + $8 + $9; print now "\t" busy "\t" busy + $5 + $6; exit }' /proc/stat >>"$tmp/machine.tsv"
   sample_round=$((sample_round + 1))
 }
 
 # --- faults --------------------------------------------------------------------------------
 prefer=transcode-1
-kill_transcoder() {
-  local line victim extra pid
+placement() { # prints `victim<TAB>known=…;streams=…;unplaced=…<TAB>placement` (cluster_soak.py placement)
+  local line
   line=$(ESTUARY_ADMIN_TOKEN=$admin_token timeout 10 "$python" scripts/lib/cluster_soak.py placement \
     "http://127.0.0.1:${node_http[coordinator]}/api/v1/streams" --transcoders transcode-1,transcode-2 --prefer "$prefer" \
     2>>"$tmp/placement.log" || true)
   printf '%s %s\n' "$(date +%T)" "$line" >>"$tmp/placement.log"
+  printf '%s\n' "$line"
+}
+
+kill_transcoder() {
+  local line victim extra pid
+  line=$(placement)
   IFS=$'\t' read -r victim extra _ <<<"$line"
   [[ $victim == transcode-1 || $victim == transcode-2 ]] || victim=$prefer
   [[ $victim == transcode-1 ]] && prefer=transcode-2 || prefer=transcode-1
@@ -213,8 +243,15 @@ kill_transcoder() {
   event kill "$victim" "$pid" "${extra:-known=0}"
   wait "$pid" 2>/dev/null || true
   forget_pid "$pid"
-  log "killed $victim (pid $pid; ${extra:-placement unknown}); restarting it"
+  log "killed $victim (pid $pid; ${extra:-placement unknown}); restarting it after ${KILL_RESTART_DELAY} s"
+  sleep "$KILL_RESTART_DELAY"
   soak_node "$victim"
+}
+
+placement_event() { # the placement now, as an event (the report shows who took a killed transcoder's streams)
+  local summary
+  IFS=$'\t' read -r _ _ summary <<<"$(placement)"
+  event placement "" "" "${summary:-unknown}"
 }
 
 restart_relay() { # id: SIGTERM (the node drains), up to 30 s for it to exit, then the same ports again
@@ -243,17 +280,18 @@ restart_relay() { # id: SIGTERM (the node drains), up to 30 s for it to exit, th
 wait_quiet
 t0=$EPOCHREALTIME
 t0s=${t0%.*}
-command="SKIP_BUILD=${SKIP_BUILD:-} DURATION=$DURATION KILL_EVERY=$KILL_EVERY VIEWERS=$VIEWERS SAMPLE_SECONDS=$SAMPLE_SECONDS SEED=$SEED PUBLISH_MIN=$PUBLISH_MIN PUBLISH_MAX=$PUBLISH_MAX PAUSE_MIN=$PAUSE_MIN PAUSE_MAX=$PAUSE_MAX scripts/bench-cluster-soak.sh"
+command="SKIP_BUILD=${SKIP_BUILD:-} DURATION=$DURATION KILL_EVERY=$KILL_EVERY KILL_RESTART_DELAY=$KILL_RESTART_DELAY VIEWERS=$VIEWERS SAMPLE_SECONDS=$SAMPLE_SECONDS SEED=$SEED PUBLISH_MIN=$PUBLISH_MIN PUBLISH_MAX=$PUBLISH_MAX PAUSE_MIN=$PAUSE_MIN PAUSE_MAX=$PAUSE_MAX scripts/bench-cluster-soak.sh"
 build="$(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- Sources 2>/dev/null || echo ' + uncommitted Sources changes'), binary of $(date -r "$node" '+%F %H:%M')"
 "$python" - "$tmp/run.json" <<PY
 import json, sys
-json.dump({"t0": $t0, "duration": $DURATION, "killEvery": $KILL_EVERY, "relayRestartAt": $RELAY_RESTART_AT,
+json.dump({"t0": $t0, "duration": $DURATION, "killEvery": $KILL_EVERY, "killRestartDelay": $KILL_RESTART_DELAY, "relayRestartAt": $RELAY_RESTART_AT,
            "viewers": $VIEWERS, "seed": $SEED, "publish": "$PUBLISH_MIN–$PUBLISH_MAX", "pause": "$PAUSE_MIN–$PAUSE_MAX",
            "source": "$SOURCE_SIZE", "rungs": "$rungs", "node": "$node", "build": """$build""",
            "command": """$command"""}, open(sys.argv[1], "w"))
 PY
 log "soak: ${DURATION}s; kills at ${kill_times[*]:-none} s; relay-1 restart at ${RELAY_RESTART_AT}s; $VIEWERS viewers; results in $tmp"
-start viewers "$python" scripts/lib/cluster_soak.py run --dir "$tmp" --t0 "$t0" --duration "$DURATION" \
+# Two malloc arenas: fifty threads' 64 KiB reads otherwise spread over 16 arenas that only grow.
+start viewers env MALLOC_ARENA_MAX=2 "$python" scripts/lib/cluster_soak.py run --dir "$tmp" --t0 "$t0" --duration "$DURATION" \
   --ingest "rtmp://127.0.0.1:${node_rtmp[ingest-1]}" \
   --relays "relay-1=http://127.0.0.1:${node_http[relay-1]},relay-2=http://127.0.0.1:${node_http[relay-2]}" \
   --clip "$tmp/clip.flv" --viewers "$VIEWERS" --rungs "$rungs" --seed "$SEED" \
@@ -264,17 +302,24 @@ event start viewers "$load_pid"
 next_sample=0
 next_kill=0
 relay_restarted=""
+placement_at=""
 while true; do
   now=$((${EPOCHREALTIME%.*} - t0s))
   ((now < DURATION)) || break
   alive "$load_pid" || die "the load generator exited early (see $tmp/viewers.log): $(tail -3 "$tmp/viewers.log")"
   if ((now >= next_sample)); then
     sample
+    placement_event # what each transcoder runs now: their RSS is compared at equal load
     next_sample=$((next_sample + SAMPLE_SECONDS))
   fi
   if ((next_kill < ${#kill_times[@]} && now >= kill_times[next_kill])); then
     kill_transcoder
     next_kill=$((next_kill + 1))
+    placement_at=$((now + 5))
+  fi
+  if [[ -n $placement_at ]] && ((now >= placement_at)); then
+    placement_at=""
+    placement_event
   fi
   if [[ -z $relay_restarted ]] && ((now >= RELAY_RESTART_AT)); then
     relay_restarted=1
@@ -282,7 +327,7 @@ while true; do
   fi
   for id in "${node_ids[@]}"; do
     if ! alive "${node_pid[$id]}"; then
-      log "warning: $id (pid ${node_pid[$id]}) exited on its own: $(tail -3 "$tmp/$id.log" 2>/dev/null)"
+      log "warning: $id (pid ${node_pid[$id]}) exited on its own: $(tail -3 "$tmp/${node_log[$id]}.log" 2>/dev/null)"
       event died "$id" "${node_pid[$id]}"
       wait "${node_pid[$id]}" 2>/dev/null || true
       forget_pid "${node_pid[$id]}"
@@ -293,6 +338,7 @@ while true; do
   sleep 1
 done
 sample
+placement_event
 
 # The load stops by itself at the end (its viewers first, then its publishers); 60 s at most.
 for ((i = 0; i < 600; i++)); do
@@ -301,6 +347,7 @@ for ((i = 0; i < 600; i++)); do
 done
 stop_pid "$load_pid"
 forget_pid "$load_pid"
+load_pid=""
 [[ -s $tmp/viewers.json ]] || die "the load generator wrote no results (see $tmp/viewers.log)"
 
 status=0

@@ -277,7 +277,7 @@ class Viewer(threading.Thread):
             head = bytearray()
             limit = min(now() + HEADER_TIMEOUT, self.deadline)
             while b"\r\n\r\n" not in head:
-                if now() >= limit or len(head) > 65536:
+                if now() >= limit or len(head) > 65536 or self.stop.is_set():
                     raise Closed("no response head in time")
                 try:
                     data = sock.recv(65536)
@@ -486,6 +486,8 @@ def run(args):
         json.dump({p.stream: p.sessions for p in publishers}, f)
     with open(os.path.join(args.dir, "viewers.json"), "w") as f:
         json.dump([v.record() for v in viewers], f)
+    with open(os.path.join(args.dir, "load.json"), "w") as f:
+        json.dump({"stoppedAt": min(now(), deadline), "complete": now() >= deadline}, f)
     log("wrote publishers.json and viewers.json")
 
 
@@ -546,12 +548,21 @@ def report(args):
     run_info = json.load(open(os.path.join(d, "run.json")))
     t0, duration = run_info["t0"], run_info["duration"]
     end = t0 + duration
+    try:
+        load = json.load(open(os.path.join(d, "load.json")))
+        end = min(end, load["stoppedAt"])
+        if not load.get("complete", True):
+            failures_early = [f"the run stopped early, {end - t0:.0f} s in"]
+        else:
+            failures_early = []
+    except (OSError, ValueError, KeyError):
+        failures_early = []
     events = [e for e in (parse_event(line) for line in open(os.path.join(d, "events.tsv"))) if e]
     publishers = json.load(open(os.path.join(d, "publishers.json")))
     viewers = json.load(open(os.path.join(d, "viewers.json")))
     out = []
     p = out.append
-    failures, warnings = [], []
+    failures, warnings = list(failures_early), []
 
     # --- the windows of each cause --------------------------------------------------------
     churn = collections.defaultdict(list)  # stream -> [(from, to)]
@@ -626,6 +637,8 @@ def report(args):
     if early:
         warnings.append(f"{len(early)} publisher session(s) ended early (ffmpeg exited: see publisher-*.log)")
 
+    delay = run_info.get("killRestartDelay") or 0
+    restart_when = "at once" if not delay else f"{delay} s later"
     p(f"### Cluster soak ({time.strftime('%Y-%m-%d %H:%M', time.localtime(t0))})")
     p("")
     p(f"Command: `{run_info['command']}`; binary `{run_info['node']}` ({run_info['build']}). "
@@ -633,7 +646,8 @@ def report(args):
       f"{len(publishers)} publishers into `abr/soak1..{len(publishers)}` ({run_info['source']} 30 fps H.264 + AAC, 2 s GOPs, "
       f"looped with `-c copy`), each publishing {run_info['publish']} s and pausing {run_info['pause']} s (seed {run_info['seed']}); "
       f"{len(viewers)} HTTP-FLV viewers over the source and rungs ({run_info['rungs']}) of every stream and both relays; "
-      f"`kill -9` of the busiest transcoder every {run_info['killEvery']} s (restarted at once, same node id); "
+      f"`kill -9` of the busiest transcoder every {run_info['killEvery']} s (restarted "
+      f"{restart_when}, same node id); "
       f"relay-1 restarted (SIGTERM, drain, same ports) at {run_info['relayRestartAt']} s. {duration:.0f} s in all.")
     p("")
     p("| figure | value |")
@@ -697,21 +711,55 @@ def report(args):
     p("**Transcoder failover** (kill → the first new keyframe, per rung viewer of a stream the killed transcoder ran "
       "and that had video in the 2 s before the kill):")
     p("")
-    p("| kill | at s | victim | its streams | viewers | recovered | median ms | max ms | via reconnect |")
-    p("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    p("| kill | at s | victim | its streams | then on (5 s later) | viewers | recovered | median ms | max ms | via reconnect |")
+    p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     all_recoveries = []
     unrecovered = 0
+    paused_around = 0
+
+    placements = [e for e in events if e["kind"] == "placement"]
+
+    def taken_over(k):
+        """Who ran the killed transcoder's streams at the next placement event: transcoder (renditions)."""
+        after = next((e for e in placements if e["t"] > k["t"]), None)
+        if after is None or not k["streams"]:
+            return "—"
+        nodes = collections.Counter()
+        for token in after["extra"].split():
+            rendition, _, rest = token.partition(":")
+            node, _, state = rest.partition(":")
+            if rendition.split("/")[0] in k["streams"] and state in ("assigned", "running"):
+                nodes[node] += 1
+        return ", ".join(f"{n} ({c})" for n, c in sorted(nodes.items())) or "nothing"
+
+    def live_through(stream, a, b):
+        return any(s["start"] <= a and (s.get("stop") or float("inf")) >= b for s in publishers.get(stream, ()))
+
     for k in kills:
-        records = [f for v in viewers for f in v["failovers"] if f["kill"] == k["id"] and f["receiving"]]
+        records = []
+        for v in viewers:
+            for f in v["failovers"]:
+                if f["kill"] != k["id"] or not f["receiving"]:
+                    continue
+                # A publisher that paused around the kill would make its end, not the kill's, the figure.
+                after = max(5.0, (f["recoveryMs"] or 0) / 1000)
+                if not live_through(v["stream"], k["t"] - 3.0, k["t"] + after):
+                    paused_around += 1
+                    continue
+                records.append(f)
         rec = [f["recoveryMs"] / 1000 for f in records if f["recoveryMs"] is not None]
         all_recoveries += rec
         unrecovered += len(records) - len(rec)
         streams = "unknown" if k["streams"] is None else (",".join(sorted(k["streams"])) or "none")
-        p(f"| {k['id']} | {k['t'] - t0:.0f} | {k['victim']} | {streams} | {len(records)} | {len(rec)} | "
+        p(f"| {k['id']} | {k['t'] - t0:.0f} | {k['victim']} | {streams} | {taken_over(k)} | {len(records)} | {len(rec)} | "
           f"{fmt_ms(pct(rec, 0.5))} | {fmt_ms(max(rec) if rec else None)} | {sum(1 for f in records if f['reconnected'])} |")
-    p(f"| all | | | | {len(all_recoveries) + unrecovered} | {len(all_recoveries)} | {fmt_ms(pct(all_recoveries, 0.5))} | "
+    p(f"| all | | | | | {len(all_recoveries) + unrecovered} | {len(all_recoveries)} | {fmt_ms(pct(all_recoveries, 0.5))} | "
       f"{fmt_ms(max(all_recoveries) if all_recoveries else None)} | |")
     p("")
+    if paused_around:
+        p(f"Left out: {paused_around} rung viewer(s) whose publisher paused within 3 s before or 5 s after the kill "
+          "(or before their recovery).")
+        p("")
     if unrecovered:
         warnings.append(f"{unrecovered} rung viewer(s) got no new keyframe within {FAILOVER_LIMIT:.0f} s of a kill")
     back = []
@@ -720,7 +768,7 @@ def report(args):
         after = "never" if ready is None else f"{ready['t'] - k['t']:.1f} s"
         back.append(f"{k['victim']} {after}")
     if back:
-        p("The killed transcoder, restarted at once, was ready (`/readyz`) again: " + ", ".join(back) + " after the kill.")
+        p("The killed transcoder was ready (`/readyz`) again (restarted under the same id): " + ", ".join(back) + " after the kill.")
         p("")
     for node, _, _, t_term, ex, ready in relay_windows:
         drain = "" if ex is None else f"exited {ex['t'] - t_term:.1f} s after SIGTERM ({ex['extra']}), "
@@ -729,7 +777,7 @@ def report(args):
         p("")
 
     # RSS.
-    rss_table(d, t0, duration, viewers, p, failures, warnings)
+    rss_table(d, t0, duration, p, failures, warnings)
 
     # Verdict.
     p("")
@@ -744,8 +792,8 @@ def report(args):
     return 1 if failures else 0
 
 
-def rss_table(d, t0, duration, viewers, p, failures, warnings):
-    rows = []
+def rss_table(d, t0, duration, p, failures, warnings):
+    rows = []  # (epoch, round, name, pid, rss KiB, cpu ticks)
     for line in open(os.path.join(d, "rss.tsv")):
         f = line.rstrip("\n").split("\t")
         if len(f) == 6:
@@ -756,13 +804,26 @@ def rss_table(d, t0, duration, viewers, p, failures, warnings):
             names.append(r[2])
     rounds = sorted({r[1] for r in rows})
     by = {(r[1], r[2]): r for r in rows}
-    started = {}  # pid -> first sample time (the instance's birth: its start event when known)
-    for e in (parse_event(line) for line in open(os.path.join(d, "events.tsv"))):
-        if e and e["kind"] == "start":
-            started[e["pid"]] = e["t"]
-    hz = os.sysconf("SC_CLK_TCK")
+    events = [e for e in (parse_event(line) for line in open(os.path.join(d, "events.tsv"))) if e]
+    started = {e["pid"]: e["t"] for e in events if e["kind"] == "start"}  # pid -> its start
+    # Renditions each transcoder ran at each sample (the placement asked right after it).
+    loads = []
+    for e in events:
+        if e["kind"] == "placement":
+            count = collections.Counter()
+            for token in e["extra"].split():
+                _, _, rest = token.partition(":")
+                node, _, state = rest.partition(":")
+                if state in ("assigned", "running"):
+                    count[node] += 1
+            loads.append((e["t"], count if e["extra"] != "unknown" else None))
 
-    # CPU: per name, ticks over the run (per instance, summed) / duration.
+    def load_at(name, t):
+        after = next((c for at, c in loads if t <= at <= t + 10), None)
+        return None if after is None else after[name]
+
+    hz = os.sysconf("SC_CLK_TCK")
+    # CPU: per name, ticks between samples of one process (a killed one's last moments are not seen).
     cpu = collections.defaultdict(float)
     last = {}
     for r in rows:
@@ -777,7 +838,9 @@ def rss_table(d, t0, duration, viewers, p, failures, warnings):
         (b0, all0), (b1, all1) = (int(machine[0][1]), int(machine[0][2])), (int(machine[-1][1]), int(machine[-1][2]))
         busy_cores = (b1 - b0) / max(1, all1 - all0) * os.cpu_count()
 
-    p(f"**RSS of every process (MiB), every sample** (`*`: a new process since the last sample):")
+    transcoders = [n for n in names if n.startswith("transcode")]
+    p("**RSS of every process (MiB), every sample** (`*`: a new process since the last sample; "
+      "a transcoder's renditions then in brackets):")
     p("")
     p("| t min | " + " | ".join(names) + " |")
     p("| --- | " + " | ".join("---" for _ in names) + " |")
@@ -793,14 +856,20 @@ def rss_table(d, t0, duration, viewers, p, failures, warnings):
             t = r[0]
             mark = "*" if name in prev_pid and prev_pid[name] != r[3] else ""
             prev_pid[name] = r[3]
-            cells.append(f"{r[4] / 1024:.1f}{mark}" if r[4] else "—")
+            load = load_at(name, r[0]) if name in transcoders else None
+            cells.append((f"{r[4] / 1024:.1f}{mark}" if r[4] else "—") + ("" if load is None else f" [{load}]"))
         p(f"| {((t or t0) - t0) / 60:.1f} | " + " | ".join(cells) + " |")
     p("")
-    p("CPU over the run (cores): " + ", ".join(f"{name} {cpu[name] / span:.2f}" for name in names if span > 0) +
-      ("" if busy_cores is None else f"; the whole machine {busy_cores:.2f} of {os.cpu_count()}"))
+    if span > 0:
+        ours = sum(cpu.values()) / span
+        p("CPU over the run (cores): " + ", ".join(f"{name} {cpu[name] / span:.2f}" for name in names) +
+          ("" if busy_cores is None else
+           f"; the whole machine {busy_cores:.2f} of {os.cpu_count()}, of which {max(0.0, busy_cores - ours):.2f} "
+           "none of these (the kernel, anything else running on the machine)"))
     if busy_cores is not None and busy_cores > 0.9 * os.cpu_count():
-        warnings.append(f"the machine was saturated ({busy_cores:.2f} of {os.cpu_count()} cores busy): "
-                        "gaps and failover times are CPU-bound")
+        ours = sum(cpu.values()) / span if span > 0 else 0.0
+        warnings.append(f"the machine was saturated ({busy_cores:.2f} of {os.cpu_count()} cores busy, {ours:.2f} of them "
+                        "this soak's processes): gaps and failover times are CPU-bound")
     p("")
 
     # Flatness per process instance.
@@ -809,30 +878,56 @@ def rss_table(d, t0, duration, viewers, p, failures, warnings):
     p(f"RSS flat after warm-up: per process, the mean of its samples in the last third of the run (from "
       f"{2 * duration / 3 / 60:.1f} min, and past its own warm-up) against the mean of its samples aged "
       f"{warm_from / 60:.1f}–{warm_to / 60:.1f} min; flat when it grew by at most "
-      f"{RSS_ALLOW_FRACTION * 100:.0f} % or {RSS_ALLOW_KIB // 1024} MiB, whichever is more. "
-      "Processes restarted since (transcoders killed, the relay restarted) are judged on their own age, when they lived long enough.")
+      f"{RSS_ALLOW_FRACTION * 100:.0f} % or {RSS_ALLOW_KIB // 1024} MiB, whichever is more. A process started later "
+      "(a killed transcoder, the restarted relay) is judged on its own age, when it lived long enough. A transcoder's "
+      "memory follows the renditions it runs, which kills and publisher pauses move: its samples are compared at equal "
+      "load (the same number of renditions in both windows), and not judged when the two windows share none.")
     p("")
     p("| process | pid | warm-up MiB | last third MiB | growth | verdict |")
     p("| --- | --- | --- | --- | --- | --- |")
     instances = collections.OrderedDict()
     for r in rows:
         instances.setdefault((r[2], r[3]), []).append(r)
+    judged = 0
     for (name, pid), samples in instances.items():
-        if name == "viewers":
+        if name in ("viewers", "publishers"):
             continue
         born = max(started.get(pid, samples[0][0]), t0)  # warm-up counts from the load's start
-        ref = [r[4] for r in samples if warm_from <= r[0] - born <= warm_to and r[4]]
-        fin = [r[4] for r in samples if r[0] >= final_from and r[0] - born > warm_to and r[4]]
-        if not ref or not fin:
-            p(f"| {name} | {pid} | {mean_mib(ref)} | {mean_mib(fin)} | — | not judged (lived {(samples[-1][0] - born) / 60:.1f} min) |")
+        ref = [r for r in samples if warm_from <= r[0] - born <= warm_to and r[4]]
+        fin = [r for r in samples if r[0] >= final_from and r[0] - born > warm_to and r[4]]
+        if name in transcoders:
+            pairs = collections.defaultdict(lambda: ([], []))
+            for r in ref:
+                pairs[load_at(name, r[0])][0].append(r[4])
+            for r in fin:
+                pairs[load_at(name, r[0])][1].append(r[4])
+            common = {k: v for k, v in pairs.items() if k is not None and v[0] and v[1]}
+            if (ref and fin) and not common:
+                p(f"| {name} | {pid} | {mean_mib([r[4] for r in ref])} | {mean_mib([r[4] for r in fin])} | — | "
+                  f"not judged (its load changed: {loads_of(pairs, 0)} renditions, then {loads_of(pairs, 1)}) |")
+                continue
+            comparisons = [(k, statistics.mean(a), statistics.mean(b)) for k, (a, b) in sorted(common.items())]
+        else:
+            comparisons = [(None, statistics.mean([r[4] for r in ref]), statistics.mean([r[4] for r in fin]))] if ref and fin else []
+        if not comparisons:
+            p(f"| {name} | {pid} | {mean_mib([r[4] for r in ref])} | {mean_mib([r[4] for r in fin])} | — | "
+              f"not judged (lived {(samples[-1][0] - born) / 60:.1f} min) |")
             continue
-        a, b = statistics.mean(ref), statistics.mean(fin)
-        flat = b - a <= max(RSS_ALLOW_FRACTION * a, RSS_ALLOW_KIB)
-        if not flat:
-            failures.append(f"RSS of {name} (pid {pid}) grew {100 * (b - a) / a:+.1f} % after warm-up")
-        p(f"| {name} | {pid} | {a / 1024:.1f} | {b / 1024:.1f} | {100 * (b - a) / a:+.1f} % | {'flat' if flat else '**grew**'} |")
-    if not any(True for (name, _), _s in instances.items() if name != "viewers"):
-        failures.append("no RSS samples")
+        judged += 1
+        for load, a, b in comparisons:
+            flat = b - a <= max(RSS_ALLOW_FRACTION * a, RSS_ALLOW_KIB)
+            at = "" if load is None else f" ({load} renditions)"
+            if not flat:
+                failures.append(f"RSS of {name} (pid {pid}){at} grew {100 * (b - a) / a:+.1f} % after warm-up")
+            p(f"| {name}{at} | {pid} | {a / 1024:.1f} | {b / 1024:.1f} | {100 * (b - a) / a:+.1f} % | "
+              f"{'flat' if flat else '**grew**'} |")
+    if not judged:
+        failures.append("no process lived long enough for its RSS to be judged")
+
+
+def loads_of(pairs, side):
+    return "/".join("?" if k is None else str(k) for k in sorted((k for k, v in pairs.items() if v[side]),
+                                                                  key=lambda k: -1 if k is None else k)) or "—"
 
 
 def mean_mib(values):
