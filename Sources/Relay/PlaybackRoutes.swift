@@ -52,7 +52,9 @@ public struct PlaybackRoutes: Sendable {
                 )
             }
             guard let hls = self.hls else { return HLSRoutes.status(.notFound) }
-            return try await hls.master(app: app, name: name, file: file)
+            return try await hls.master(
+                app: app, name: name, file: file, rawQuery: request.uri.query ?? "", remoteAddress: Self.describe(context.remoteAddress)
+            )
         }
         router.get("/:app/:name/:rendition/:file") { request, context in
             guard let hls = self.hls else { return HLSRoutes.status(.notFound) }
@@ -61,7 +63,9 @@ public struct PlaybackRoutes: Sendable {
                 name: context.parameters.get("name") ?? "",
                 rendition: context.parameters.get("rendition") ?? "",
                 file: context.parameters.get("file") ?? "",
-                query: request.uri.queryParameters
+                query: request.uri.queryParameters,
+                rawQuery: request.uri.query ?? "",
+                remoteAddress: Self.describe(context.remoteAddress)
             )
         }
     }

@@ -101,6 +101,58 @@ extension IntegrationTests {
             }
         }
 
+        @Test("An HLS player is a session: admitted at its first playlist request, its id in every URI it is given (with its token), listed with growing bytes and counted by the drain; a kick makes its next request 403; it ends three target durations after its last request")
+        func hlsSessions() async throws {
+            try await Scenario.run("sessions-hls") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let node = try await scenario.startNode(label: "node", arguments: ["--admin-token", Self.token])
+                _ = try scenario.publish(media, to: node.rtmpURL("live", "cam"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(node, "live", "cam")
+                _ = try await scenario.waitForSegments(node, "/live/cam", count: 2)
+
+                // A real player: one session for all its requests, its bytes growing.
+                let player = try scenario.launch("ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "warning", "-i", "http://127.0.0.1:\(node.httpPort)/live/cam/index.m3u8", "-t", "8", "-f", "null", "-"], name: "hls-player")
+                var hls: [[String: Any]] = []
+                let listed = await eventually(timeout: .seconds(10), interval: .milliseconds(250)) {
+                    hls = (try? await Self.sessions(node, "?protocol=hls")) ?? []
+                    return hls.count == 1 && (hls.first?["bytesOut"] as? Int ?? 0) > 50_000
+                }
+                scenario.check(listed, "the HLS player is not one session with bytes: \(hls)")
+                scenario.check(hls.first?["path"] as? String == "live/cam" && hls.first?["kind"] as? String == "play", "the HLS session: \(hls)")
+                let (_, drain) = try await node.admin("/api/v1/node/drain", token: Self.token)
+                scenario.check((drain["viewers"] as? Int ?? 0) >= 1, "the drain does not count the HLS player: \(drain)")
+                let playerEnd = await player.waitForExit(timeout: .seconds(30))
+                scenario.check(playerEnd == .exited(0), "the HLS player: \(playerEnd.map { "\($0)" } ?? "still running") \(player.stderrText.suffix(300))")
+                // Three target durations (6 s) after its last request, it has left.
+                let expired = await eventually(timeout: .seconds(12), interval: .milliseconds(500)) {
+                    ((try? await Self.sessions(node, "?protocol=hls")) ?? [["x": 1]]).isEmpty
+                }
+                scenario.check(expired, "the HLS session outlived its player by more than 12 s")
+
+                // Request by request: the master opens a session, every URI names it and carries
+                // the token the request came with.
+                let master = try await scenario.hlsGet(node, "/live/cam/index.m3u8?token=abc")
+                try scenario.require(master.status == 200, "the master answered \(master.status)")
+                let parsed = try MasterPlaylist.parse(master.bodyText)
+                let id = try #require(HLSQueries.session(parsed.uriQueries), "the master's URIs carry no single session: \(master.bodyText)")
+                scenario.check(parsed.uriQueries == ["session=\(id)&token=abc"], "the master's URI queries: \(parsed.uriQueries)")
+                let mediaResponse = try await scenario.hlsGet(node, "/live/cam/src/index.m3u8?session=\(id)&token=abc")
+                let mediaPlaylist = try MediaPlaylist.parse(mediaResponse.bodyText)
+                scenario.check(mediaPlaylist.uriQueries == ["session=\(id)&token=abc"], "the media playlist's URI queries: \(mediaPlaylist.uriQueries)")
+                let segment = try #require(mediaPlaylist.complete.last)
+                let segmentPath = "/live/cam/src/seg\(segment.sequence).ts?session=\(id)"
+                scenario.check(try await scenario.hlsGet(node, segmentPath).status == 200, "a segment of the session")
+                scenario.check(try await Self.sessions(node, "?protocol=hls").map { $0["id"] as? String } == [id], "the session is not listed")
+                scenario.check(try await Self.kick(node, id) == 202, "kicking the HLS session")
+                scenario.check(try await scenario.hlsGet(node, "/live/cam/src/index.m3u8?session=\(id)").status == 403, "the kicked session's next playlist request was not refused")
+                scenario.check(try await scenario.hlsGet(node, segmentPath).status == 403, "the kicked session's next segment request was not refused")
+                scenario.check(try await Self.sessions(node, "?protocol=hls").isEmpty, "the kicked session is still listed")
+                // A media playlist asked for directly is served as it was, without a session.
+                let direct = try await scenario.hlsGet(node, "/live/cam/src/index.m3u8")
+                scenario.check(direct.status == 200 && !direct.bodyText.contains("session="), "a direct media playlist request: \(direct.status)")
+            }
+        }
+
         @Test("In a cluster the coordinator lists every node's sessions with their node, live, and kicks a relay's viewer through it; each node answers for its own")
         func clusterSessions() async throws {
             try await Scenario.run("sessions-cluster") { scenario in

@@ -47,9 +47,11 @@ struct ListenerAssembly {
             logger.warning("\(kind) refused: no admission decision within the timeout", metadata: ["stream": "\(path)", "timeout": "\(configuration.admissionTimeout)"])
             NodeMetrics.admissionTimeouts(kind: kind.rawValue)
         }
+        relay?.hlsSessions.setAdmission(timed)
         PlaybackRoutes(flv: HTTPFLVRoutes(admission: timed, logger: context.logger), hls: relay?.routes)
             .register(on: context.router)
         services = [.init(service: RTMPServer(configuration: configuration.rtmp, admission: timed, group: context.group, logger: context.logger))]
+            + (relay.map { [ServiceGroupConfiguration.ServiceConfiguration(service: HLSSessionSweeper(sessions: $0.hlsSessions))] } ?? [])
             + Self.pulls(context, admission: ingest != nil ? admission : nil)
     }
 
@@ -80,4 +82,15 @@ struct StaticPullsService: Service {
 /// The body of `GET /api/v1/pulls`.
 struct PullList: ResponseEncodable {
     let pulls: [StaticPull.Status]
+}
+
+/// Ends HLS sessions whose player stopped asking (`HLSSessions.expire`), every second.
+struct HLSSessionSweeper: Service {
+    let sessions: HLSSessions
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await sessions.run()
+        }
+    }
 }

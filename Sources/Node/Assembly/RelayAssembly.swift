@@ -10,6 +10,8 @@ import Session
 struct RelayAssembly {
     let hls: HLSService
     let routes: HLSRoutes
+    /// HLS players as sessions; the node's admission is set on it once it exists.
+    let hlsSessions: HLSSessions
     let playback: Playback
     let node: RelayNode
     /// Observers of this process's sessions that the relay needs.
@@ -20,7 +22,10 @@ struct RelayAssembly {
         self.hls = hls
         let registry = context.registry
         let system = context.system
-        node = try system.makeActor(named: RoleAddress.relay) { RelayNode(registry: registry, actorSystem: system) }
+        // A player that has not asked for three target durations has left.
+        let hlsSessions = HLSSessions(idleLimit: context.configuration.hls.targetSegmentDuration * 3)
+        self.hlsSessions = hlsSessions
+        node = try system.makeActor(named: RoleAddress.relay) { RelayNode(registry: registry, hlsSessions: hlsSessions, actorSystem: system) }
         playback = Playback(registry: registry)
         // Streams published in this process are segmented from their first frame.
         observers = context.roles.contains(.ingest) ? [HLSSegmenting(hls: hls)] : []
@@ -34,7 +39,7 @@ struct RelayAssembly {
                 )
             )
         }
-        routes = HLSRoutes(service: hls, onRequest: openRemote)
+        routes = HLSRoutes(service: hls, onRequest: openRemote, sessions: hlsSessions)
     }
 
     /// HLS asks for a stream by its source path. Opens the source and its rungs (as the

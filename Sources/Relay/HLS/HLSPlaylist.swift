@@ -1,3 +1,5 @@
+import Foundation
+
 /// Renders HLS playlists (RFC 8216 and its LL-HLS revision, draft-pantos-hls-rfc8216bis).
 public enum HLSPlaylist {
     public enum Variant: Sendable {
@@ -159,5 +161,43 @@ extension Duration {
     var seconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
+}
+
+extension HLSPlaylist {
+    /// `text` with `query` appended to every URI: the URI lines (segments, variant
+    /// playlists) and every `URI="…"` attribute (maps, parts, preload hints, rendition
+    /// reports). The URIs this server writes carry no query of their own.
+    public static func appendingQuery(_ query: String, to text: String) -> String {
+        var lines: [Substring] = []
+        var output = ""
+        output.reserveCapacity(text.utf8.count + 64 * query.utf8.count)
+        lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        for (index, line) in lines.enumerated() {
+            if index > 0 { output += "\n" }
+            if line.isEmpty {
+                continue
+            } else if !line.hasPrefix("#") {
+                output += line
+                output += "?"
+                output += query
+            } else if line.contains("URI=\"") {
+                var rest = line[...]
+                while let range = rest.range(of: "URI=\"") {
+                    output += rest[..<range.upperBound]
+                    rest = rest[range.upperBound...]
+                    guard let close = rest.firstIndex(of: "\"") else { break }
+                    output += rest[..<close]
+                    output += "?"
+                    output += query
+                    rest = rest[close...]
+                }
+                output += rest
+            } else {
+                output += line
+            }
+        }
+        return output
     }
 }

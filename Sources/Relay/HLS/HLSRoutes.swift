@@ -1,6 +1,7 @@
 import Hummingbird
 import Media
 import NIOCore
+import Session
 
 /// HLS over HTTP:
 ///
@@ -14,18 +15,81 @@ import NIOCore
 /// Every name is parsed strictly (no file system is involved, so traversal has nothing to
 /// reach); anything else is a 404, malformed query values a 400. The routes are registered
 /// by `PlaybackRoutes`, which shares their path shapes with HTTP-FLV's.
+///
+/// With `sessions`, a playlist request goes through the admission unless it names a live
+/// session (`HLSSessions`), and every URI of the playlists it is given names that session.
 public struct HLSRoutes: Sendable {
     public let service: HLSService
     /// Called with the stream of every request before it is looked up: a relay uses it to
     /// open the stream's renditions from the bus on demand and to mark them as watched.
     public let onRequest: (@Sendable (StreamPath) async -> Void)?
+    /// HLS viewers as sessions; nil serves every request without admission.
+    public let sessions: HLSSessions?
 
-    public init(service: HLSService, onRequest: (@Sendable (StreamPath) async -> Void)? = nil) {
+    public init(service: HLSService, onRequest: (@Sendable (StreamPath) async -> Void)? = nil, sessions: HLSSessions? = nil) {
         self.service = service
         self.onRequest = onRequest
+        self.sessions = sessions
     }
 
-    func master(app: String, name: String, file: String) async throws -> Response {
+    /// The longest query carried from a player's request into its playlists' URIs.
+    static let maxCarriedQueryBytes = 1024
+    /// Query parameters that belong to one request, never carried into URIs.
+    static let requestParameters: Set<Substring> = ["session", "_HLS_msn", "_HLS_part", "_HLS_skip"]
+
+    /// The session of a playlist request: its own (`session=`), or one opened now through
+    /// the admission. Returns the query every URI of the answer carries (nil without
+    /// sessions), or the refusal to answer with.
+    func session(for path: RequestedRendition, rawQuery: String, remoteAddress: String) async -> Result<String?, SessionRefusal> {
+        guard let sessions else { return .success(nil) }
+        let (id, carried) = Self.split(rawQuery)
+        if let id {
+            switch sessions.lookup(id) {
+            case .live: return .success(Self.uriQuery(id: id, carried: carried))
+            case .kicked: return .failure(.denied("this HLS session was ended by an operator"))
+            case .unknown: break
+            }
+        }
+        switch await sessions.open(path, query: StreamQuery(carried), remoteAddress: remoteAddress) {
+        case .success(let id): return .success(Self.uriQuery(id: id, carried: carried))
+        case .failure(let refusal): return .failure(refusal)
+        }
+    }
+
+    /// A request's `session` value and the parameters to carry (a token), as received.
+    static func split(_ rawQuery: String) -> (session: String?, carried: String) {
+        var session: String?
+        var carried: [Substring] = []
+        for pair in rawQuery.split(separator: "&") {
+            let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            if name == "session" {
+                session = pair.split(separator: "=", maxSplits: 1).dropFirst().first.map(String.init)
+            } else if !requestParameters.contains(name) {
+                carried.append(pair)
+            }
+        }
+        let joined = carried.joined(separator: "&")
+        return (session, joined.utf8.count <= maxCarriedQueryBytes ? joined : "")
+    }
+
+    static func uriQuery(id: String, carried: String) -> String {
+        carried.isEmpty ? "session=\(id)" : "session=\(id)&\(carried)"
+    }
+
+    /// A segment's or part's session: counts its bytes; a kicked one is refused.
+    private func isRefused(_ rawQuery: String) -> Bool {
+        guard let sessions, let id = Self.split(rawQuery).session else { return false }
+        return sessions.lookup(id) == .kicked
+    }
+
+    private func count(_ response: Response, rawQuery: String) -> Response {
+        if let sessions, let id = Self.split(rawQuery).session, let length = response.headers[.contentLength].flatMap(Int.init) {
+            sessions.sent(length, to: id)
+        }
+        return response
+    }
+
+    func master(app: String, name: String, file: String, rawQuery: String = "", remoteAddress: String = "") async throws -> Response {
         let variant: HLSPlaylist.Variant
         switch file {
         case "index.m3u8": variant = .transportStream
@@ -51,7 +115,12 @@ public struct HLSRoutes: Sendable {
         }
         let streams = await Self.variantStreams(await service.renditions(of: path), file: file)
         guard !streams.isEmpty else { return Self.status(.notFound) }
-        return Self.playlist(HLSPlaylist.master(variant: variant, streams: streams))
+        switch await session(for: RequestedRendition(.source(path)), rawQuery: rawQuery, remoteAddress: remoteAddress) {
+        case .failure(let refusal):
+            return HTTPFLVRoutes.refused(refusal)
+        case .success(let query):
+            return Self.playlist(HLSPlaylist.master(variant: variant, streams: streams), query: query)
+        }
     }
 
     /// The renditions a master playlist lists: those with a complete segment, so players
@@ -74,7 +143,7 @@ public struct HLSRoutes: Sendable {
         return streams
     }
 
-    func media(app: String, name: String, rendition renditionName: String, file: String, query: Parameters) async throws -> Response {
+    func media(app: String, name: String, rendition renditionName: String, file: String, query: Parameters, rawQuery: String = "", remoteAddress: String = "") async throws -> Response {
         guard let path = try? StreamPath(app: app, name: name) else {
             return Self.status(.notFound)
         }
@@ -83,29 +152,45 @@ public struct HLSRoutes: Sendable {
               let request = HLSResource(file) else {
             return Self.status(.notFound)
         }
+        if case .mediaPlaylist(let variant) = request {
+            // A player that came through a master names its session; one that asks for the
+            // media playlist directly (and reloads that same URL) is served without one.
+            guard Self.split(rawQuery).session != nil else {
+                return try await mediaPlaylist(rendition, variant: variant, path: path, query: query, uriQuery: nil)
+            }
+            let requested: RenditionPath? = renditionName == "src" ? .source(path) : try? RenditionPath(stream: path, rendition: renditionName)
+            guard let requested else { return Self.status(.notFound) }
+            switch await session(for: RequestedRendition(requested), rawQuery: rawQuery, remoteAddress: remoteAddress) {
+            case .failure(let refusal):
+                return HTTPFLVRoutes.refused(refusal)
+            case .success(let uriQuery):
+                return try await mediaPlaylist(rendition, variant: variant, path: path, query: query, uriQuery: uriQuery)
+            }
+        }
+        if isRefused(rawQuery) { return HTTPFLVRoutes.refused(.denied("this HLS session was ended by an operator")) }
         switch request {
-        case .mediaPlaylist(let variant):
-            return try await mediaPlaylist(rendition, variant: variant, path: path, query: query)
+        case .mediaPlaylist:
+            return Self.status(.notFound)
         case .transportStreamSegment(let sequence):
             guard let data = await rendition.segment(sequence)?.transportStream else { return Self.status(.notFound) }
-            return Self.media(data, contentType: "video/mp2t")
+            return count(Self.media(data, contentType: "video/mp2t"), rawQuery: rawQuery)
         case .initSection(let id):
             guard let data = await rendition.initSection(id) else { return Self.status(.notFound) }
-            return Self.media(data, contentType: "video/mp4")
+            return count(Self.media(data, contentType: "video/mp4"), rawQuery: rawQuery)
         case .fragmentedSegment(let sequence):
             guard let segment = await rendition.segment(sequence), segment.duration != nil else { return Self.status(.notFound) }
-            return Self.media(parts: segment.parts.map(\.data))
+            return count(Self.media(parts: segment.parts.map(\.data)), rawQuery: rawQuery)
         case .part(let sequence, let index):
             // The preload hint names the next part before it exists: hold the request.
             if !(await rendition.has(sequence: sequence, part: index)) {
                 guard await rendition.waitFor(sequence: sequence, part: index) else { return Self.status(.notFound) }
             }
             guard let segment = await rendition.segment(sequence), index < segment.parts.count else { return Self.status(.notFound) }
-            return Self.media(parts: [segment.parts[index].data])
+            return count(Self.media(parts: [segment.parts[index].data]), rawQuery: rawQuery)
         }
     }
 
-    private func mediaPlaylist(_ rendition: HLSRendition, variant: HLSPlaylist.Variant, path: StreamPath, query: Parameters) async throws -> Response {
+    private func mediaPlaylist(_ rendition: HLSRendition, variant: HLSPlaylist.Variant, path: StreamPath, query: Parameters, uriQuery: String?) async throws -> Response {
         let block = try Self.blockingRequest(query)
         if block == nil, rendition.isStarting, await !rendition.hasCompleteSegment {
             // A rendition just opened for this request: its first segment, within the
@@ -136,7 +221,7 @@ public struct HLSRoutes: Sendable {
             configuration: rendition.configuration,
             reports: reports
         )
-        return Self.playlist(text)
+        return Self.playlist(text, query: uriQuery)
     }
 
     /// `_HLS_msn` / `_HLS_part` (blocking playlist reload), validated.
@@ -183,6 +268,11 @@ public struct HLSRoutes: Sendable {
         return headers
     }
 
+    /// A playlist whose every URI carries `query` (a session and its token), when given.
+    static func playlist(_ text: String, query: String?) -> Response {
+        playlist(query.map { HLSPlaylist.appendingQuery($0, to: text) } ?? text)
+    }
+
     static func playlist(_ text: String) -> Response {
         // Playlists change every part: cache for no longer than half a part target.
         Response(status: .ok, headers: headers(contentType: "application/vnd.apple.mpegurl", cacheControl: "no-cache"), body: .init(byteBuffer: ByteBuffer(string: text)))
@@ -190,7 +280,9 @@ public struct HLSRoutes: Sendable {
 
     static func media(_ data: ByteBuffer, contentType: String) -> Response {
         // Segments, parts and init sections never change once published.
-        Response(status: .ok, headers: headers(contentType: contentType, cacheControl: "public, max-age=3600, immutable"), body: .init(byteBuffer: data))
+        var headers = headers(contentType: contentType, cacheControl: "public, max-age=3600, immutable")
+        headers[.contentLength] = String(data.readableBytes)
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: data))
     }
 
     static func media(parts: [ByteBuffer]) -> Response {

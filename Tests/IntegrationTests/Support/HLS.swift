@@ -56,7 +56,10 @@ struct MediaPlaylist {
         var parts: [Part]
     }
 
+    /// The playlist with the session query taken off every URI (`HLSQueries`).
     var text: String
+    /// The queries the URIs carried (a session: one value, the same on every URI).
+    var uriQueries: Set<String> = []
     var version: Int?
     var targetDuration: Int?
     var mediaSequence: Int?
@@ -80,9 +83,12 @@ struct MediaPlaylist {
         return (segment.sequence, segment.parts.count - 1)
     }
 
-    /// Parses a media playlist; throws when it does not start with #EXTM3U.
-    static func parse(_ text: String) throws -> MediaPlaylist {
+    /// Parses a media playlist; throws when it does not start with #EXTM3U. The URIs are
+    /// kept without their query (`uriQueries`).
+    static func parse(_ raw: String) throws -> MediaPlaylist {
+        let (text, queries) = HLSQueries.strip(raw)
         var playlist = MediaPlaylist(text: text)
+        playlist.uriQueries = queries
         let lines = text.split(separator: "\n", omittingEmptySubsequences: true).map { $0.trimmingCharacters(in: .whitespaces) }
         guard lines.first == "#EXTM3U" else { throw IntegrationFailure("playlist does not start with #EXTM3U:\n\(text.prefix(300))") }
         var pendingParts: [Part] = []
@@ -148,11 +154,15 @@ struct MasterPlaylist {
         var uri: String
     }
 
+    /// Without the session query on the variant URIs (`uriQueries`).
     var text: String
+    var uriQueries: Set<String> = []
     var variants: [Variant] = []
 
-    static func parse(_ text: String) throws -> MasterPlaylist {
+    static func parse(_ raw: String) throws -> MasterPlaylist {
+        let (text, queries) = HLSQueries.strip(raw)
         var playlist = MasterPlaylist(text: text)
+        playlist.uriQueries = queries
         let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         guard lines.first == "#EXTM3U" else { throw IntegrationFailure("master playlist does not start with #EXTM3U:\n\(text.prefix(300))") }
         var pending: M3U8Attributes?
@@ -531,5 +541,47 @@ extension Scenario {
             self.check(seen == Array(first...last), "\(variant): complete segments seen over all polls are not consecutive: \(seen)", sourceLocation: sourceLocation)
         }
         return seen
+    }
+}
+
+/// The query an HLS session puts on every URI of the playlists it is given
+/// (`?session=v-…`, and the request's own parameters).
+enum HLSQueries {
+    /// `text` with the query taken off every URI line and `URI="…"` attribute, and the
+    /// distinct queries taken.
+    static func strip(_ text: String) -> (String, Set<String>) {
+        var queries: Set<String> = []
+        var lines: [String] = []
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if !line.hasPrefix("#"), let mark = line.firstIndex(of: "?") {
+                queries.insert(String(line[line.index(after: mark)...]))
+                lines.append(String(line[..<mark]))
+                continue
+            }
+            var output = ""
+            var rest = line[...]
+            while let range = rest.range(of: "URI=\""), let close = rest[range.upperBound...].firstIndex(of: "\"") {
+                let value = rest[range.upperBound..<close]
+                output += rest[..<range.upperBound]
+                if let mark = value.firstIndex(of: "?") {
+                    queries.insert(String(value[value.index(after: mark)...]))
+                    output += value[..<mark]
+                } else {
+                    output += value
+                }
+                rest = rest[close...]
+            }
+            output += rest
+            lines.append(output)
+        }
+        return (lines.joined(separator: "\n"), queries)
+    }
+
+    /// The session id a set of queries names, when all name the same one.
+    static func session(_ queries: Set<String>) -> String? {
+        let sessions = Set(queries.compactMap { query in
+            query.split(separator: "&").first { $0.hasPrefix("session=") }.map { String($0.dropFirst("session=".count)) }
+        })
+        return sessions.count == 1 ? sessions.first : nil
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import Testing
 
@@ -49,6 +50,38 @@ import Testing
         #expect(text.contains("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"part4.2.m4s\""))
         #expect(text.contains("#EXT-X-RENDITION-REPORT:URI=\"../480p/llhls.m3u8\",LAST-MSN=4,LAST-PART=1"))
         #expect(text.contains("seg3.m4s") && !text.contains("seg4.m4s"))
+    }
+
+    /// An HLS session's query goes on every URI a player follows: segments, the map, parts,
+    /// the preload hint and rendition reports; no tag without a URI changes.
+    @Test func aSessionQueryGoesOnEveryURI() {
+        let text = HLSPlaylist.media(
+            variant: .lowLatency,
+            segments: [Self.segment(5, duration: 2.0, parts: 2), Self.segment(6, duration: nil, parts: 1)],
+            discontinuitySequence: 0, ended: false, configuration: HLSConfiguration(),
+            reports: [.init(uri: "../240p/llhls.m3u8", lastSequence: 6, lastPart: 0)]
+        )
+        let query = "session=v-0123456789abcdef&token=abc"
+        let rewritten = HLSPlaylist.appendingQuery(query, to: text)
+        let lines = rewritten.split(separator: "\n").map(String.init)
+        #expect(lines.contains("seg5.m4s?\(query)"))
+        #expect(lines.contains("#EXT-X-MAP:URI=\"init0.mp4?\(query)\""))
+        #expect(lines.contains { $0.hasPrefix("#EXT-X-PART:") && $0.contains("URI=\"part6.0.m4s?\(query)\"") })
+        #expect(lines.contains { $0.hasPrefix("#EXT-X-PRELOAD-HINT:") && $0.contains("?\(query)\"") })
+        #expect(lines.contains { $0.hasPrefix("#EXT-X-RENDITION-REPORT:URI=\"../240p/llhls.m3u8?\(query)\",LAST-MSN=6") })
+        // Every URI, and nothing else.
+        let uris = lines.filter { !$0.hasPrefix("#") }.count + lines.map { $0.components(separatedBy: "URI=\"").count - 1 }.reduce(0, +)
+        #expect(rewritten.components(separatedBy: "?" + query).count - 1 == uris)
+        #expect(lines.filter { !$0.contains("URI") && $0.hasPrefix("#") } == text.split(separator: "\n").map(String.init).filter { !$0.contains("URI") && $0.hasPrefix("#") })
+        // A master's variant URIs.
+        let master = "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\nsrc/index.m3u8\n"
+        #expect(HLSPlaylist.appendingQuery(query, to: master) == "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\nsrc/index.m3u8?\(query)\n")
+    }
+
+    @Test func sessionAndCarriedParametersAreSplitFromARequestsQuery() {
+        #expect(HLSRoutes.split("session=v-1&token=abc&_HLS_msn=3&_HLS_part=1") == ("v-1", "token=abc"))
+        #expect(HLSRoutes.split("") == (nil, ""))
+        #expect(HLSRoutes.split("token=" + String(repeating: "x", count: 2000)).carried == "")
     }
 
     @Test func endedPlaylistHasEndlistAndNoHint() {
