@@ -456,7 +456,7 @@ extension IntegrationTests.ClusterFailoverTests {
                         answers.append([])
                         continue
                     }
-                    answers.append(Set(master.bodyText.split(separator: "\n").filter { $0.hasSuffix("index.m3u8") }.map(String.init)))
+                    answers.append(Set((try? MasterPlaylist.parse(master.bodyText))?.variants.map(\.uri) ?? []))
                 }
                 try await Task.sleep(for: .milliseconds(500))
             }

@@ -113,8 +113,16 @@ public struct HLSRoutes: Sendable {
                 }
             }
         }
-        let streams = await Self.variantStreams(await service.renditions(of: path), file: file)
+        let current = await service.renditions(of: path)
+        let streams = await Self.variantStreams(current, file: file)
         guard !streams.isEmpty else { return Self.status(.notFound) }
+        // An ended stream's playlists stay for players to finish: no admission, no session
+        // (there is nothing live to admit to).
+        var live = false
+        for rendition in current.values where await !rendition.ended { live = true }
+        guard live else {
+            return Self.playlist(HLSPlaylist.master(variant: variant, streams: streams))
+        }
         switch await session(for: RequestedRendition(.source(path)), rawQuery: rawQuery, remoteAddress: remoteAddress) {
         case .failure(let refusal):
             return HTTPFLVRoutes.refused(refusal)
@@ -155,7 +163,7 @@ public struct HLSRoutes: Sendable {
         if case .mediaPlaylist(let variant) = request {
             // A player that came through a master names its session; one that asks for the
             // media playlist directly (and reloads that same URL) is served without one.
-            guard Self.split(rawQuery).session != nil else {
+            guard Self.split(rawQuery).session != nil, await !rendition.ended else {
                 return try await mediaPlaylist(rendition, variant: variant, path: path, query: query, uriQuery: nil)
             }
             let requested: RenditionPath? = renditionName == "src" ? .source(path) : try? RenditionPath(stream: path, rendition: renditionName)
