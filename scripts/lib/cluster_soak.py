@@ -56,7 +56,7 @@ import urllib.request
 from urllib.parse import urlsplit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from failover_probe import FLV, Body, Closed  # noqa: E402  (the same FLV walking and de-chunking)
+from failover_probe import FLV, Body, Closed, parse_head  # noqa: E402  (the same HTTP head, FLV walking and de-chunking)
 
 GAP_SECONDS = 0.5            # a longer wait between two video frames is a gap
 STALL_SECONDS = 30.0         # a connection without a byte for this long is closed (a stall)
@@ -286,16 +286,10 @@ class Viewer(threading.Thread):
                 if not data:
                     raise Closed("closed before the response head")
                 head += data
-            end = head.index(b"\r\n\r\n")
-            lines = bytes(head[:end]).decode("latin-1").split("\r\n")
-            status = lines[0].split(" ", 2)
-            if len(status) < 2 or status[1] != "200":
-                raise HTTPStatus(status[1] if len(status) > 1 else "?")
-            headers = {}
-            for line in lines[1:]:
-                name, _, value = line.partition(":")
-                headers[name.strip().lower()] = value.strip().lower()
-            return sock, Body("chunked" in headers.get("transfer-encoding", "")), bytes(head[end + 4:])
+            code, _, headers, body_start = parse_head(head)
+            if code != "200":
+                raise HTTPStatus(code)
+            return sock, Body("chunked" in headers.get("transfer-encoding", "")), bytes(head[body_start:])
         except BaseException:
             sock.close()
             raise

@@ -48,6 +48,19 @@ class Closed(Exception):
     """The server ended the response (EOF, a last chunk, or a framing error)."""
 
 
+def parse_head(head):
+    """A complete HTTP response head: its status code, status line, lower-cased headers, and
+    where the body starts in `head`."""
+    end = head.index(b"\r\n\r\n")
+    lines = bytes(head[:end]).decode("latin-1").split("\r\n")
+    status = lines[0].split(" ", 2)
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip().lower()
+    return (status[1] if len(status) > 1 else "?"), lines[0], headers, end + 4
+
+
 class Body:
     """De-chunks an HTTP body incrementally (or passes a plain body through)."""
 
@@ -250,17 +263,11 @@ class Probe:
                     if not data:
                         raise Closed("closed before the response head")
                     head += data
-            end = head.index(b"\r\n\r\n")
-            lines = bytes(head[:end]).decode("latin-1").split("\r\n")
-            status = lines[0].split(" ", 2)
-            if len(status) < 2 or status[1] != "200":
-                raise Closed(f"HTTP {lines[0]!r}")
-            headers = {}
-            for line in lines[1:]:
-                name, _, value = line.partition(":")
-                headers[name.strip().lower()] = value.strip().lower()
+            code, status_line, headers, body_start = parse_head(head)
+            if code != "200":
+                raise Closed(f"HTTP {status_line!r}")
             chunked = "chunked" in headers.get("transfer-encoding", "")
-            return sock, Body(chunked), bytes(head[end + 4:])
+            return sock, Body(chunked), bytes(head[body_start:])
         except BaseException:
             sock.close()
             raise
