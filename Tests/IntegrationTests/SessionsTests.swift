@@ -110,8 +110,8 @@ extension IntegrationTests {
                 try await scenario.waitUntilLive(node, "live", "cam")
                 _ = try await scenario.waitForSegments(node, "/live/cam", count: 2)
 
-                // A real player: one session for all its requests, its bytes growing.
-                let player = try scenario.launch("ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "warning", "-i", "http://127.0.0.1:\(node.httpPort)/live/cam/index.m3u8", "-t", "8", "-f", "null", "-"], name: "hls-player")
+                // A real player, 30 s: one session for all its requests, its bytes growing.
+                let player = try scenario.launch("ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "warning", "-i", "http://127.0.0.1:\(node.httpPort)/live/cam/index.m3u8", "-t", "30", "-f", "null", "-"], name: "hls-player")
                 var hls: [[String: Any]] = []
                 let listed = await eventually(timeout: .seconds(10), interval: .milliseconds(250)) {
                     hls = (try? await Self.sessions(node, "?protocol=hls")) ?? []
@@ -121,7 +121,23 @@ extension IntegrationTests {
                 scenario.check(hls.first?["path"] as? String == "live/cam" && hls.first?["kind"] as? String == "play", "the HLS session: \(hls)")
                 let (_, drain) = try await node.admin("/api/v1/node/drain", token: Self.token)
                 scenario.check((drain["viewers"] as? Int ?? 0) >= 1, "the drain does not count the HLS player: \(drain)")
-                let playerEnd = await player.waitForExit(timeout: .seconds(30))
+                // While it plays, every second: the same one session (never expired and opened
+                // again), its bytes growing.
+                let firstID = hls.first?["id"] as? String
+                var lastBytes = 0
+                var samples = 0
+                while player.isRunning, samples < 40 {
+                    try await Task.sleep(for: .seconds(1))
+                    let now = (try? await Self.sessions(node, "?protocol=hls")) ?? []
+                    guard player.isRunning else { break }
+                    samples += 1
+                    scenario.check(now.count == 1 && now.first?["id"] as? String == firstID, "second \(samples): the player's sessions are \(now.map { $0["id"] ?? "?" })")
+                    let bytes = now.first?["bytesOut"] as? Int ?? 0
+                    scenario.check(bytes >= lastBytes, "second \(samples): the session's bytes went from \(lastBytes) to \(bytes)")
+                    lastBytes = bytes
+                }
+                scenario.check(samples >= 20, "the HLS player played only \(samples) s")
+                let playerEnd = await player.waitForExit(timeout: .seconds(40))
                 scenario.check(playerEnd == .exited(0), "the HLS player: \(playerEnd.map { "\($0)" } ?? "still running") \(player.stderrText.suffix(300))")
                 // Three target durations (6 s) after its last request, it has left.
                 let expired = await eventually(timeout: .seconds(12), interval: .milliseconds(500)) {

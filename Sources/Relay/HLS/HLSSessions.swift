@@ -95,8 +95,15 @@ public final class HLSSessions: Sendable {
             id: id, path: hub.path, transport: .hls, remoteAddress: remoteAddress, query: query, traffic: SessionTraffic(),
             kick: { [weak self] _ in self?.kick(id.rawValue) }
         )
-        state.withLock { state in
+        // The bound holds here, where the table grows (the check above only spares the
+        // admission's work); an accepted play holds nothing yet, so a refusal undoes nothing.
+        let inserted = state.withLock { state -> Bool in
+            guard state.sessions.count < maxSessions else { return false }
             state.sessions[id.rawValue] = Entry(session: session, stream: hub.path.stream, lastRequest: .now)
+            return true
+        }
+        guard inserted else {
+            return .failure(.unavailable("this node serves as many HLS players as it can; try again later"))
         }
         await admission.playStarted(session)
         return .success(id.rawValue)
