@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-hls bench-transcode bench-cluster bench-cluster-soak bench-edge bench-latency bench-syscalls bench-profile clean
+.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-hls bench-transcode bench-transcode-churn bench-cluster bench-cluster-soak bench-edge bench-latency bench-syscalls bench-profile clean
 
 ## Everything `make test` needs: Debian packages (test tools, chromium) and the Python
 ## virtualenv .venv/ with Playwright and cryptography (scripts/install-deps.sh --test).
@@ -51,6 +51,11 @@ bench-hls: deps
 ## ABR ladder transcoding against the ffmpeg CLI on the same settings; figures for docs/benchmarks.md.
 bench-transcode: deps
 	scripts/bench-transcode.sh
+
+## Transcoder memory under job churn: the pipeline JOBS=60 times in one process, RSS and heap after each job,
+## as the heap leaves it and with freed pages handed back (as the node does). Figures for docs/benchmarks.md.
+bench-transcode-churn: deps
+	scripts/bench-transcode-churn.sh
 
 ## The cluster hop (ingest → NATS → relay) against one process: added latency, relay CPU per Gbit;
 ## then transcoder failover (kill -9 of the ladder's transcoder: time until rung viewers get a new keyframe). STAGES=hop,failover.

@@ -210,7 +210,7 @@ let package = Package(
         .executableTarget(
             name: "TranscodeBench",
             dependencies: [
-                "Media", "Transcode", "LibAV",
+                "Media", "Transcode", "LibAV", "CMalloc",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

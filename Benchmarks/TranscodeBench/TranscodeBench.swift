@@ -16,7 +16,7 @@ struct TranscodeBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "transcode-bench",
         abstract: "Estuary's ABR pipeline against the ffmpeg CLI on the same ladder.",
-        subcommands: [Compare.self, Estuary.self],
+        subcommands: [Compare.self, Estuary.self, Churn.self],
         defaultSubcommand: Compare.self
     )
 }

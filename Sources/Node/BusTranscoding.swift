@@ -71,6 +71,7 @@ actor BusTranscoding {
             for listener in listeners { listener.cancel() }
             feed?.cancel()
             _ = await pipeline.finish()
+            LargeAllocations.returnFreedPages()
         }
     }
 

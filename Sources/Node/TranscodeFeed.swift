@@ -43,6 +43,7 @@ enum TranscodeFeed {
                 Task {
                     let statistics = await pipeline.finish()
                     logger.info("transcoding ended: \(statistics.framesIn) frames in, \(statistics.lagDroppedFrames) dropped for lag, \(statistics.corruptFrames) corrupt")
+                    LargeAllocations.returnFreedPages()
                     await finished(statistics)
                 }
             }
@@ -50,6 +51,7 @@ enum TranscodeFeed {
         guard let subscription else {
             Task {
                 let statistics = await pipeline.finish()
+                LargeAllocations.returnFreedPages()
                 await finished(statistics)
             }
             return nil
