@@ -45,7 +45,7 @@ let package = Package(
         // Protocol-neutral publish and play sessions: requests, decisions, the one admission path.
         .target(
             name: "Session",
-            dependencies: ["Media"],
+            dependencies: ["Media", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: strict
         ),
         // AMF0, the value encoding of RTMP commands and of FLV/RTMP metadata: values, bounded decoder, encoder.
@@ -257,7 +257,8 @@ let package = Package(
         .testTarget(
             name: "RTMPTests",
             dependencies: [
-                "AMF0", "RTMP", "Media",
+                "AMF0", "RTMP", "Media", "Session",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOTestUtils", package: "swift-nio"),

@@ -135,10 +135,9 @@ final class FuzzDelegate: ImmediateSessionAdmission, Sendable {
     private struct State {
         var hubs: [StreamPath: StreamHub]
         var nextPublisher: StreamHub.PublisherID = 1
-        /// Publishers accepted and not yet reported gone.
-        var live: Set<StreamHub.PublisherID> = []
-        /// Viewers reported started and not yet reported gone.
-        var playing = 0
+        /// Every session handed out during the run, to check that the connection ended each.
+        var publishers: [PublishSession] = []
+        var viewers: [PlaySession] = []
     }
 
     private let state: Mutex<State>
@@ -149,9 +148,9 @@ final class FuzzDelegate: ImmediateSessionAdmission, Sendable {
         state = Mutex(State(hubs: [Fixture.path("fixture"): Fixture.fixtureHub(), Fixture.path("ended"): ended]))
     }
 
-    func publishImmediately(_ request: PublishRequest) -> PublishDecision {
+    func publishImmediately(_ request: PublishRequest) -> PublishAnswer {
         if request.path.name.hasPrefix("deny") {
-            return .refuse(.denied("refused by the fuzz delegate"))
+            return .refused(.denied("refused by the fuzz delegate"))
         }
         let (hub, id) = state.withLock { state -> (StreamHub, StreamHub.PublisherID) in
             let hub = state.hubs[request.path]
@@ -163,48 +162,45 @@ final class FuzzDelegate: ImmediateSessionAdmission, Sendable {
         }
         switch hub.attachPublisher(id: id, evict: request.evict) {
         case .attached:
-            state.withLock { _ = $0.live.insert(id) }
+            let session = PublishSession(
+                path: request.path, hub: hub, id: id, transport: request.transport, remoteAddress: request.remoteAddress,
+                requestReconnect: request.requestReconnect, query: request.query, traffic: request.traffic, kick: request.kick, evict: request.evict
+            )
+            state.withLock { $0.publishers.append(session) }
             // A draining node's request to move, to a client that advertised it can
             // (`capsEx`): sent on the connection's next tick.
             request.requestReconnect?(request.path.name.hasPrefix("move") ? "rtmp://127.0.0.1:1936/live" : nil)
-            return .accept(hub: hub, id: id)
+            return .accepted(session)
         default:
-            return .refuse(.badName("\(request.path) is taken"))
+            return .refused(.badName("\(request.path) is taken"))
         }
     }
 
-    func playImmediately(_ request: PlayRequest) -> PlayDecision {
+    func playImmediately(_ request: PlayRequest) -> PlayAnswer {
         let path = request.path.primary
         if path.stream.name.hasPrefix("deny") {
-            return .refuse(.denied("refused by the fuzz delegate"))
+            return .refused(.denied("refused by the fuzz delegate"))
         }
-        guard path.isSource, let hub = state.withLock({ $0.hubs[path.stream] }) else { return .refuse(.notFound("no such stream")) }
-        return .accept(hub: hub)
-    }
-
-    func unpublishedImmediately(_ session: PublishSession) {
-        let (path, id) = (session.path, session.id)
-        let known = state.withLock { $0.live.remove(id) != nil }
-        precondition(known, "publisher \(id) of \(path) reported gone twice, or never accepted")
-    }
-
-    func playStartedImmediately(_ session: PlaySession) {
-        state.withLock { $0.playing += 1 }
-    }
-
-    func playEndedImmediately(_ session: PlaySession) {
-        let playing = state.withLock { $0.playing -= 1; return $0.playing }
-        precondition(playing >= 0, "a viewer of \(session.path) reported gone that never started")
+        guard path.isSource, let hub = state.withLock({ $0.hubs[path.stream] }) else { return .refused(.notFound("no such stream")) }
+        let session = PlaySession(
+            id: request.sessionID, hub: hub, path: hub.path, transport: request.transport, remoteAddress: request.remoteAddress,
+            query: request.query, traffic: request.traffic, kick: request.kick
+        )
+        state.withLock { $0.viewers.append(session) }
+        return .accepted(session)
     }
 
     /// After the connection closed, no stream may still hold it as publisher or subscriber (a
-    /// stream whose publisher never detaches refuses every later publisher), and every accepted
-    /// publisher was reported gone exactly once (admission releases its slots on that report).
+    /// stream whose publisher never detaches refuses every later publisher), and every session
+    /// the connection was given has ended (the handle tells its end once, whoever ends it).
     func checkReleased() {
-        let live = state.withLock { $0.live }
-        precondition(live.isEmpty, "publisher(s) \(live.sorted()) never reported gone")
-        let playing = state.withLock { $0.playing }
-        precondition(playing == 0, "\(playing) viewer(s) never reported gone")
+        let (publishers, viewers) = state.withLock { ($0.publishers, $0.viewers) }
+        for session in publishers {
+            precondition(session.hasEnded, "publisher \(session.id) of \(session.path) never ended")
+        }
+        for session in viewers {
+            precondition(session.hasEnded, "a viewer of \(session.path) never ended")
+        }
         for (path, hub) in state.withLock({ $0.hubs }) {
             precondition(!hub.hasPublisher, "\(path) still has a publisher after its connection closed")
             let subscribers = hub.statistics.subscribers
@@ -213,7 +209,11 @@ final class FuzzDelegate: ImmediateSessionAdmission, Sendable {
     }
 
     func forgetStreams() {
-        state.withLock { $0.hubs.removeAll() }
+        state.withLock { state in
+            state.hubs.removeAll()
+            state.publishers.removeAll()
+            state.viewers.removeAll()
+        }
     }
 }
 

@@ -4,6 +4,7 @@ import Logging
 import Media
 import NIOCore
 import Relay
+import Session
 import Synchronization
 import Transcode
 
@@ -19,13 +20,40 @@ import Transcode
 /// answers those requests for every job it runs, stops each job once all its rungs
 /// reached that keyframe, without announcing an end: the relays' viewers stay.
 ///
-/// On a node that also plays streams (`--role all`), each rung is also a hub of the
-/// node's registry (`abr/demo/480p` over RTMP and HTTP-FLV) and an HLS rendition of its
-/// source, exactly as a relay would mirror it, without the trip through the bus.
+/// On a node that also plays streams (`--role all`), each rung is also published through
+/// the node's admission (`RenditionAdmission`, protocol `transcode`): a hub of the node's
+/// registry (`abr/demo/480p` over RTMP and HTTP-FLV), an HLS rendition of its source and a
+/// session in the table, exactly as a relay would mirror it, without the trip through the
+/// bus. Its session ends with the job.
 actor BusTranscoding {
     /// Where a node that plays its own streams puts the rungs.
     struct LocalPlayback: Sendable {
-        let hls: HLSService?
+        let renditions: RenditionAdmission
+    }
+
+    /// A job's rungs published locally, each a session that ends with the job (or when the
+    /// rung is made again after the source shrank and grew).
+    final class LocalRungs: Sendable {
+        private let state = Mutex<(sessions: [String: PublishSession], ended: SessionEndReason?)>(([:], nil))
+
+        func add(_ rung: String, _ session: PublishSession) {
+            let (previous, ended) = state.withLock { state -> (PublishSession?, SessionEndReason?) in
+                guard state.ended == nil else { return (nil, state.ended) }
+                return (state.sessions.updateValue(session, forKey: rung), nil)
+            }
+            previous?.end(.streamEnded)
+            if let ended { session.end(ended) }
+        }
+
+        func endAll(_ reason: SessionEndReason) {
+            let sessions = state.withLock { state -> [PublishSession] in
+                guard state.ended == nil else { return [] }
+                state.ended = reason
+                defer { state.sessions = [:] }
+                return Array(state.sessions.values)
+            }
+            for session in sessions { session.end(reason) }
+        }
     }
 
     /// A job's rungs on the bus: one publication per rung, by rung name. A rung the source
@@ -66,11 +94,13 @@ actor BusTranscoding {
         /// takes over).
         let listeners: [BusSubscription]
         var feed: FrameSubscription?
+        let localRungs: LocalRungs
 
         func stop() async {
             for listener in listeners { listener.cancel() }
             feed?.cancel()
             _ = await pipeline.finish()
+            localRungs.endAll(.left)
             LargeAllocations.returnFreedPages()
         }
     }
@@ -205,8 +235,8 @@ actor BusTranscoding {
                 Task { await self?.handedOver(path, pipeline: pipeline) }
             }
         )
-        let registry = registry
         let localPlayback = localPlayback
+        let localRungs = LocalRungs()
         var jobLogger = logger
         jobLogger[metadataKey: "stream"] = "\(path)"
         let logger = jobLogger
@@ -221,8 +251,8 @@ actor BusTranscoding {
             pipeline = try TranscodePipeline(source: path, configuration: configuration, serializers: serializers, logger: logger) { rendition in
                 if let localPlayback {
                     Task {
-                        await registry.register(rendition.hub)
-                        await localPlayback.hls?.attach(rendition.hub)
+                        guard let session = await localPlayback.renditions.publish(rendition) else { return }
+                        localRungs.add(rendition.plan.rung.name, session)
                     }
                 }
                 do {
@@ -244,12 +274,13 @@ actor BusTranscoding {
         // newer timeline than the cached GOP); a node that also plays them itself keeps every
         // rung keyframe on a source keyframe from the start.
         let feed = TranscodeFeed.start(hub: source, pipeline: pipeline, logger: logger, joinAtLiveEdge: localPlayback == nil, observe: handover.sourceFrame) { _ in
+            localRungs.endAll(.streamEnded)
             await self.ended(path, pipeline: pipeline)
         }
         jobs[path] = Job(
             pipeline: pipeline, rungs: ladder.rungs.map(\.name),
             bitRates: Dictionary(ladder.rungs.map { ($0.name, $0.videoBitRate) }, uniquingKeysWith: { first, _ in first }),
-            publications: publications, handover: handover, listeners: listeners, feed: feed)
+            publications: publications, handover: handover, listeners: listeners, feed: feed, localRungs: localRungs)
         if assignment.takesOverFrom != nil {
             Task { await Self.askToTakeOver(path, handover: handover, bus: bus, logger: logger) }
         }

@@ -66,8 +66,10 @@ struct NodeRuntime {
         // An edge plays like a relay; only where its streams come from differs (`context.remote`).
         let relay = roles.contains(.relay) || roles.contains(.edge) ? try RelayAssembly(context) : nil
         let ingest = roles.contains(.ingest) ? try IngestAssembly(context) : nil
-        let transcode = roles.contains(.transcode) ? try TranscodeAssembly(context, hls: relay?.hls) : nil
+        let transcode = roles.contains(.transcode) ? try TranscodeAssembly(context) : nil
         let listeners = ingest != nil || relay != nil ? try ListenerAssembly(context, ingest: ingest, relay: relay) : nil
+        // A transcoder that also plays publishes its rungs through the listeners' admission.
+        if let listeners { transcode?.renditions.set(listeners.admission) }
         // An edge in a cluster reports its pulls to the coordinator (`EdgeNode`).
         let edge = try Self.edgeNode(context)
         let link = Self.isLinked(roles, clustered: context.nats != nil)

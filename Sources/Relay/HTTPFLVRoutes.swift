@@ -46,30 +46,30 @@ public struct HTTPFLVRoutes: Sendable {
             RelayMetrics.rejectedRequests(reason: "bad_path")
             return Self.notFound()
         }
-        let request = PlayRequest(path: path, query: StreamQuery(query), remoteAddress: remoteAddress, transport: .httpFLV)
-        let hub: StreamHub
-        switch await admission.play(request) {
-        case .accept(let accepted):
-            hub = accepted
-        case .refuse(let refusal):
-            return Self.refused(refusal)
-        }
         // An operator's kick ends the response (its last chunk) and closes the connection.
-        let session = PlaySession(
-            path: hub.path, transport: .httpFLV, remoteAddress: remoteAddress, query: request.query, traffic: SessionTraffic(),
+        let request = PlayRequest(
+            path: path, query: StreamQuery(query), remoteAddress: remoteAddress, transport: .httpFLV,
             kick: { _ in HTTPFLVViewerHandler.endStream(on: channel) }
         )
+        let session: PlaySession
+        switch await admission.play(request) {
+        case .accepted(let accepted):
+            session = accepted
+        case .refused(let refusal):
+            return Self.refused(refusal)
+        }
+        guard let hub = session.hub else { return Self.refused(.notFound("no stream")) }
         let records = hub.configurationRecords
         let preamble = FLVFileHeader.httpFLVPreamble(
             hasAudio: records.audio != nil || records.video == nil,
             hasVideo: records.video != nil || records.audio == nil,
             allocator: channel.allocator
         )
-        await admission.playStarted(session)
-        let viewer = HTTPFLVViewer(hub: hub, session: session, admission: admission, preamble: HTTPChunk.framed(preamble, allocator: channel.allocator), logger: logger)
+        await session.start()
+        let viewer = HTTPFLVViewer(hub: hub, session: session, preamble: HTTPChunk.framed(preamble, allocator: channel.allocator), logger: logger)
         guard await HTTPFLVViewerHandler.arm(viewer, on: channel) else {
             // The viewer left while it was admitted (or the listener cannot stream).
-            await admission.playEnded(session)
+            session.end(.left)
             return Self.refused(.unavailable("the connection cannot take a live stream"))
         }
         var headers = HTTPFields()

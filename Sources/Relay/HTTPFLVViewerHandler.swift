@@ -14,16 +14,15 @@ import Session
 /// state, and copying these fields would be a retain and a release each, per viewer per burst.
 public final class HTTPFLVViewer: Sendable {
     let hub: StreamHub
+    /// The viewer's session: the handler ends it as the viewer goes.
     let session: PlaySession
-    let admission: any SessionAdmission
     /// The FLV file header and PreviousTagSize0, as one chunk.
     let preamble: ByteBuffer
     let logger: Logger
 
-    init(hub: StreamHub, session: PlaySession, admission: any SessionAdmission, preamble: ByteBuffer, logger: Logger) {
+    init(hub: StreamHub, session: PlaySession, preamble: ByteBuffer, logger: Logger) {
         self.hub = hub
         self.session = session
-        self.admission = admission
         self.preamble = preamble
         self.logger = logger
     }
@@ -142,7 +141,7 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
         guard let wire = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self) else {
             viewer.logger.error("HTTP-FLV viewer of \(viewer.session.path): no HTTP encoder in the pipeline")
             state = .finished
-            ended(viewer)
+            viewer.session.end(.failed("no HTTP encoder in the pipeline"))
             context.close(promise: nil)
             return
         }
@@ -211,7 +210,7 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
             case .streaming:
                 handler.finish(context: context)
             case .armed:
-                handler.stop()
+                handler.stop(.left)
                 context.close(promise: nil)
             case .idle, .finished:
                 break
@@ -222,7 +221,7 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
     /// The stream ended: the last chunk, and the connection closes once it is written.
     private func finish(context: ChannelHandlerContext) {
         guard let wire else { return }
-        stop()
+        stop(.streamEnded)
         var end = context.channel.allocator.buffer(capacity: 5)
         end.writeStaticString(HTTPChunk.end)
         wire.writeAndFlush(NIOAny(end)).assumeIsolated().whenComplete { _ in
@@ -230,14 +229,15 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
         }
     }
 
-    /// Leaves the hub and tells the admission path; idempotent.
-    private func stop() {
+    /// Leaves the hub and ends the viewer's session (with `reason`, unless a kick said why
+    /// first); idempotent.
+    private func stop(_ reason: SessionEndReason) {
         switch state {
         case .idle, .finished:
             break
         case .armed(let viewer):
             state = .finished
-            ended(viewer)
+            viewer.session.end(reason)
         case .streaming(let viewer, let subscriber):
             state = .finished
             viewer.hub.unsubscribe(subscriber)
@@ -246,20 +246,9 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
             if statistics.skips > 0 {
                 viewer.logger.info("HTTP-FLV viewer of \(viewer.session.path) left after \(statistics.skips) queue overflows (\(statistics.droppedFrames) frames skipped)")
             }
-            ended(viewer)
+            viewer.session.end(reason)
         }
         backlog = ViewerBacklog()
-    }
-
-    private func ended(_ viewer: HTTPFLVViewer) {
-        let admission = viewer.admission
-        let session = viewer.session
-        if let immediate = admission as? any ImmediateSessionAdmission {
-            immediate.playEndedImmediately(session)
-        } else {
-            // `playStarted` returned before the route armed this handler: the two are in order.
-            Task { await admission.playEnded(session) }
-        }
     }
 
     // MARK: Inbound
@@ -292,12 +281,12 @@ public final class HTTPFLVViewerHandler: ChannelDuplexHandler, RemovableChannelH
     }
 
     public func channelInactive(context: ChannelHandlerContext) {
-        stop()
+        stop(.left)
         context.fireChannelInactive()
     }
 
     public func handlerRemoved(context: ChannelHandlerContext) {
-        stop()
+        stop(.left)
         wire = nil
     }
 }

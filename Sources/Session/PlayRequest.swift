@@ -8,15 +8,30 @@ public struct PlayRequest: Sendable {
     /// `host:port` of the peer, or empty where the transport does not say.
     public var remoteAddress: String
     public var transport: StreamProtocol
+    /// The session's bytes, counted by the protocol.
+    public var traffic: SessionTraffic
+    /// Ends the session with a reason its client is told where the protocol can.
+    public var kick: SessionKick?
+    /// The id the session gets if it is accepted (a protocol that needs it before, HLS for
+    /// its URIs, makes it).
+    public var sessionID: SessionID
 
-    public init(path: RequestedRendition, query: StreamQuery, remoteAddress: String, transport: StreamProtocol) {
+    public init(
+        path: RequestedRendition, query: StreamQuery, remoteAddress: String, transport: StreamProtocol,
+        traffic: SessionTraffic = SessionTraffic(), kick: SessionKick? = nil, sessionID: SessionID = .make(.play)
+    ) {
         self.path = path
         self.query = query
         self.remoteAddress = remoteAddress
         self.transport = transport
+        self.traffic = traffic
+        self.kick = kick
+        self.sessionID = sessionID
     }
 }
 
+/// Where a viewer is served from, as the playback decides it (`Playback`); the node's
+/// admission turns an accepted one into the viewer's session (`PlayAnswer`).
 public enum PlayDecision: Sendable {
     case accept(hub: StreamHub)
     case refuse(SessionRefusal)

@@ -41,6 +41,9 @@ public struct PublishRequest: Sendable {
 /// nil, to the one it used.
 public typealias ReconnectRequester = @Sendable (_ serverURL: String?) -> Void
 
+/// Who holds the stream, as its owner decides it (`PublishAdmission`: one publisher per
+/// stream); the node's admission turns an accepted one into the publisher's session
+/// (`PublishAnswer`).
 public enum PublishDecision: Sendable {
     /// Publish into `hub` as publisher `id`.
     case accept(hub: StreamHub, id: StreamHub.PublisherID)

@@ -1,54 +1,78 @@
 import Media
+import NIOCore
 
 /// The one admission path for every protocol: who may publish and play what. A protocol
-/// codec (RTMP today; HTTP-FLV for play; SRT, edges' pulls next) turns its wire requests
-/// into `PublishRequest`s and `PlayRequest`s and applies the decisions; the policy (one
-/// publisher per stream, stream keys, capacities, and later hooks and play tokens) lives
-/// behind this protocol, in one place per node (`NodeAdmission`).
+/// codec (RTMP, HTTP-FLV, HLS; SRT and edges' pulls next) turns its wire requests into
+/// `PublishRequest`s and `PlayRequest`s and applies the answers; the policy (one publisher
+/// per stream, stream keys, capacities, and later hooks and play tokens) lives behind this
+/// protocol, in one place per node (`NodeAdmission`).
+///
+/// An accepted request comes back as the session's handle (`PublishSession`,
+/// `PlaySession`), which the protocol keeps and ends; the handle, not the protocol, tells
+/// the observers when the session starts and ends.
 public protocol SessionAdmission: Sendable {
-    func publish(_ request: PublishRequest) async -> PublishDecision
-    /// A publisher accepted by `publish` disconnected, unpublished or was evicted.
-    func unpublished(_ session: PublishSession) async
-    func play(_ request: PlayRequest) async -> PlayDecision
-    /// A viewer accepted by `play` is being served: the protocol says so as it starts
-    /// answering (RTMP after `Play.Start`, HTTP-FLV once its response runs), and
-    /// `playEnded` once it has unsubscribed, so the two always pair (an accepted HTTP
-    /// request whose body never runs has neither).
-    func playStarted(_ session: PlaySession) async
-    /// That viewer left.
-    func playEnded(_ session: PlaySession) async
+    /// A publisher's answer. An accepted publisher's session has started (its observers
+    /// were told) before this returns.
+    func publish(_ request: PublishRequest) async -> PublishAnswer
+    /// A viewer's answer. The protocol starts the session as it starts serving.
+    func play(_ request: PlayRequest) async -> PlayAnswer
+    /// A rendition the node made (a transcoder's rung) becomes a publishing session.
+    func publishRendition(_ request: RenditionRequest) async -> PublishAnswer
+    /// `publish` for a protocol on an event loop: the answer completes on `eventLoop`. By
+    /// default the decision runs in a Task; an admission that answers without waiting (a
+    /// fixed policy, a fuzz target) answers on the loop's next tick, so a connection on an
+    /// `EmbeddedChannel` replays the same way every time.
+    func publish(_ request: PublishRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PublishAnswer>
+    func play(_ request: PlayRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PlayAnswer>
+}
+
+extension SessionAdmission {
+    /// An admission that hands out no hubs of its own (a test's) takes no renditions.
+    public func publishRendition(_ request: RenditionRequest) async -> PublishAnswer {
+        .refused(.unavailable("renditions are not published here"))
+    }
+
+    public func publish(_ request: PublishRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PublishAnswer> {
+        eventLoop.makeFutureWithTask { await self.publish(request) }
+    }
+
+    public func play(_ request: PlayRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PlayAnswer> {
+        eventLoop.makeFutureWithTask { await self.play(request) }
+    }
+}
+
+public enum PublishAnswer: Sendable {
+    case accepted(PublishSession)
+    case refused(SessionRefusal)
+}
+
+public enum PlayAnswer: Sendable {
+    case accepted(PlaySession)
+    case refused(SessionRefusal)
 }
 
 /// An admission that answers without waiting: a fixed policy, a test, a fuzz target. A
-/// protocol handler may call it on its event loop and apply the answer on the next tick
-/// without a Task, which lets a connection run on an `EmbeddedChannel` and replay the same
-/// way every time.
+/// protocol on an event loop gets its answer on the loop's next tick, without a Task, so a
+/// connection on an `EmbeddedChannel` replays the same way every time.
 public protocol ImmediateSessionAdmission: SessionAdmission {
-    func publishImmediately(_ request: PublishRequest) -> PublishDecision
-    func playImmediately(_ request: PlayRequest) -> PlayDecision
-    func unpublishedImmediately(_ session: PublishSession)
-    func playStartedImmediately(_ session: PlaySession)
-    func playEndedImmediately(_ session: PlaySession)
+    func publishImmediately(_ request: PublishRequest) -> PublishAnswer
+    func playImmediately(_ request: PlayRequest) -> PlayAnswer
 }
 
 extension ImmediateSessionAdmission {
-    public func publish(_ request: PublishRequest) async -> PublishDecision {
+    public func publish(_ request: PublishRequest) async -> PublishAnswer {
         publishImmediately(request)
     }
 
-    public func play(_ request: PlayRequest) async -> PlayDecision {
+    public func play(_ request: PlayRequest) async -> PlayAnswer {
         playImmediately(request)
     }
 
-    public func unpublished(_ session: PublishSession) async {
-        unpublishedImmediately(session)
+    public func publish(_ request: PublishRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PublishAnswer> {
+        eventLoop.submit { self.publishImmediately(request) }
     }
 
-    public func playStarted(_ session: PlaySession) async {
-        playStartedImmediately(session)
-    }
-
-    public func playEnded(_ session: PlaySession) async {
-        playEndedImmediately(session)
+    public func play(_ request: PlayRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PlayAnswer> {
+        eventLoop.submit { self.playImmediately(request) }
     }
 }

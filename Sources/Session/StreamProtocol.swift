@@ -7,6 +7,8 @@ public enum StreamProtocol: String, Sendable, Hashable, CustomStringConvertible 
     case srt
     /// A stream the node pulls from another server and publishes as its own (a static pull).
     case pull
+    /// A rendition a transcoder makes from a source (a rung of its ladder).
+    case transcode
 
     public var description: String { rawValue }
 }

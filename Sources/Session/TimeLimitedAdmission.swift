@@ -6,11 +6,9 @@ import Synchronization
 /// not hold a client's connection for ever. The client is told "no decision within 5 s"
 /// as an unavailable refusal (RTMP `…Failed`/`Denied`, HTTP 503).
 ///
-/// A decision that comes after its refusal is undone: an accepted publisher is detached
-/// from its hub and reported as unpublished, so the stream is free again. (An accepted play
-/// holds nothing until the protocol starts serving it.)
-///
-/// The other calls (`unpublished`, `playStarted`, `playEnded`) only notify, and go through.
+/// A decision that comes after its refusal is undone: an accepted publisher's session is
+/// ended (`lateDecision`), which detaches it from its hub, so the stream is free again. (An
+/// accepted play holds nothing until the protocol starts serving it.)
 public struct TimeLimitedAdmission: SessionAdmission {
     public let inner: any SessionAdmission
     public let timeout: Duration
@@ -28,37 +26,30 @@ public struct TimeLimitedAdmission: SessionAdmission {
         .unavailable("no admission decision within \(timeout.components.seconds) s; try again later")
     }
 
-    public func publish(_ request: PublishRequest) async -> PublishDecision {
+    public func publish(_ request: PublishRequest) async -> PublishAnswer {
         let inner = inner
-        return await Self.decide(within: timeout, refusal: .refuse(Self.refusal(timeout)), onTimeout: { onTimeout(.publish, "\(request.path)") }) {
+        return await Self.decide(within: timeout, refusal: .refused(Self.refusal(timeout)), onTimeout: { onTimeout(.publish, "\(request.path)") }) {
             await inner.publish(request)
         } undo: { late in
             // Too late: the client was refused and is gone. Give the stream back.
-            guard case .accept(let hub, let id) = late else { return }
-            hub.detachPublisher(id: id)
-            await inner.unpublished(PublishSession(
-                path: request.path, hub: hub, id: id, transport: request.transport, remoteAddress: request.remoteAddress, query: request.query
-            ))
+            guard case .accepted(let session) = late else { return }
+            session.end(.lateDecision)
         }
     }
 
-    public func unpublished(_ session: PublishSession) async {
-        await inner.unpublished(session)
+    /// Local and quick (no policy is asked): not timed.
+    public func publishRendition(_ request: RenditionRequest) async -> PublishAnswer {
+        await inner.publishRendition(request)
     }
 
-    public func play(_ request: PlayRequest) async -> PlayDecision {
+    public func play(_ request: PlayRequest) async -> PlayAnswer {
         let inner = inner
-        return await Self.decide(within: timeout, refusal: .refuse(Self.refusal(timeout)), onTimeout: { onTimeout(.play, "\(request.path)") }) {
+        return await Self.decide(within: timeout, refusal: .refused(Self.refusal(timeout)), onTimeout: { onTimeout(.play, "\(request.path)") }) {
             await inner.play(request)
-        } undo: { _ in }
-    }
-
-    public func playStarted(_ session: PlaySession) async {
-        await inner.playStarted(session)
-    }
-
-    public func playEnded(_ session: PlaySession) async {
-        await inner.playEnded(session)
+        } undo: { late in
+            guard case .accepted(let session) = late else { return }
+            session.end(.lateDecision)
+        }
     }
 
     /// The first of `decision` and the timeout. The decision runs in a task of its own, so

@@ -129,6 +129,8 @@ public final class TranscodePipeline: Sendable {
     public struct Rendition: Sendable {
         public var plan: RungPlan
         public var hub: StreamHub
+        /// The hub's publisher: the pipeline.
+        public var publisherID: StreamHub.PublisherID { TranscodeJob.publisherID }
     }
 
     private struct Shared {

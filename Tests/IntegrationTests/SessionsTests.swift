@@ -169,6 +169,62 @@ extension IntegrationTests {
             }
         }
 
+        @Test("A transcoder's rungs and a static pull are publishing sessions (protocols transcode and pull) with their paths and growing bytes, in the stream's detail too; they leave the list when their stream ends")
+        func rungsAndPullsAreSessions() async throws {
+            try await Scenario.run("sessions-rungs") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let origin = try await scenario.startNode(label: "origin")
+                _ = try scenario.publish(media, to: origin.rtmpURL("live", "cam"), name: "origin-publisher", loop: true)
+                try await scenario.waitUntilLive(origin, "live", "cam")
+                let node = try await scenario.startNode(
+                    NodeConfig(
+                        ladders: ["abr": [NodeConfig.Rung(name: "360p", height: 360, videoBitRate: 600_000), NodeConfig.Rung(name: "240p", height: 240, videoBitRate: 300_000)]],
+                        pulls: ["live": ["mirror": origin.flvURL("live", "cam")]]
+                    ),
+                    label: "node", arguments: ["--admin-token", Self.token]
+                )
+                let publisher = try scenario.publish(media, to: node.rtmpURL("abr", "demo"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(node, "abr", "demo")
+
+                var listed: [[String: Any]] = []
+                let all = await eventually(timeout: .seconds(20), interval: .milliseconds(250)) {
+                    listed = (try? await Self.sessions(node, "?kind=publish")) ?? []
+                    return listed.count == 4
+                }
+                try scenario.require(all, "expected the publisher, two rungs and the pull, listed \(listed)")
+                let byPath = Dictionary(listed.map { ($0["path"] as? String ?? "", $0) }, uniquingKeysWith: { first, _ in first })
+                scenario.check(byPath["abr/demo"]?["protocol"] as? String == "rtmp", "the publisher: \(byPath["abr/demo"] ?? [:])")
+                for rung in ["abr/demo/360p", "abr/demo/240p"] {
+                    scenario.check(byPath[rung]?["protocol"] as? String == "transcode" && byPath[rung]?["remoteAddress"] as? String == "transcoder", "the rung \(rung): \(byPath[rung] ?? [:])")
+                }
+                scenario.check(byPath["live/mirror"]?["protocol"] as? String == "pull", "the pull: \(byPath["live/mirror"] ?? [:])")
+                scenario.check((byPath["live/mirror"]?["remoteAddress"] as? String)?.contains("127.0.0.1:\(origin.httpPort)") == true, "the pull's address: \(byPath["live/mirror"] ?? [:])")
+
+                // Bytes grow for each, over 3 s.
+                try await Task.sleep(for: .seconds(3))
+                let later = Dictionary(((try? await Self.sessions(node, "?kind=publish")) ?? []).map { ($0["path"] as? String ?? "", $0) }, uniquingKeysWith: { first, _ in first })
+                for path in ["abr/demo", "abr/demo/360p", "abr/demo/240p", "live/mirror"] {
+                    let before = byPath[path]?["bytesIn"] as? Int ?? 0
+                    let after = later[path]?["bytesIn"] as? Int ?? 0
+                    scenario.check(after > before && after > 20_000, "\(path): bytesIn \(before) → \(after) in 3 s")
+                }
+                // The stream's detail lists the publisher and its rungs.
+                let (detailStatus, detail) = try await node.admin("/api/v1/streams/abr/demo", token: Self.token)
+                let ofStream = Set(((detail["sessions"] as? [[String: Any]]) ?? []).compactMap { $0["path"] as? String })
+                scenario.check(detailStatus == 200 && ofStream == ["abr/demo", "abr/demo/360p", "abr/demo/240p"], "GET /api/v1/streams/abr/demo: \(detailStatus) \(ofStream)")
+
+                // The publisher goes: its stream ends after its grace (1 s), and the rungs' sessions with it.
+                _ = await publisher.stop()
+                let ended = await eventually(timeout: .seconds(15), interval: .milliseconds(250)) {
+                    let paths = ((try? await Self.sessions(node, "?kind=publish")) ?? []).compactMap { $0["path"] as? String }
+                    return paths == ["live/mirror"]
+                }
+                let left = ((try? await Self.sessions(node, "?kind=publish")) ?? []).compactMap { $0["path"] as? String }
+                scenario.check(ended, "after the publisher left: \(left)")
+                scenario.check(node.log.contains("the stream ended"), "the rungs' ends are not logged with their reason")
+            }
+        }
+
         @Test("In a cluster the coordinator lists every node's sessions with their node, live, and kicks a relay's viewer through it; each node answers for its own")
         func clusterSessions() async throws {
             try await Scenario.run("sessions-cluster") { scenario in
@@ -196,6 +252,18 @@ extension IntegrationTests {
                 scenario.check(onRelay.map { $0["id"] as? String } == [viewer["id"] as? String], "the relay lists \(onRelay)")
                 let (_, json) = try await coordinator.admin("/api/v1/sessions", token: Self.token)
                 scenario.check((json["unreachable"] as? [String]) == [], "unreachable nodes: \(json["unreachable"] ?? "nil")")
+                // The stream's detail lists its sessions: the ingest's publisher, the relay's viewer.
+                let (detailStatus, detail) = try await coordinator.admin("/api/v1/streams/live/cam", token: Self.token)
+                let stream = detail["stream"] as? [String: Any]
+                let ofStream = (detail["sessions"] as? [[String: Any]]) ?? []
+                scenario.check(detailStatus == 200 && stream?["name"] as? String == "cam", "GET /api/v1/streams/live/cam: \(detailStatus) \(detail)")
+                scenario.check(
+                    ofStream.contains { $0["kind"] as? String == "publish" && $0["node"] as? String == "ingest-1" && $0["path"] as? String == "live/cam" }
+                        && ofStream.contains { $0["id"] as? String == viewer["id"] as? String },
+                    "the stream's detail lists \(ofStream)"
+                )
+                let (missing, _) = try await coordinator.admin("/api/v1/streams/live/nobody", token: Self.token)
+                scenario.check(missing == 404, "GET /api/v1/streams/live/nobody answered \(missing)")
 
                 scenario.check(try await Self.kick(coordinator, viewer["id"] as? String ?? "") == 202, "kicking the relay's viewer through the coordinator")
                 let ended = await curl.waitForExit(timeout: .seconds(5))

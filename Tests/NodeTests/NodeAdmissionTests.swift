@@ -4,6 +4,7 @@ import Logging
 import Media
 import Relay
 import Session
+import Synchronization
 import Testing
 import Transcode
 
@@ -17,16 +18,19 @@ struct NodeAdmissionTests {
     static func admission(registry: StreamRegistry, ingest: Bool = true, maxStreams: Int? = nil, transcodes: Int? = nil, keys: StreamKeyVerifier? = nil) -> NodeAdmission {
         NodeAdmission(
             admission: ingest ? PublishAdmission(registry: registry, logger: logger) : nil,
-            playback: Playback(registry: registry), keys: keys, logger: logger,
-            ladders: ["abr": .default], maxStreams: maxStreams, transcodes: TranscodeSlots(limit: transcodes)
+            playback: Playback(registry: registry), logger: logger,
+            policies: NodeAdmission.standardPolicies(
+                drain: nil, ladders: ["abr": .default], keys: keys, registry: registry, maxStreams: maxStreams,
+                transcodes: TranscodeSlots(limit: transcodes)
+            )
         )
     }
 
-    static func publish(_ admission: NodeAdmission, _ app: String, _ name: String, from address: String = "10.0.0.1:5000", transport: StreamProtocol = .rtmp, query: String = "") async throws -> PublishDecision {
+    static func publish(_ admission: NodeAdmission, _ app: String, _ name: String, from address: String = "10.0.0.1:5000", transport: StreamProtocol = .rtmp, query: String = "") async throws -> PublishAnswer {
         await admission.publish(PublishRequest(path: try StreamPath(app: app, name: name), query: StreamQuery(query), remoteAddress: address, transport: transport, evict: {}))
     }
 
-    static func play(_ admission: NodeAdmission, _ app: String, _ name: String, transport: StreamProtocol = .httpFLV) async throws -> PlayDecision {
+    static func play(_ admission: NodeAdmission, _ app: String, _ name: String, transport: StreamProtocol = .httpFLV) async throws -> PlayAnswer {
         let requested = try #require(RequestedRendition(app: app, name: name))
         return await admission.play(PlayRequest(path: requested, query: StreamQuery(), remoteAddress: "10.0.0.2:6000", transport: transport))
     }
@@ -34,19 +38,19 @@ struct NodeAdmissionTests {
     @Test func aPublishIsAcceptedIntoTheRegistryAndPlayedOverEveryTransport() async throws {
         let registry = StreamRegistry(serializers: [])
         let admission = Self.admission(registry: registry)
-        guard case .accept(let hub, _) = try await Self.publish(admission, "live", "cam") else {
+        guard let hub = try await Self.publish(admission, "live", "cam").session?.hub else {
             Issue.record("the first publish of live/cam was refused")
             return
         }
         #expect(hub.path == .source(try StreamPath(app: "live", name: "cam")))
         for transport in [StreamProtocol.rtmp, .httpFLV] {
-            guard case .accept(let played) = try await Self.play(admission, "live", "cam", transport: transport) else {
+            guard let played = try await Self.play(admission, "live", "cam", transport: transport).session?.hub else {
                 Issue.record("playing live/cam over \(transport) was refused")
                 continue
             }
             #expect(played === hub)
         }
-        guard case .refuse(let refusal) = try await Self.play(admission, "live", "nobody") else {
+        guard let refusal = (try await Self.play(admission, "live", "nobody")).refusal else {
             Issue.record("an unknown stream was played")
             return
         }
@@ -57,14 +61,14 @@ struct NodeAdmissionTests {
         let registry = StreamRegistry(serializers: [])
         let admission = Self.admission(registry: registry)
         _ = try await Self.publish(admission, "live", "cam")
-        guard case .refuse(let taken) = try await Self.publish(admission, "live", "cam", from: "10.9.9.9:1") else {
+        guard let taken = (try await Self.publish(admission, "live", "cam", from: "10.9.9.9:1")).refusal else {
             Issue.record("a stranger took over a live stream")
             return
         }
         #expect(taken.kind == .badName)
 
         let relay = Self.admission(registry: registry, ingest: false)
-        guard case .refuse(let relayed) = try await Self.publish(relay, "live", "other") else {
+        guard let relayed = (try await Self.publish(relay, "live", "other")).refusal else {
             Issue.record("a relay accepted a publisher")
             return
         }
@@ -74,29 +78,28 @@ struct NodeAdmissionTests {
     @Test func capacitiesAreRefusedAsUnavailableAndAFreedTranscodeSlotIsReused() async throws {
         let registry = StreamRegistry(serializers: [], publisherGrace: .milliseconds(1))
         let admission = Self.admission(registry: registry, maxStreams: 2, transcodes: 1)
-        guard case .accept(let first, let firstID) = try await Self.publish(admission, "abr", "one") else {
+        guard let first = try await Self.publish(admission, "abr", "one").session else {
             Issue.record("the first abr publish was refused")
             return
         }
-        guard case .refuse(let transcodes) = try await Self.publish(admission, "abr", "two") else {
+        guard let transcodes = (try await Self.publish(admission, "abr", "two")).refusal else {
             Issue.record("a second abr stream was accepted over a transcode limit of 1")
             return
         }
         #expect(transcodes.kind == .unavailable)
         _ = try await Self.publish(admission, "live", "a")
-        guard case .refuse(let streams) = try await Self.publish(admission, "live", "b") else {
+        guard let streams = (try await Self.publish(admission, "live", "b")).refusal else {
             Issue.record("a third stream was accepted over a stream limit of 2")
             return
         }
         #expect(streams.kind == .unavailable)
 
         // The abr publisher leaves: its slot is free for the next abr stream once its hub ends.
-        first.detachPublisher(id: firstID)
-        await admission.unpublished(PublishSession(path: first.stream, hub: first, id: firstID, transport: .rtmp, remoteAddress: "10.0.0.1:5000"))
+        first.end(.left)
         var reused = false
         for _ in 0..<100 where !reused {
             try await Task.sleep(for: .milliseconds(10))
-            if case .accept = try await Self.publish(admission, "abr", "two") { reused = true }
+            if try await Self.publish(admission, "abr", "two").session != nil { reused = true }
         }
         #expect(reused, "the transcode slot was not given back")
     }
@@ -106,13 +109,13 @@ struct NodeAdmissionTests {
     /// such a name takes a stream key: an open ingest refuses it in a ladder's application.
     @Test func aStreamNamedLikeARungIsPublishableWithAKeyAndWinsItsNameOverTheRung() async throws {
         let registry = StreamRegistry(serializers: [])
-        guard case .refuse(let open) = try await Self.publish(Self.admission(registry: registry), "abr", "demo_240p") else {
+        guard let open = (try await Self.publish(Self.admission(registry: registry), "abr", "demo_240p")).refusal else {
             Issue.record("an open ingest accepted abr/demo_240p, the old address of a rung")
             return
         }
         #expect(open.kind == .badName)
         // Outside a ladder's application the name is an ordinary one.
-        guard case .accept = try await Self.publish(Self.admission(registry: registry), "live", "demo_240p") else {
+        guard try await Self.publish(Self.admission(registry: registry), "live", "demo_240p").session != nil else {
             Issue.record("live/demo_240p was refused")
             return
         }
@@ -124,19 +127,19 @@ struct NodeAdmissionTests {
         let rung = StreamHub(path: try RenditionPath(stream: demo, rendition: "240p"), serializers: [])
         await registry.register(rung)
 
-        guard case .accept(let legacy) = try await Self.play(admission, "abr", "demo_240p") else {
+        guard let legacy = try await Self.play(admission, "abr", "demo_240p").session?.hub else {
             Issue.record("the old rung address did not reach the rung")
             return
         }
         #expect(legacy === rung)
 
-        guard case .accept(let lookalike, _) = try await Self.publish(admission, "abr", "demo_240p", query: "key=secret") else {
+        guard let lookalike = try await Self.publish(admission, "abr", "demo_240p", query: "key=secret").session?.hub else {
             Issue.record("publishing abr/demo_240p was refused")
             return
         }
         #expect(lookalike !== rung)
-        guard case .accept(let byName) = try await Self.play(admission, "abr", "demo_240p"),
-              case .accept(let byRung) = try await Self.play(admission, "abr/demo", "240p") else {
+        guard let byName = try await Self.play(admission, "abr", "demo_240p").session?.hub,
+              let byRung = try await Self.play(admission, "abr/demo", "240p").session?.hub else {
             Issue.record("a path was refused")
             return
         }
@@ -162,15 +165,19 @@ struct RelayNodeReportTests {
 
 /// Observers hear every session's start and end from the admission, in order.
 struct SessionEventTests {
-    final class Recorder: SessionObserver, @unchecked Sendable {
-        // Touched only from the test's own sequential awaits.
-        var events: [String] = []
+    final class Recorder: SessionObserver, Sendable {
+        private let recorded = Mutex<[String]>([])
+        var events: [String] { recorded.withLock { $0 } }
         func observe(_ event: SessionEvent) async {
+            recorded.withLock { $0.append(Self.line(event)) }
+        }
+
+        static func line(_ event: SessionEvent) -> String {
             switch event {
-            case .publishStarted(let session): events.append("publish+ \(session.path) \(session.transport)")
-            case .publishEnded(let session): events.append("publish- \(session.path)")
-            case .playStarted(let session): events.append("play+ \(session.path) \(session.transport)")
-            case .playEnded(let session): events.append("play- \(session.path)")
+            case .publishStarted(let session): "publish+ \(session.path) \(session.transport)"
+            case .publishEnded(let session): "publish- \(session.path) \(session.endReason.map { "\($0)" } ?? "?")"
+            case .playStarted(let session): "play+ \(session.path) \(session.transport)"
+            case .playEnded(let session): "play- \(session.path) \(session.endReason.map { "\($0)" } ?? "?")"
             }
         }
     }
@@ -181,18 +188,51 @@ struct SessionEventTests {
         let second = Recorder()
         var admission = NodeAdmissionTests.admission(registry: registry)
         admission.observers = [first, second]
-        guard case .accept(let hub, let id) = try await NodeAdmissionTests.publish(admission, "live", "cam") else {
+        guard let publisher = try await NodeAdmissionTests.publish(admission, "live", "cam").session else {
             Issue.record("the publish was refused")
             return
         }
         // A refused publish is no session.
         _ = try await NodeAdmissionTests.publish(admission, "live", "cam", from: "10.9.9.9:1")
-        let viewer = PlaySession(path: hub.path, transport: .httpFLV, remoteAddress: "10.0.0.2:6000")
-        await admission.playStarted(viewer)
-        await admission.playEnded(viewer)
-        await admission.unpublished(PublishSession(path: hub.stream, hub: hub, id: id, transport: .rtmp, remoteAddress: "10.0.0.1:5000"))
-        let expected = ["publish+ live/cam rtmp", "play+ live/cam http-flv", "play- live/cam", "publish- live/cam"]
+        guard let viewer = try await NodeAdmissionTests.play(admission, "live", "cam").session else {
+            Issue.record("the play was refused")
+            return
+        }
+        await viewer.start()
+        viewer.end(.left)
+        viewer.end(.kicked("again"))  // only the first end counts
+        try await Self.settle { first.events.count == 3 }
+        publisher.end(.left)
+        publisher.end(.left)
+        try await Self.settle { first.events.count == 4 && second.events.count == 4 }
+        let expected = ["publish+ live/cam rtmp", "play+ live/cam http-flv", "play- live/cam left", "publish- live/cam left"]
         #expect(first.events == expected)
         #expect(second.events == expected)
+        // An accepted play that never started tells nothing when it ends.
+        guard let unstarted = try await NodeAdmissionTests.play(admission, "live", "cam").session else {
+            Issue.record("the second play was refused")
+            return
+        }
+        unstarted.end(.left)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(first.events == expected)
     }
+
+    /// Ends are told from a Task: waits (bounded) until `condition` holds.
+    static func settle(_ condition: () -> Bool) async throws {
+        for _ in 0..<200 where !condition() {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(condition())
+    }
+}
+
+extension PublishAnswer {
+    var session: PublishSession? { if case .accepted(let session) = self { session } else { nil } }
+    var refusal: SessionRefusal? { if case .refused(let refusal) = self { refusal } else { nil } }
+}
+
+extension PlayAnswer {
+    var session: PlaySession? { if case .accepted(let session) = self { session } else { nil } }
+    var refusal: SessionRefusal? { if case .refused(let refusal) = self { refusal } else { nil } }
 }

@@ -76,18 +76,18 @@ struct NodeDrainTests {
         let registry = StreamRegistry(serializers: [])
         let drain = NodeDrain(logger: Logger(label: "drain-tests"))
         var admission = NodeAdmissionTests.admission(registry: registry)
-        admission.drain = drain
-        guard case .accept = try await NodeAdmissionTests.publish(admission, "live", "before") else {
+        admission.policies.insert(DrainPolicy(drain: drain), at: 0)
+        guard try await NodeAdmissionTests.publish(admission, "live", "before").session != nil else {
             Issue.record("a publish before the drain was refused")
             return
         }
         drain.begin(Self.request())
-        guard case .refuse(let refusal) = try await NodeAdmissionTests.publish(admission, "live", "after") else {
+        guard let refusal = try await NodeAdmissionTests.publish(admission, "live", "after").refusal else {
             Issue.record("a publish during the drain was accepted")
             return
         }
         #expect(refusal.kind == .unavailable)
-        guard case .refuse(let playRefusal) = try await NodeAdmissionTests.play(admission, "live", "before") else {
+        guard let playRefusal = try await NodeAdmissionTests.play(admission, "live", "before").refusal else {
             Issue.record("a play during the drain was accepted")
             return
         }

@@ -28,7 +28,7 @@ struct TimeLimitedAdmissionTests {
         let start = ContinuousClock.now
         let decision = await admission.publish(PublishRequest(path: try StreamPath(app: "live", name: "cam"), query: StreamQuery("key=k"), remoteAddress: "10.0.0.1:1", transport: .rtmp, evict: {}))
         let elapsed = ContinuousClock.now - start
-        guard case .refuse(let refusal) = decision else {
+        guard case .refused(let refusal) = decision else {
             Issue.record("a publish without a decision was accepted")
             return
         }
@@ -40,24 +40,29 @@ struct TimeLimitedAdmissionTests {
     }
 
     /// A policy that answers "accept" after the client was refused: the stream is given back
-    /// (detached, and reported unpublished), so that the client's retry can publish it.
+    /// (its session ended, which detaches it and tells the observers), so that the client's
+    /// retry can publish it.
     @Test func aLateAcceptanceIsUndone() async throws {
         let registry = StreamRegistry(serializers: [])
-        let slow = SlowAdmission(inner: NodeAdmissionTests.admission(registry: registry), delay: .milliseconds(400))
+        let recorder = SessionEventTests.Recorder()
+        var inner = NodeAdmissionTests.admission(registry: registry)
+        inner.observers = [recorder]
+        let slow = SlowAdmission(inner: inner, delay: .milliseconds(400))
         let admission = TimeLimitedAdmission(slow, timeout: .milliseconds(100))
         let path = try StreamPath(app: "live", name: "late")
         let request = PublishRequest(path: path, query: StreamQuery(), remoteAddress: "10.0.0.1:1", transport: .rtmp, evict: {})
-        guard case .refuse = await admission.publish(request) else {
+        guard case .refused = await admission.publish(request) else {
             Issue.record("the slow decision was not refused at the timeout")
             return
         }
         // The late acceptance lands, and is undone.
-        let undone = await eventuallyTrue(within: .seconds(3)) { slow.unpublishedCount == 1 }
+        let undone = await eventuallyTrue(within: .seconds(3)) { recorder.events.count == 2 }
         #expect(undone)
+        #expect(recorder.events == ["publish+ live/late rtmp", "publish- live/late \(SessionEndReason.lateDecision)"])
         #expect(await registry.hub(for: path)?.hasPublisher != true)
         // A quick decision goes through untouched.
         let quick = TimeLimitedAdmission(NodeAdmissionTests.admission(registry: registry), timeout: .seconds(2))
-        guard case .accept = await quick.publish(request) else {
+        guard case .accepted = await quick.publish(request) else {
             Issue.record("the retry was refused")
             return
         }
@@ -77,25 +82,16 @@ struct TimeLimitedAdmissionTests {
 final class SlowAdmission: SessionAdmission {
     let inner: NodeAdmission
     let delay: Duration
-    private let unpublishes = NIOLockedValueBox(0)
-    var unpublishedCount: Int { unpublishes.withLockedValue { $0 } }
 
     init(inner: NodeAdmission, delay: Duration) {
         self.inner = inner
         self.delay = delay
     }
 
-    func publish(_ request: PublishRequest) async -> PublishDecision {
+    func publish(_ request: PublishRequest) async -> PublishAnswer {
         try? await Task.sleep(for: delay)
         return await inner.publish(request)
     }
 
-    func unpublished(_ session: PublishSession) async {
-        unpublishes.withLockedValue { $0 += 1 }
-        await inner.unpublished(session)
-    }
-
-    func play(_ request: PlayRequest) async -> PlayDecision { await inner.play(request) }
-    func playStarted(_ session: PlaySession) async {}
-    func playEnded(_ session: PlaySession) async {}
+    func play(_ request: PlayRequest) async -> PlayAnswer { await inner.play(request) }
 }

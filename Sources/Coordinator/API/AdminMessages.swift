@@ -26,6 +26,16 @@ public struct StreamList: Codable, Sendable {
     public var streams: [StreamSummary]
 }
 
+/// `GET /api/v1/streams/{app}/{name}`: the stream, and its sessions on every node that
+/// serves clients (its publisher, and its viewers over every protocol, rungs included),
+/// asked live as `GET /api/v1/sessions` asks.
+public struct StreamDetail: Codable, Sendable {
+    public var stream: StreamSummary
+    public var sessions: [SessionReport]
+    /// Nodes that did not answer for their sessions.
+    public var unreachable: [String]
+}
+
 /// `GET /api/v1/keys`.
 public struct StreamKeyList: Codable, Sendable {
     public var keys: [StreamKeySummary]

@@ -10,6 +10,7 @@ import Media
 /// - `GET /api/v1/nodes/{id}/streams`: what the node carries now, asked of its role actors
 /// - `GET /api/v1/streams`: live streams with their ffprobe-like facts, renditions,
 ///   viewers per relay and uptime
+/// - `GET /api/v1/streams/{app}/{name}`: one live stream, with its sessions on every node
 /// - `POST /api/v1/streams/{app}/{name}/kick`: 202; the ingest drops the publisher at once
 ///   (or on its next heartbeat when it cannot be called)
 /// - `GET /api/v1/sessions` (`?path=&protocol=&kind=&node=`), `GET` and `DELETE
@@ -50,6 +51,20 @@ public struct CoordinatorAdminRoutes: Sendable {
         }
         api.get("/streams") { _, _ in
             try AdminJSON.response(StreamList(streams: try await state.liveStreams()))
+        }
+        api.get("/streams/:app/:name") { _, context in
+            let app = context.parameters.get("app") ?? ""
+            let name = context.parameters.get("name") ?? ""
+            guard StreamPath.isValidComponent(app), StreamPath.isValidComponent(name) else {
+                return AdminJSON.error(status: .badRequest, message: "invalid stream path")
+            }
+            guard let stream = try await state.liveStreams().first(where: { $0.app == app && $0.name == name }) else {
+                return AdminJSON.error(status: .notFound, message: "\(app)/\(name) is not live")
+            }
+            let (sessions, unreachable) = try await state.liveSessions()
+            let path = "\(app)/\(name)"
+            let ofStream = sessions.filter { $0.path == path || $0.path.hasPrefix(path + "/") }
+            return try AdminJSON.response(StreamDetail(stream: stream, sessions: ofStream, unreachable: unreachable))
         }
         api.post("/streams/:app/:name/kick") { _, context in
             let app = context.parameters.get("app") ?? ""

@@ -129,12 +129,11 @@ public final class StaticPull: Sendable {
         let evicted = NIOLockedValueBox(false)
         let remote = Self.redacted(source)
         let request = PublishRequest(path: path, query: StreamQuery(""), remoteAddress: remote, transport: .pull, evict: { evicted.withLockedValue { $0 = true } })
-        let hub: StreamHub
-        let publisher: StreamHub.PublisherID
+        let session: PublishSession
         switch await admission.publish(request) {
-        case .accept(let acceptedHub, let id):
-            (hub, publisher) = (acceptedHub, id)
-        case .refuse(let refusal):
+        case .accepted(let accepted):
+            session = accepted
+        case .refused(let refusal):
             // Close the origin's connection: run the feed in a task and cancel it at once.
             let drop = Task { try await feed.run { _ in } }
             drop.cancel()
@@ -143,7 +142,8 @@ public final class StaticPull: Sendable {
         status.withLockedValue { $0.state = .pulling; $0.lastError = nil }
         PullMetrics.connected.increment()
         logger.info("pulling into the node")
-        let session = PublishSession(path: path, hub: hub, id: publisher, transport: .pull, remoteAddress: remote)
+        let hub = session.hub
+        let publisher = session.id
         let lastMedia = NIOLockedValueBox(NIODeadline.now())
         let frames = NIOLockedValueBox(0)
         let stall = TimeAmount(configuration.stallTimeout)
@@ -186,8 +186,10 @@ public final class StaticPull: Sendable {
             outcome = .failed(Task.isCancelled ? "stopped" : "\(error)", frames.withLockedValue { $0 })
         }
         hub.flush(force: true)
-        _ = hub.detachPublisher(id: publisher)
-        await admission.unpublished(session)
+        switch outcome {
+        case .ended: session.end(.left)
+        case .failed(let why, _): session.end(.failed(why))
+        }
         return outcome
     }
 }

@@ -2,6 +2,7 @@ import Cluster
 import Coordinator
 import Edge
 import Hummingbird
+import Ingest
 import Logging
 import Media
 import RTMP
@@ -34,10 +35,12 @@ struct ListenerAssembly {
         }
         admission = NodeAdmission(
             admission: ingest?.admission, playback: relay?.playback ?? Playback(registry: context.registry),
-            keys: ingest?.keys, logger: context.logger,
-            ladders: configuration.ladders, maxStreams: configuration.maxStreams,
-            transcodes: TranscodeSlots(limit: configuration.maxTranscodes),
-            drain: context.drain,
+            logger: context.logger,
+            policies: NodeAdmission.standardPolicies(
+                drain: context.drain, ladders: configuration.ladders, keys: ingest?.keys,
+                registry: ingest?.admission.registry, maxStreams: configuration.maxStreams,
+                transcodes: TranscodeSlots(limit: configuration.maxTranscodes)
+            ),
             // In order: HLS segments a stream before the bus and the coordinator hear of it.
             observers: [SessionMetrics(), sessions] + (relay?.observers ?? []) + (ingest?.observers ?? []) + [context.drain]
         )

@@ -27,8 +27,9 @@ struct RelayAssembly {
         self.hlsSessions = hlsSessions
         node = try system.makeActor(named: RoleAddress.relay) { RelayNode(registry: registry, hlsSessions: hlsSessions, actorSystem: system) }
         playback = Playback(registry: registry)
-        // Streams published in this process are segmented from their first frame.
-        observers = context.roles.contains(.ingest) ? [HLSSegmenting(hls: hls)] : []
+        // Streams published in this process (and the rungs its transcoder publishes) are
+        // segmented from their first frame.
+        observers = [HLSSegmenting(hls: hls)]
         let openRemote = context.remote.map { _ in
             Self.openRemoteRenditions(
                 registry: registry, hls: hls,

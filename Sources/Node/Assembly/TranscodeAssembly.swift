@@ -3,17 +3,18 @@ import Logging
 import Relay
 
 /// `transcode`: the jobs the coordinator places here (`BusTranscoding`) and the
-/// `TranscodeWorker` actor it places them through. In a process that also plays, rungs go
-/// into the shared registry and HLS too.
+/// `TranscodeWorker` actor it places them through. In a process that also plays, rungs are
+/// published through the node's admission too (`renditions`, set once the listeners exist).
 struct TranscodeAssembly {
     let transcoding: BusTranscoding
     let worker: TranscodeWorker
+    let renditions = RenditionAdmission()
 
-    init(_ context: NodeContext, hls: HLSService?) throws {
+    init(_ context: NodeContext) throws {
         let playsLocally = context.roles.contains(.relay) || context.roles.contains(.ingest)
         let jobs = BusTranscoding(
             bus: context.bus, registry: context.registry, ladders: context.configuration.ladders,
-            localPlayback: playsLocally ? .init(hls: hls) : nil, logger: context.logger
+            localPlayback: playsLocally ? .init(renditions: renditions) : nil, logger: context.logger
         )
         transcoding = jobs
         let system = context.system

@@ -134,6 +134,8 @@ final class NodeDrain: SessionObserver, Sendable {
             for (key, session) in state.publishers where !state.asked.contains(key) {
                 guard let requester = session.requestReconnect else { continue }
                 state.asked.insert(key)
+                // It leaves because of the drain: its end says so.
+                session.noteEnding(.draining)
                 toAsk.append((requester, Self.serverURL(request.reconnectTo, app: session.path.app)))
             }
             return toAsk
@@ -168,8 +170,10 @@ final class NodeDrain: SessionObserver, Sendable {
 
     func observe(_ event: SessionEvent) async {
         switch event {
-        case .publishStarted(let session) where session.transport == .pull:
-            // The node's own static pulls: nobody to wait for.
+        case .publishStarted(let session) where session.transport == .pull || session.transport == .transcode,
+             .publishEnded(let session) where session.transport == .pull || session.transport == .transcode:
+            // The node's own static pulls and rungs: nobody to wait for (a transcoder's
+            // jobs have their own part in the drain).
             break
         case .publishStarted(let session):
             let draining = state.withLock { state in

@@ -10,7 +10,9 @@ struct BusPublishing: SessionObserver {
     let published: PublishedHubs
 
     func observe(_ event: SessionEvent) async {
-        guard case .publishStarted(let session) = event else { return }
+        // A transcoder's rungs are its own to publish (on the bus with its handover) and no
+        // stream of their own.
+        guard case .publishStarted(let session) = event, session.transport != .transcode else { return }
         published.insert(session.hub)
         await publications.attach(session.hub)
     }

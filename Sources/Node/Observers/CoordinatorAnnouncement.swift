@@ -12,7 +12,9 @@ struct CoordinatorAnnouncement: SessionObserver {
     let logger: Logger
 
     func observe(_ event: SessionEvent) async {
-        guard case .publishStarted(let session) = event else { return }
+        // A transcoder's rungs are its own to publish (on the bus with its handover) and no
+        // stream of their own.
+        guard case .publishStarted(let session) = event, session.transport != .transcode else { return }
         let start = StreamStart(app: session.path.app, name: session.path.name, ingestNode: nodeID, facts: IngestReporter.facts(of: session.hub))
         let coordinator = coordinator
         let logger = logger

@@ -8,7 +8,9 @@ struct Forwarding: SessionObserver {
     let forwards: StreamForwards
 
     func observe(_ event: SessionEvent) async {
-        guard case .publishStarted(let session) = event else { return }
+        // A transcoder's rungs are its own to publish (on the bus with its handover) and no
+        // stream of their own.
+        guard case .publishStarted(let session) = event, session.transport != .transcode else { return }
         await forwards.start(session.path, hub: session.hub)
     }
 }

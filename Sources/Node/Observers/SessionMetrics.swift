@@ -2,7 +2,8 @@ import Metrics
 import Session
 
 /// Sessions by kind (publish, play) and protocol: `estuary_sessions_started_total` and
-/// `estuary_sessions_active`, the same for every protocol (SRT and edges' pulls included as
+/// `estuary_sessions_active`, and `estuary_sessions_ended_total` by why they ended
+/// (`SessionEndReason.label`), the same for every protocol (SRT and edges' pulls included as
 /// they come), beside each protocol's own counters.
 struct SessionMetrics: SessionObserver {
     func observe(_ event: SessionEvent) async {
@@ -12,10 +13,17 @@ struct SessionMetrics: SessionObserver {
         case .playStarted(let session):
             Self.started("play", session.transport)
         case .playEnded(let session):
-            Self.active("play", session.transport).decrement()
+            Self.ended("play", session.transport, session.endReason)
         case .publishEnded(let session):
-            Self.active("publish", session.transport).decrement()
+            Self.ended("publish", session.transport, session.endReason)
         }
+    }
+
+    private static func ended(_ kind: String, _ transport: StreamProtocol, _ reason: SessionEndReason?) {
+        active(kind, transport).decrement()
+        Counter(label: "estuary_sessions_ended_total", dimensions: [
+            ("kind", kind), ("protocol", transport.rawValue), ("reason", (reason ?? .left).label),
+        ]).increment()
     }
 
     private static func started(_ kind: String, _ transport: StreamProtocol) {

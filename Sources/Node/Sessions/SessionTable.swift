@@ -18,11 +18,6 @@ import Synchronization
 /// Bounded: beyond `maxSessions` a session is served but not listed (and counted in
 /// `estuary_sessions_unlisted_total`); the node's connection limits keep it far below.
 final class SessionTable: SessionObserver, Sendable {
-    private struct PublisherKey: Hashable {
-        var path: StreamPath
-        var id: StreamHub.PublisherID
-    }
-
     private struct Entry {
         var info: SessionReport
         var started: ContinuousClock.Instant
@@ -30,13 +25,14 @@ final class SessionTable: SessionObserver, Sendable {
         /// For a publisher whose protocol counts no traffic: the hub's bytes at its start.
         var hub: StreamHub?
         var hubBytesAtStart: Int
+        /// The session's kick; nil where it cannot be ended from outside.
         var kick: SessionKick?
-        var kickReason: String?
+        /// The publisher's stream, to kick it by path.
+        var stream: StreamPath?
     }
 
     private struct State {
         var sessions: [String: Entry] = [:]
-        var publishers: [PublisherKey: String] = [:]
     }
 
     static let defaultMaxSessions = 100_000
@@ -54,29 +50,32 @@ final class SessionTable: SessionObserver, Sendable {
     func observe(_ event: SessionEvent) async {
         switch event {
         case .publishStarted(let session):
-            let id = SessionID.make(.publish)
+            let kick: SessionKick? = session.canBeKicked ? { @Sendable reason in session.kick(reason) } : nil
             let entry = Entry(
                 info: SessionReport(
-                    id: id.rawValue, kind: SessionKind.publish.rawValue, path: "\(session.path)", protocol: session.transport.rawValue,
-                    remoteAddress: session.remoteAddress, query: "\(session.query)", startedAt: Date(), durationSeconds: 0, bytesIn: 0, bytesOut: 0
+                    id: session.sessionID.rawValue, kind: SessionKind.publish.rawValue, path: "\(session.hub.path)", protocol: session.transport.rawValue,
+                    remoteAddress: session.remoteAddress, query: "\(session.query)", startedAt: session.startedAt, durationSeconds: 0, bytesIn: 0, bytesOut: 0
                 ),
                 started: .now, traffic: session.traffic, hub: session.traffic == nil ? session.hub : nil,
-                hubBytesAtStart: session.traffic == nil ? session.hub.statistics.bytesIn : 0, kick: session.kick
+                hubBytesAtStart: session.traffic == nil ? session.hub.statistics.bytesIn : 0,
+                kick: kick, stream: session.transport == .transcode ? nil : session.path
             )
-            insert(entry, publisher: PublisherKey(path: session.path, id: session.id))
+            insert(entry)
         case .publishEnded(let session):
-            remove(publisher: PublisherKey(path: session.path, id: session.id))
+            remove(id: session.sessionID.rawValue, reason: session.endReason)
         case .playStarted(let session):
+            let kick: SessionKick? = session.canBeKicked ? { @Sendable reason in session.kick(reason) } : nil
             let entry = Entry(
                 info: SessionReport(
                     id: session.id.rawValue, kind: SessionKind.play.rawValue, path: "\(session.path)", protocol: session.transport.rawValue,
-                    remoteAddress: session.remoteAddress, query: "\(session.query)", startedAt: Date(), durationSeconds: 0, bytesIn: 0, bytesOut: 0
+                    remoteAddress: session.remoteAddress, query: "\(session.query)", startedAt: session.startedAt, durationSeconds: 0, bytesIn: 0, bytesOut: 0
                 ),
-                started: .now, traffic: session.traffic, hub: nil, hubBytesAtStart: 0, kick: session.kick
+                started: .now, traffic: session.traffic, hub: nil, hubBytesAtStart: 0,
+                kick: kick, stream: nil
             )
-            insert(entry, publisher: nil)
+            insert(entry)
         case .playEnded(let session):
-            remove(id: session.id.rawValue)
+            remove(id: session.id.rawValue, reason: session.endReason)
         }
     }
 
@@ -110,12 +109,7 @@ final class SessionTable: SessionObserver, Sendable {
     /// Ends session `id` with `reason` (its client is told where the protocol can). False
     /// when there is no such live session, or it cannot be ended from outside.
     func kick(_ id: String, reason: String) -> Bool {
-        let kick = state.withLock { state -> SessionKick? in
-            guard var entry = state.sessions[id], let kick = entry.kick else { return nil }
-            entry.kickReason = reason
-            state.sessions[id] = entry
-            return kick
-        }
+        let kick = state.withLock { $0.sessions[id]?.kick }
         guard let kick else { return false }
         logger.notice("kicking session", metadata: ["session": "\(id)", "reason": "\(reason)"])
         Counter(label: "estuary_sessions_kicked_total").increment()
@@ -126,7 +120,7 @@ final class SessionTable: SessionObserver, Sendable {
     /// Kicks the publisher of `path`, if it has a session here.
     func kickPublisher(of path: StreamPath, reason: String) -> Bool {
         let id = state.withLock { state in
-            state.publishers.first { $0.key.path == path }?.value
+            state.sessions.first { $0.value.stream == path }?.key
         }
         guard let id else { return false }
         return kick(id, reason: reason)
@@ -134,31 +128,22 @@ final class SessionTable: SessionObserver, Sendable {
 
     // MARK: Table
 
-    private func insert(_ entry: Entry, publisher: PublisherKey?) {
+    private func insert(_ entry: Entry) {
         let inserted = state.withLock { state -> Bool in
             guard state.sessions.count < maxSessions else { return false }
             state.sessions[entry.info.id] = entry
-            if let publisher { state.publishers[publisher] = entry.info.id }
             return true
         }
         guard inserted else {
             Counter(label: "estuary_sessions_unlisted_total").increment()
             return
         }
-        log(entry, ended: false)
+        log(entry, ended: nil)
     }
 
-    private func remove(publisher: PublisherKey) {
-        let entry = state.withLock { state -> Entry? in
-            guard let id = state.publishers.removeValue(forKey: publisher) else { return nil }
-            return state.sessions.removeValue(forKey: id)
-        }
-        if let entry { log(entry, ended: true) }
-    }
-
-    private func remove(id: String) {
+    private func remove(id: String, reason: SessionEndReason?) {
         let entry = state.withLock { $0.sessions.removeValue(forKey: id) }
-        if let entry { log(entry, ended: true) }
+        if let entry { log(entry, ended: reason ?? .left) }
     }
 
     private static func snapshot(_ entry: Entry, now: ContinuousClock.Instant) -> SessionReport {
@@ -174,7 +159,8 @@ final class SessionTable: SessionObserver, Sendable {
         return info
     }
 
-    private func log(_ entry: Entry, ended: Bool) {
+    /// The start's line, or with `ended` the end's.
+    private func log(_ entry: Entry, ended: SessionEndReason?) {
         let verdict = logLimiter.check(entry.info.remoteAddress)
         guard verdict.allowed else { return }
         var metadata: Logger.Metadata = [
@@ -184,12 +170,12 @@ final class SessionTable: SessionObserver, Sendable {
         if !entry.info.query.isEmpty { metadata["query"] = "\(entry.info.query)" }
         if verdict.suppressed > 0 { metadata["linesHeldBack"] = "\(verdict.suppressed)" }
         let kind = entry.info.kind == SessionKind.publish.rawValue ? "publisher" : "viewer"
-        if ended {
+        if let ended {
             let info = Self.snapshot(entry, now: .now)
             metadata["duration"] = "\(String(format: "%.1f", info.durationSeconds)) s"
             metadata["bytesIn"] = "\(info.bytesIn)"
             metadata["bytesOut"] = "\(info.bytesOut)"
-            metadata["reason"] = "\(entry.kickReason.map { "kicked: \($0)" } ?? "left")"
+            metadata["reason"] = "\(ended)"
             logger.info("\(kind) session ended", metadata: metadata)
         } else {
             logger.info("\(kind) session started", metadata: metadata)

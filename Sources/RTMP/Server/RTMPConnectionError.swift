@@ -1,4 +1,5 @@
 import AMF0
+import Session
 
 /// Why the server closed an RTMP connection. Each case is logged once and counted in
 /// `estuary_rtmp_connections_closed_total{reason=…}`.
@@ -80,7 +81,7 @@ public enum RTMPConnectionError: Error, Equatable, CustomStringConvertible {
         case .tooManyPendingMessages(let count): "\(count) messages sent while a decision was pending"
         case .handshakeTimeout: "no handshake within the timeout"
         case .mediaWithoutPublish: "media sent without publish"
-        case .evicted: "evicted: a newer publisher took over, or an operator kicked it"
+        case .evicted: "evicted: a newer publisher took the stream over"
         case .invalidStreamName(let name): "invalid stream name '\(name.prefix(64))'"
         case .connectTimeout: "no connect within the timeout after the handshake"
         case .sessionStartTimeout: "no publish or play within the timeout after connect"
@@ -89,6 +90,18 @@ public enum RTMPConnectionError: Error, Equatable, CustomStringConvertible {
         case .messageStalled: "an unfinished message received no byte within the message-stall timeout"
         case .outboundBacklog(let bytes): "the peer does not read its replies (\(bytes) bytes queued)"
         case .replyTooLarge(let bytes): "a reply of \(bytes) bytes exceeds RTMP's 24-bit message length (a bug: replies are bounded by construction)"
+        }
+    }
+}
+
+extension RTMPConnectionError {
+    /// Why the connection's session (if it had one) ended, for its end's log line and metric.
+    var sessionEndReason: SessionEndReason {
+        switch self {
+        case .evicted: .takenOver
+        case .handshakeTimeout, .connectTimeout, .sessionStartTimeout, .publisherIdle, .writeStalled, .messageStalled:
+            .timedOut(description)
+        default: .failed(description)
         }
     }
 }

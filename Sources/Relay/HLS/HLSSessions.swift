@@ -82,19 +82,19 @@ public final class HLSSessions: Sendable {
         guard (state.withLock { $0.sessions.count }) < maxSessions else {
             return .failure(.unavailable("this node serves as many HLS players as it can; try again later"))
         }
-        let decision = await admission.play(PlayRequest(path: path, query: query, remoteAddress: remoteAddress, transport: .hls))
-        let hub: StreamHub
-        switch decision {
-        case .refuse(let refusal):
-            return .failure(refusal)
-        case .accept(let accepted):
-            hub = accepted
-        }
         let id = SessionID.make(.play)
-        let session = PlaySession(
-            id: id, path: hub.path, transport: .hls, remoteAddress: remoteAddress, query: query, traffic: SessionTraffic(),
-            kick: { [weak self] _ in self?.kick(id.rawValue) }
+        let request = PlayRequest(
+            path: path, query: query, remoteAddress: remoteAddress, transport: .hls,
+            kick: { [weak self] _ in self?.kick(id.rawValue) }, sessionID: id
         )
+        let session: PlaySession
+        switch await admission.play(request) {
+        case .refused(let refusal):
+            return .failure(refusal)
+        case .accepted(let accepted):
+            session = accepted
+        }
+        guard let hub = session.hub else { return .failure(.notFound("no stream")) }
         // The bound holds here, where the table grows (the check above only spares the
         // admission's work); an accepted play holds nothing yet, so a refusal undoes nothing.
         let inserted = state.withLock { state -> Bool in
@@ -105,7 +105,7 @@ public final class HLSSessions: Sendable {
         guard inserted else {
             return .failure(.unavailable("this node serves as many HLS players as it can; try again later"))
         }
-        await admission.playStarted(session)
+        await session.start()
         return .success(id.rawValue)
     }
 
@@ -124,17 +124,17 @@ public final class HLSSessions: Sendable {
     /// second by `run`.
     public func expire(now: ContinuousClock.Instant = .now) async {
         let limit = idleLimit
-        let (ended, admission) = state.withLock { state -> ([PlaySession], (any SessionAdmission)?) in
+        let ended = state.withLock { state -> [PlaySession] in
             var ended: [PlaySession] = []
             for (id, entry) in state.sessions where now - entry.lastRequest > limit {
                 ended.append(entry.session)
                 state.sessions[id] = nil
             }
             state.kicked = state.kicked.filter { now - $0.value < Self.kickMemory }
-            return (ended, state.admission)
+            return ended
         }
         for session in ended {
-            await admission?.playEnded(session)
+            session.end(.timedOut("no playlist or segment request for 3 target durations"))
         }
     }
 
@@ -148,15 +148,14 @@ public final class HLSSessions: Sendable {
 
     /// Ends session `id` now (an operator's kick); its next request is refused.
     private func kick(_ id: String) {
-        let (session, admission) = state.withLock { state -> (PlaySession?, (any SessionAdmission)?) in
-            guard let entry = state.sessions.removeValue(forKey: id) else { return (nil, nil) }
+        let session = state.withLock { state -> PlaySession? in
+            guard let entry = state.sessions.removeValue(forKey: id) else { return nil }
             if state.kicked.count >= Self.maxKicked {
                 state.kicked.removeAll(keepingCapacity: true)
             }
             state.kicked[id] = .now
-            return (entry.session, state.admission)
+            return entry.session
         }
-        guard let session, let admission else { return }
-        Task { await admission.playEnded(session) }
+        session?.end(.left)  // the kick noted its reason first
     }
 }

@@ -1,0 +1,44 @@
+import Session
+
+/// One rule of the node's admission (`NodeAdmission.policies`): drain, stream names,
+/// stream keys, capacities; webhooks and play tokens next. Each request goes through the
+/// list in order until one refuses; a request every policy lets through goes to the stream's
+/// owner (publish) or the playback (play), which hands out the hub.
+///
+/// A policy that holds something for a request it let through (a capacity slot) gives it
+/// back in `withdrawn` when a later step refused the request, and in `ended` when the
+/// session it admitted ends.
+protocol AdmissionPolicy: Sendable {
+    /// nil lets the request through to the next policy.
+    func check(_ request: PublishRequest) async -> PolicyRefusal?
+    func check(_ request: PlayRequest) async -> PolicyRefusal?
+    /// A later step refused a publish this policy let through.
+    func withdrawn(_ request: PublishRequest)
+    /// The publish this policy let through was accepted.
+    func admitted(_ session: PublishSession)
+    /// That publisher's session ended.
+    func ended(_ session: PublishSession)
+}
+
+extension AdmissionPolicy {
+    func check(_ request: PublishRequest) async -> PolicyRefusal? { nil }
+    func check(_ request: PlayRequest) async -> PolicyRefusal? { nil }
+    func withdrawn(_ request: PublishRequest) {}
+    func admitted(_ session: PublishSession) {}
+    func ended(_ session: PublishSession) {}
+}
+
+/// A policy's refusal: what the client is told, the metric's reason label, and the reason
+/// logged (which may say more than the client is told).
+struct PolicyRefusal: Sendable {
+    var refusal: SessionRefusal
+    /// `estuary_publishes_refused_total{reason=…}` / `estuary_plays_refused_total{reason=…}`.
+    var metric: String
+    var logged: String
+
+    init(_ refusal: SessionRefusal, metric: String, logged: String) {
+        self.refusal = refusal
+        self.metric = metric
+        self.logged = logged
+    }
+}

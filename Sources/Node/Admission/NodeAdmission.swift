@@ -1,0 +1,148 @@
+import Ingest
+import Logging
+import Media
+import Relay
+import Session
+import Synchronization
+import Transcode
+
+/// The node's one admission path, for every protocol (RTMP publish and play, HTTP-FLV and
+/// HLS play; SRT and edges next). A request goes through `policies` in order (drain, stream
+/// names, stream keys, capacities; `standardPolicies`), then to the stream's owner
+/// (`PublishAdmission`: one publisher per stream) or the playback (`Playback`), which hand
+/// out the hub. A node without publish admission (a relay) refuses publishers.
+///
+/// An accepted request becomes the session's handle (`PublishSession`, `PlaySession`),
+/// whose start and end go to the `observers`, in order (`SessionEvent`): that is how an
+/// accepted hub reaches HLS, the bus and the coordinator, and where hooks and recording will
+/// attach. A publisher's start is told before this answers it.
+struct NodeAdmission: SessionAdmission {
+    let admission: PublishAdmission?
+    let playback: Playback
+    let logger: Logger
+    /// In order; the first refusal answers.
+    var policies: [any AdmissionPolicy] = []
+    /// Told of every session's start and end, in this order.
+    var observers: [any SessionObserver] = []
+
+    /// The node's policies from its configuration, in the order they are asked.
+    static func standardPolicies(
+        drain: NodeDrain?, ladders: [String: Ladder], keys: StreamKeyVerifier?, registry: StreamRegistry?,
+        maxStreams: Int?, transcodes: TranscodeSlots
+    ) -> [any AdmissionPolicy] {
+        var policies: [any AdmissionPolicy] = []
+        if let drain { policies.append(DrainPolicy(drain: drain)) }
+        if keys == nil { policies.append(RenditionNamePolicy(ladders: ladders)) }
+        if let keys { policies.append(StreamKeyPolicy(keys: keys)) }
+        if let registry, let maxStreams { policies.append(StreamCapacityPolicy(registry: registry, limit: maxStreams)) }
+        policies.append(TranscodeCapacityPolicy(ladders: ladders, slots: transcodes))
+        return policies
+    }
+
+    func publish(_ request: PublishRequest) async -> PublishAnswer {
+        guard let admission else {
+            return .refused(.badName("this node is a relay: publish to an ingest node"))
+        }
+        var passed: [any AdmissionPolicy] = []
+        for policy in policies {
+            if let refused = await policy.check(request) {
+                passed.forEach { $0.withdrawn(request) }
+                logger.notice("publish refused", metadata: [
+                    "stream": "\(request.path)", "from": "\(request.remoteAddress)", "protocol": "\(request.transport)", "reason": "\(refused.logged)",
+                ])
+                NodeMetrics.refusedPublishes(reason: refused.metric)
+                return .refused(refused.refusal)
+            }
+            passed.append(policy)
+        }
+        // A takeover (or a revoked key) closes the old publisher through its protocol: its
+        // session ends as taken over (a newer publisher holds the hub now) or evicted, not as
+        // left.
+        let taken = TakeoverNote()
+        var owned = request
+        let evict = request.evict
+        owned.evict = {
+            if let session = taken.session {
+                session.noteEnding(session.hub.hasPublisher ? .takenOver : .evicted)
+            }
+            evict()
+        }
+        switch await admission.publish(owned) {
+        case .accept(let hub, let id):
+            let policies = policies
+            let observers = observers
+            let session = PublishSession(
+                path: request.path, hub: hub, id: id, transport: request.transport, remoteAddress: request.remoteAddress,
+                requestReconnect: request.requestReconnect, query: request.query, traffic: request.traffic,
+                kick: request.kick, evict: evict,
+                sink: { event in
+                    if case .publishEnded(let session) = event {
+                        for policy in policies { policy.ended(session) }
+                        await admission.unpublished(session.path, id: session.id)
+                    }
+                    for observer in observers { await observer.observe(event) }
+                }
+            )
+            taken.session = session
+            policies.forEach { $0.admitted(session) }
+            await session.start()
+            return .accepted(session)
+        case .refuse(let refusal):
+            passed.forEach { $0.withdrawn(request) }
+            return .refused(refusal)
+        }
+    }
+
+    /// A rung the node's transcoder made: registered for playback and told to the observers
+    /// (HLS segments it; the bus, the coordinator and forwards leave renditions to the
+    /// transcoder). No policy is asked: its source was admitted.
+    func publishRendition(_ request: RenditionRequest) async -> PublishAnswer {
+        await playback.registry.register(request.hub)
+        let observers = observers
+        let session = PublishSession(
+            path: request.hub.path.stream, hub: request.hub, id: request.publisherID, transport: request.transport,
+            remoteAddress: request.origin,
+            sink: { event in
+                for observer in observers { await observer.observe(event) }
+            }
+        )
+        await session.start()
+        return .accepted(session)
+    }
+
+    func play(_ request: PlayRequest) async -> PlayAnswer {
+        for policy in policies {
+            if let refused = await policy.check(request) {
+                logger.notice("play refused", metadata: [
+                    "stream": "\(request.path)", "from": "\(request.remoteAddress)", "protocol": "\(request.transport)", "reason": "\(refused.logged)",
+                ])
+                NodeMetrics.refusedPlays(reason: refused.metric)
+                return .refused(refused.refusal)
+            }
+        }
+        switch await playback.play(request) {
+        case .accept(let hub):
+            let observers = observers
+            return .accepted(PlaySession(
+                id: request.sessionID, hub: hub, path: hub.path, transport: request.transport, remoteAddress: request.remoteAddress,
+                query: request.query, traffic: request.traffic, kick: request.kick,
+                sink: { event in
+                    for observer in observers { await observer.observe(event) }
+                }
+            ))
+        case .refuse(let refusal):
+            return .refused(refusal)
+        }
+    }
+}
+
+/// The session a takeover ends, set once the publish is accepted (the hub may evict the
+/// publisher any time after).
+private final class TakeoverNote: Sendable {
+    private let value = Mutex<PublishSession?>(nil)
+
+    var session: PublishSession? {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
+}

@@ -1,0 +1,211 @@
+import Cluster
+import Edge
+import Foundation
+import Media
+import RTMP
+import Relay
+import Transcode
+
+/// Settings read from `--config FILE` (JSON). Every field is optional; command-line flags
+/// override the file, and the file overrides the built-in defaults. Durations are seconds.
+///
+/// ```json
+/// { "rtmpPort": 1935, "httpPort": 8080, "maxMessageSize": 16777216, "maxChunkSize": 65536,
+///   "subscriberQueueBytes": 4194304, "publisherIdleTakeoverSeconds": 2, "publisherGraceSeconds": 10 }
+/// ```
+struct NodeConfigurationFile: Codable, Sendable {
+    var bindHost: String?
+    var rtmpPort: Int?
+    var httpPort: Int?
+    var dataDir: String?
+    var logLevel: String?
+    var maxMessageSize: Int?
+    var maxChunkSize: Int?
+    var maxChunkStreams: Int?
+    var subscriberQueueBytes: Int?
+    var gopCacheMaxFrames: Int?
+    var gopCacheMaxBytes: Int?
+    var publisherIdleTakeoverSeconds: Double?
+    var publisherGraceSeconds: Double?
+    var handshakeTimeoutSeconds: Double?
+    /// RTMP: `connect` within this after the handshake (10).
+    var connectTimeoutSeconds: Double?
+    /// RTMP: `publish` or `play` within this after `connect` (30).
+    var sessionStartTimeoutSeconds: Double?
+    /// RTMP: a publisher that sends no media for this long is closed (30).
+    var publisherIdleTimeoutSeconds: Double?
+    /// RTMP and HTTP: a connection whose socket takes nothing for this long is closed (30).
+    var writeStallTimeoutSeconds: Double?
+    /// HTTP: the first request head must be complete within this (10).
+    var httpHeaderTimeoutSeconds: Double?
+    /// HTTP: a kept-alive connection with no request for this long is closed (60).
+    var httpIdleTimeoutSeconds: Double?
+    /// RTMP: the largest command or control message (65536).
+    var maxCommandMessageSize: Int?
+    /// RTMP: the largest data message buffered at all (1048576).
+    var maxDataMessageSize: Int?
+    /// RTMP: metadata over this many bytes, received or re-encoded, is dropped (65536).
+    var maxMetadataBytes: Int?
+    /// RTMP: metadata with more AMF0 values than this is dropped (1024).
+    var maxMetadataValues: Int?
+    /// RTMP: bytes in reassembly over every connection of the node (268435456).
+    var maxReassemblyBytes: Int?
+    /// RTMP: bytes in reassembly on one connection (see `ChunkLimits.maxBufferedBytes`).
+    var maxReassemblyBytesPerConnection: Int?
+    /// RTMP: an unfinished message that receives no byte for this long closes its connection (5).
+    var messageStallTimeoutSeconds: Double?
+    /// RTMP and HTTP: SO_SNDBUF of each connection (262144; 0 leaves the kernel's autotuning).
+    var socketSendBufferBytes: Int?
+    /// RTMP and HTTP, each listener: open connections (10000) and per client address (1000).
+    var maxConnections: Int?
+    var maxConnectionsPerAddress: Int?
+    /// The per-address limit applies to loopback clients too (false: a local proxy is exempt).
+    var limitLoopbackConnections: Bool?
+    var viewerWakeIntervalMilliseconds: Int?
+    /// Viewers on the node up to which writes are not merged (20), and from which they are
+    /// merged over the whole `viewerWakeIntervalMilliseconds` (300); linear in between.
+    var mergeWritesAboveViewers: Int?
+    var mergeWritesFullAtViewers: Int?
+    var hlsSegmentSeconds: Double?
+    var hlsPartSeconds: Double?
+    var hlsWindowSegments: Int?
+    /// Streams transcoded at once (4); publishes into a ladder's application beyond it are refused.
+    var maxTranscodes: Int?
+    /// Streams published at once (1000); publishes of new streams beyond it are refused.
+    var maxStreams: Int?
+    /// Edge: the servers to pull from, in order of preference (`["http://origin-1:8080"]`).
+    var upstreams: [String]?
+    /// Push-forward targets by application: `{"live": ["rtmp://cdn.example/live"]}`.
+    var forwards: [String: [String]]?
+    /// Static pulls by application and stream name: `{"live": {"cam": "rtmp://origin/live/cam"}}`.
+    var pulls: [String: [String: String]]?
+    /// Ladders by application: `{"abr": [{"name": "480p", "height": 480, "videoBitRate": 1400000}]}`.
+    /// An application not listed passes streams through unchanged.
+    var ladders: [String: [LadderRung]]?
+    /// The cluster bus: `{"servers": ["nats://nats:4222"], "token": "…"}` (or `user` and
+    /// `password`, or `credentialsFile`; `tls` with `caFile`, `certificateFile`, `keyFile`).
+    var nats: NATSSettings?
+    var nodeID: String?
+    var advertiseHost: String?
+    var coordinatorNode: String?
+    /// Ingest in a cluster: publishing needs a key the coordinator issued (`?key=…`).
+    var requireStreamKeys: Bool?
+    /// Coordinator: the admin API's bearer token (prefer the ESTUARY_ADMIN_TOKEN variable).
+    var adminToken: String?
+    /// Coordinator: the SQLite file.
+    var database: String?
+    /// Drain (SIGTERM, `POST /api/v1/node/drain`): how long the node waits for its sessions
+    /// to leave before it stops (8; 0 makes SIGTERM stop at once).
+    var drainGraceSeconds: Double?
+    /// Every protocol: a publish or play whose admission decision (keys, hooks) has not come
+    /// within this is refused as unavailable (5; up to 60).
+    var admissionTimeoutSeconds: Double?
+    /// Drain: where Enhanced RTMP v2 publishers are asked to reconnect (`rtmp://other:1935`;
+    /// the stream's application is appended). Unset, they reconnect to the URL they used.
+    var drainReconnectTo: String?
+
+    struct NATSSettings: Codable, Sendable {
+        var servers: [String]?
+        var token: String?
+        var user: String?
+        var password: String?
+        var credentialsFile: String?
+        var tls: TLSSettings?
+    }
+
+    struct TLSSettings: Codable, Sendable {
+        var caFile: String?
+        var certificateFile: String?
+        var keyFile: String?
+    }
+
+    static func load(from path: String) throws -> NodeConfigurationFile {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigurationError.invalidFile(path, "cannot read the file")
+        }
+        let json: Any
+        do {
+            json = try JSONSerialization.jsonObject(with: data)
+        } catch {
+            throw ConfigurationError.invalidFile(path, "not valid JSON")
+        }
+        guard let object = json as? [String: Any] else { throw ConfigurationError.invalidFile(path, "expected a JSON object at the top") }
+        // A misspelt key would otherwise be ignored in silence, and its setting left at the default.
+        try Self.checkKeys(object, known: Self.keys(of: NodeConfigurationFile()), path: path, prefix: "")
+        if let nats = object["nats"] as? [String: Any] {
+            try Self.checkKeys(nats, known: Self.keys(of: NATSSettings()), path: path, prefix: "nats.")
+            if let tls = nats["tls"] as? [String: Any] {
+                try Self.checkKeys(tls, known: Self.keys(of: TLSSettings()), path: path, prefix: "nats.tls.")
+            }
+        }
+        do {
+            return try JSONDecoder().decode(NodeConfigurationFile.self, from: data)
+        } catch let error as DecodingError {
+            throw ConfigurationError.invalidFile(path, Self.describe(error, in: object))
+        } catch {
+            throw ConfigurationError.invalidFile(path, "\(error)")
+        }
+    }
+
+    /// The property names of a settings struct (they are its JSON keys).
+    private static func keys(of value: Any) -> Set<String> {
+        Set(Mirror(reflecting: value).children.compactMap(\.label))
+    }
+
+    private static func checkKeys(_ object: [String: Any], known: Set<String>, path: String, prefix: String) throws {
+        if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
+            throw ConfigurationError.invalidFile(path, "unknown key '\(prefix)\(unknown)'")
+        }
+    }
+
+    /// One line: the key, what was expected, what the file has.
+    private static func describe(_ error: DecodingError, in object: [String: Any]) -> String {
+        func keyPath(_ context: DecodingError.Context) -> String {
+            context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        }
+        func found(_ context: DecodingError.Context) -> String {
+            var value: Any? = object
+            for key in context.codingPath {
+                if let index = key.intValue, let array = value as? [Any] {
+                    value = index < array.count ? array[index] : nil
+                } else {
+                    value = (value as? [String: Any])?[key.stringValue]
+                }
+            }
+            switch value {
+            case is String: return "a string"
+            case let number as NSNumber: return "the value \(number)"
+            case is [Any]: return "an array"
+            case is [String: Any]: return "an object"
+            case is NSNull: return "null"
+            default: return "nothing"
+            }
+        }
+        switch error {
+        case .typeMismatch(let type, let context):
+            return "'\(keyPath(context))': expected \(Self.name(of: type)), got \(found(context))"
+        case .valueNotFound(let type, let context):
+            return "'\(keyPath(context))': expected \(Self.name(of: type)), got null"
+        case .keyNotFound(let key, let context):
+            let parent = keyPath(context)
+            return "'\(parent.isEmpty ? key.stringValue : parent + "." + key.stringValue)': required key missing"
+        case .dataCorrupted(let context):
+            return "'\(keyPath(context))': \(context.debugDescription)"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+
+    private static func name(of type: Any.Type) -> String {
+        switch type {
+        case is Int.Type: "a whole number"
+        case is Double.Type: "a number"
+        case is Bool.Type: "true or false"
+        case is String.Type: "a string"
+        default: "\(type)"
+        }
+    }
+}

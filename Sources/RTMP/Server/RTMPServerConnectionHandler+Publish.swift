@@ -1,0 +1,220 @@
+import AMF0
+import Logging
+import Media
+import Metrics
+import NIOCore
+import Session
+
+/// A publishing connection: its request to the admission and the answer, its idle and
+/// message-progress checks, and its media into the hub.
+extension RTMPServerConnectionHandler {
+    func startPublish(rawName: String, type: String, streamID: UInt32) throws(RTMPConnectionError) {
+        guard case .none = role else { return }
+        let (path, query) = try streamPath(from: rawName, rejection: .publishBadName, streamID: streamID)
+        guard let context else { return }
+        decoder.mediaStreamID = streamID
+        // Its media may follow at once, before the admission's answer.
+        decoder.acceptsMedia = true
+        sessionTimer?.cancel()
+        sessionTimer = nil
+        role = .pending
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        var reconnect: ReconnectRequester?
+        if acceptsReconnectRequest {
+            reconnect = { @Sendable tcUrl in
+                bound.eventLoop.execute { bound.value.sendReconnectRequest(tcUrl: tcUrl) }
+            }
+        }
+        let traffic = SessionTraffic()
+        self.traffic = traffic
+        let request = PublishRequest(path: path, query: StreamQuery(query), remoteAddress: remoteAddress, transport: .rtmp, evict: {
+            bound.eventLoop.execute { bound.value.takenOver() }
+        }, requestReconnect: reconnect, traffic: traffic, kick: { reason in
+            bound.eventLoop.execute { bound.value.kick(reason) }
+        })
+        // Messages that arrive meanwhile are held (`pendingMessages`) until the answer.
+        admission.publish(request, on: context.eventLoop).assumeIsolated().whenSuccess { answer in
+            self.resolvePublish(answer, path: path, streamID: streamID)
+        }
+    }
+
+    func resolvePublish(_ answer: PublishAnswer, path: StreamPath, streamID: UInt32) {
+        guard case .pending = role, case .session = phase else {
+            // The connection went away while we waited: give the stream back.
+            if case .accepted(let session) = answer {
+                session.end(.left)
+            }
+            return
+        }
+        switch answer {
+        case .accepted(let session):
+            role = .publishing(PublishContext(session: session))
+            // A publisher's reads grow with its bitrate (`ReceiveBuffers`).
+            try? context?.channel.syncOptions?.setOption(.recvAllocator, value: ReceiveBuffers.publisher)
+            try? context?.channel.syncOptions?.setOption(.maxMessagesPerRead, value: ReceiveBuffers.publisherReadsPerWakeUp)
+            streamName = "\(path)"
+            log(.info, "publishing")
+            send(UserControl.streamBegin(streamID: streamID).message())
+            status(.status, .publishStart, "\(path) is now published", streamID: streamID)
+            RTMPMetrics.publishes.increment()
+            armIdleTimer()
+            replayPending()
+        case .refused(let refusal):
+            log(.notice, "publish of \(path) refused: \(refusal.publishStatus.rawValue)")
+            RTMPMetrics.refusedPublishes.increment()
+            status(.error, refusal.publishStatus, refusal.description, streamID: streamID)
+            closeAfterFlush()
+        }
+        flushIfNeeded()
+    }
+
+    /// Checks every third of the timeout whether media came since the last check: one timer a
+    /// publisher, and nothing on the media path but a flag.
+    func armIdleTimer() {
+        lastMediaSeen = .now()
+        let timeout = configuration.publisherIdleTimeout
+        let period = timeout / 3
+        idleTimer = schedule(after: period) { handler in
+            handler.checkIdle(timeout: timeout, period: period)
+        }
+    }
+
+    func checkIdle(timeout: Duration, period: Duration) {
+        guard case .publishing = role else { return }
+        let now = NIODeadline.now()
+        if mediaSinceIdleCheck {
+            mediaSinceIdleCheck = false
+            lastMediaSeen = now
+        } else if now - lastMediaSeen >= .init(timeout) {
+            fail(.publisherIdle, status: (.connectIdleTimeOut, "no media for \(timeout)"))
+            return
+        }
+        idleTimer = schedule(after: period) { $0.checkIdle(timeout: timeout, period: period) }
+    }
+
+    /// Checks every fifth of `messageStallTimeout` that each unfinished message received bytes;
+    /// one that received none for five checks in a row closes the connection. Armed only
+    /// while a message is unfinished after a read, so a viewer never has it.
+    func armMessageProgressCheck() {
+        let period = configuration.messageStallTimeout / Self.messageProgressChecks
+        messageProgressTimer = schedule(after: period) { handler in
+            handler.messageProgressTimer = nil
+            guard case .session = handler.phase else { return }
+            if handler.decoder.checkProgress() >= Self.messageProgressChecks {
+                handler.fail(.messageStalled)
+            } else if handler.decoder.unfinishedMessages > 0 {
+                handler.armMessageProgressCheck()
+            }
+        }
+    }
+
+    static let messageProgressChecks = 5
+
+    func replayPending() {
+        let held = pendingMessages
+        pendingMessages = []
+        pendingBytes = 0
+        do {
+            for message in held { try handle(message) }
+        } catch {
+            fail(error)
+        }
+        if case .publishing(let publish) = role { flushHub(publish.hub) }
+    }
+
+    /// Wakes the hub's subscribers; when the hub coalesces this burst into a later
+    /// wake-up, makes sure that wake-up happens even if no further burst arrives.
+    func flushHub(_ hub: StreamHub) {
+        guard let deferral = hub.flush(), scheduledHubFlush == nil, let context else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        scheduledHubFlush = context.eventLoop.scheduleTask(in: deferral) {
+            bound.value.scheduledHubFlush = nil
+            hub.flush(force: true)
+        }
+    }
+
+    // MARK: Media
+
+    func handleMedia(_ message: RTMPMessage) throws(RTMPConnectionError) {
+        guard case .publishing(var publish) = role else {
+            // Players may send nothing but control; media from a non-publisher is abuse.
+            throw .mediaWithoutPublish
+        }
+        mediaSinceIdleCheck = true
+        let frame: MediaFrame
+        switch MessageType(rawValue: message.typeID) {
+        case .dataAMF0, .dataAMF3:
+            // Only metadata is kept; other data messages (cue points, text) are dropped.
+            guard let body = metadataBody(message) else { return }
+            frame = MediaFrame(kind: .script, timestamp: Int64(message.timestamp), payload: body)
+        case .audio, .video:
+            guard message.payload.readableBytes > 0 else { return }  // some encoders send empty keep-alives
+            let kind: MediaKind = message.typeID == MediaKind.audio.rawValue ? .audio : .video
+            do {
+                frame = try MediaFrame.classified(kind: kind, timestamp: Int64(message.timestamp), payload: message.payload)
+                if frame.isSequenceHeader {
+                    try validateSequenceHeader(frame, publish: &publish)
+                }
+            } catch {
+                throw .badMedia("\(error)")
+            }
+        default:
+            return
+        }
+        role = .publishing(publish)
+        if !publish.hub.publish(frame, publisher: publish.id) {
+            throw .evicted
+        }
+    }
+
+    /// The `onMetaData` body players get, or nil when the message carries none or breaks the
+    /// metadata limits (then it is dropped with a warning, once per connection, and counted;
+    /// the stream goes on). Both the received size and the re-encoded size are checked:
+    /// repairing invalid UTF-8 triples a string.
+    func metadataBody(_ message: RTMPMessage) -> ByteBuffer? {
+        let limit = configuration.maxMetadataBytes
+        if message.payload.readableBytes > limit {
+            dropMetadata(reason: "too_large", "\(message.payload.readableBytes) bytes, over the \(limit)-byte limit")
+            return nil
+        }
+        let data: DataMessage
+        do {
+            data = try DataMessage(from: message, decoder: AMF0Decoder(maxValues: configuration.maxMetadataValues))
+        } catch .amf0(.tooManyValues) {
+            dropMetadata(reason: "too_many_values", "over \(configuration.maxMetadataValues) values")
+            return nil
+        } catch {
+            return nil
+        }
+        guard let body = data.metadataBody() else { return nil }
+        if body.readableBytes > limit {
+            dropMetadata(reason: "too_large", "\(body.readableBytes) bytes once re-encoded, over the \(limit)-byte limit")
+            return nil
+        }
+        return body
+    }
+
+    func dropMetadata(reason: String, _ why: String) {
+        RTMPMetrics.droppedMetadata(reason: reason)
+        if !warnedMetadata {
+            warnedMetadata = true
+            log(.warning, "dropping metadata: \(why); the stream goes on")
+        }
+    }
+
+    /// Parses configuration records before anyone receives them: a garbage record would
+    /// otherwise break every player of the stream.
+    func validateSequenceHeader(_ frame: MediaFrame, publish: inout PublishContext) throws {
+        let summary = try frame.validatedConfigurationRecord()
+        switch frame.kind {
+        case .video:
+            if !publish.announcedVideo, let summary { log(.info, "\(summary)") }
+            publish.announcedVideo = true
+        case .audio:
+            if !publish.announcedAudio, let summary { log(.info, "\(summary)") }
+            publish.announcedAudio = true
+        case .script:
+            break
+        }
+    }
+}
