@@ -144,6 +144,7 @@ public final class StaticPull: Sendable {
         logger.info("pulling into the node")
         let hub = session.hub
         let publisher = session.id
+        let traffic = request.traffic
         let lastMedia = NIOLockedValueBox(NIODeadline.now())
         let frames = NIOLockedValueBox(0)
         let stall = TimeAmount(configuration.stallTimeout)
@@ -153,9 +154,13 @@ public final class StaticPull: Sendable {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     try await feed.run { batch in
+                        var bytes = 0
                         for frame in batch {
                             hub.publish(frame, publisher: publisher)
+                            bytes += frame.payload.readableBytes
                         }
+                        // The session's bytes in, once per batch (its media, as the origin sent it).
+                        traffic.received(bytes)
                         if batch.contains(where: { $0.kind != .script && !$0.isSequenceHeader }) {
                             lastMedia.withLockedValue { $0 = .now() }
                         }
