@@ -23,11 +23,7 @@ DURATION=$((JOBS * 10))
 source "$(dirname "$0")/lib/bench.sh"
 
 for tool in ffmpeg flock pgrep; do command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh)"; done
-if [[ -z ${SKIP_BUILD:-} ]]; then
-  wait_quiet
-  log "building transcode-bench (release, holding $BUILD_LOCK)"
-  flock "$BUILD_LOCK" swift build -c release --product transcode-bench >&2
-fi
+build_release transcode-bench >&2
 bench=.build/release/transcode-bench
 [[ -x $bench ]] || die "$bench missing"
 

@@ -42,32 +42,19 @@ public final class PlaySession: Sendable {
     /// The protocol starts serving the viewer: the observers are told, and this returns
     /// once they were.
     public func start() async {
-        guard life.beginStart() else { return }
-        await sink(.playStarted(self))
-        if life.finishStart() {
-            await sink(.playEnded(self))
-        }
+        await life.start(sink, started: .playStarted(self), ended: .playEnded(self))
     }
 
     /// `start()` from a protocol's event loop: the observers are told in the background.
     public func begin() {
-        guard life.beginStart() else { return }
-        let sink = sink
-        Task {
-            await sink(.playStarted(self))
-            if self.life.finishStart() {
-                await sink(.playEnded(self))
-            }
-        }
+        life.begin(sink, started: .playStarted(self), ended: .playEnded(self))
     }
 
     /// The viewer is gone, for `reason` (unless a kick or a drain said why first); the
     /// observers are told in the background. Only the first call counts; before a start,
     /// nothing is told.
     public func end(_ reason: SessionEndReason) {
-        guard life.end(reason) else { return }
-        let sink = sink
-        Task { await sink(.playEnded(self)) }
+        life.end(reason, sink, ended: .playEnded(self))
     }
 
     /// An operator's kick: the protocol tells its client `reason` where it can, and ends

@@ -57,24 +57,13 @@ public final class PublishSession: Sendable {
     /// Tells the observers the session started, once; the admission calls it before it
     /// answers the publisher.
     public func start() async {
-        guard life.beginStart() else { return }
-        await sink(.publishStarted(self))
-        if life.finishStart() {
-            await sink(.publishEnded(self))
-        }
+        await life.start(sink, started: .publishStarted(self), ended: .publishEnded(self))
     }
 
     /// `start()` from where nothing can wait (an admission that answers at once): the
     /// observers are told in the background, before the end whenever that comes.
     public func begin() {
-        guard life.beginStart() else { return }
-        let sink = sink
-        Task {
-            await sink(.publishStarted(self))
-            if self.life.finishStart() {
-                await sink(.publishEnded(self))
-            }
-        }
+        life.begin(sink, started: .publishStarted(self), ended: .publishEnded(self))
     }
 
     /// The session is over, for `reason` (unless a kick, a takeover or a drain said why
@@ -82,9 +71,7 @@ public final class PublishSession: Sendable {
     /// the background. Only the first call counts.
     public func end(_ reason: SessionEndReason) {
         hub.detachPublisher(id: id)
-        guard life.end(reason) else { return }
-        let sink = sink
-        Task { await sink(.publishEnded(self)) }
+        life.end(reason, sink, ended: .publishEnded(self))
     }
 
     /// Notes why the session is about to end (a takeover: the hub closes the old publisher

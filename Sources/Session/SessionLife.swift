@@ -40,8 +40,35 @@ final class SessionLife: Sendable {
         }
     }
 
+    /// Tells `started` to `sink` once, then `ended` if the end was asked for meanwhile.
+    func start(_ sink: SessionEventSink, started: SessionEvent, ended: SessionEvent) async {
+        guard beginStart() else { return }
+        await sink(started)
+        if finishStart() {
+            await sink(ended)
+        }
+    }
+
+    /// `start` from where nothing can wait: the session counts as starting at once, and the
+    /// events are told in the background.
+    func begin(_ sink: @escaping SessionEventSink, started: SessionEvent, ended: SessionEvent) {
+        guard beginStart() else { return }
+        Task {
+            await sink(started)
+            if self.finishStart() {
+                await sink(ended)
+            }
+        }
+    }
+
+    /// Ends the session for `reason` and tells `ended` in the background, once.
+    func end(_ reason: SessionEndReason, _ sink: @escaping SessionEventSink, ended: SessionEvent) {
+        guard end(reason) else { return }
+        Task { await sink(ended) }
+    }
+
     /// True when the caller is to tell the start: the session was admitted and not started.
-    func beginStart() -> Bool {
+    private func beginStart() -> Bool {
         state.withLock { state in
             guard state.phase == .admitted else { return false }
             state.phase = .starting
@@ -50,7 +77,7 @@ final class SessionLife: Sendable {
     }
 
     /// The start was told. True when the caller is now to tell the end (asked for meanwhile).
-    func finishStart() -> Bool {
+    private func finishStart() -> Bool {
         state.withLock { state in
             guard state.phase == .starting else { return false }
             if state.endAfterStart {
@@ -64,7 +91,7 @@ final class SessionLife: Sendable {
 
     /// Ends the session for `reason` (unless a reason was noted before). True when the
     /// caller is to tell the end now: the session had started and had not ended.
-    func end(_ reason: SessionEndReason) -> Bool {
+    private func end(_ reason: SessionEndReason) -> Bool {
         state.withLock { state in
             if state.reason == nil { state.reason = reason }
             switch state.phase {

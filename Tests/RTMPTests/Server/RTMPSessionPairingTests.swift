@@ -95,18 +95,6 @@ struct RTMPSessionPairingTests {
         ]
     }
 
-    /// A deterministic generator (SplitMix64), so that a failing seed replays.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test("Random interleavings of four connections on two streams")
     func startsAndEndsPairUp() async throws {
         var totals = (publishers: 0, viewers: 0, kicks: 0)
@@ -121,7 +109,7 @@ struct RTMPSessionPairingTests {
     }
 
     func run(seed: UInt64) async throws -> (Int, Int, Int) {
-        var random = Seeded(state: seed)
+        var random = SeededGenerator(seed: seed)  // a failing seed replays
         let admission = RecordingAdmission()
         var connections: [EmbeddedRTMPConnection] = []
         var kicked: Set<String> = []
