@@ -198,6 +198,9 @@ extension IntegrationTests {
                     scenario.check(byPath[rung]?["protocol"] as? String == "transcode" && byPath[rung]?["remoteAddress"] as? String == "transcoder", "the rung \(rung): \(byPath[rung] ?? [:])")
                 }
                 scenario.check(byPath["live/mirror"]?["protocol"] as? String == "pull", "the pull: \(byPath["live/mirror"] ?? [:])")
+                // A rung ends with its stream: kicking it is refused as a conflict.
+                let rungID = byPath["abr/demo/360p"]?["id"] as? String ?? ""
+                scenario.check(try await Self.kick(node, rungID) == 409, "kicking a rung did not answer 409")
                 scenario.check((byPath["live/mirror"]?["remoteAddress"] as? String)?.contains("127.0.0.1:\(origin.httpPort)") == true, "the pull's address: \(byPath["live/mirror"] ?? [:])")
 
                 // Bytes grow for each, over 3 s.

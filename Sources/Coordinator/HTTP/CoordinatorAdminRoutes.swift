@@ -102,10 +102,17 @@ public struct CoordinatorAdminRoutes: Sendable {
         api.delete("/sessions/:id") { request, context in
             let id = context.parameters.get("id") ?? ""
             let reason = request.uri.queryParameters["reason"].map { String($0.prefix(200)) } ?? "kicked by an operator"
-            guard SessionReport.isValidID(id), try await state.kickSession(id, reason: reason) else {
+            guard SessionReport.isValidID(id) else {
                 return AdminJSON.error(status: .notFound, message: "no such session")
             }
-            return Response(status: .accepted)
+            if try await state.kickSession(id, reason: reason) {
+                return Response(status: .accepted)
+            }
+            // Listed but not kicked: a transcoder's rung, which ends with its stream.
+            if try await state.liveSessions().sessions.contains(where: { $0.id == id && $0.protocol == "transcode" }) {
+                return AdminJSON.error(status: .conflict, message: "this session cannot be kicked: a transcoder's rung ends with its stream")
+            }
+            return AdminJSON.error(status: .notFound, message: "no such session")
         }
         api.get("/keys") { _, _ in
             try AdminJSON.response(StreamKeyList(keys: try await state.streamKeys()))

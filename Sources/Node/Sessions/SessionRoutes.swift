@@ -49,10 +49,11 @@ struct SessionRoutes {
                 return Self.error(.notFound, "no such session")
             }
             let reason = request.uri.queryParameters["reason"].map { String($0.prefix(Self.maxReasonBytes)) } ?? "kicked by an operator"
-            guard table.kick(id.rawValue, reason: reason) else {
-                return Self.error(.notFound, "no such session")
+            switch table.kick(id.rawValue, reason: reason) {
+            case .kicked: return Response(status: .accepted)
+            case .notFound: return Self.error(.notFound, "no such session")
+            case .notKickable: return Self.error(.conflict, "this session cannot be kicked: a transcoder's rung ends with its stream")
             }
-            return Response(status: .accepted)
         }
     }
 

@@ -106,15 +106,22 @@ final class SessionTable: SessionObserver, Sendable {
 
     var count: Int { state.withLock { $0.sessions.count } }
 
-    /// Ends session `id` with `reason` (its client is told where the protocol can). False
-    /// when there is no such live session, or it cannot be ended from outside.
-    func kick(_ id: String, reason: String) -> Bool {
-        let kick = state.withLock { $0.sessions[id]?.kick }
-        guard let kick else { return false }
+    enum KickResult: Equatable {
+        case kicked
+        case notFound
+        /// A session that ends only with its stream (a transcoder's rung).
+        case notKickable
+    }
+
+    /// Ends session `id` with `reason` (its client is told where the protocol can).
+    func kick(_ id: String, reason: String) -> KickResult {
+        let entry = state.withLock { $0.sessions[id] }
+        guard let entry else { return .notFound }
+        guard let kick = entry.kick else { return .notKickable }
         logger.notice("kicking session", metadata: ["session": "\(id)", "reason": "\(reason)"])
         Counter(label: "estuary_sessions_kicked_total").increment()
         kick(reason)
-        return true
+        return .kicked
     }
 
     /// Kicks the publisher of `path`, if it has a session here.
@@ -123,7 +130,7 @@ final class SessionTable: SessionObserver, Sendable {
             state.sessions.first { $0.value.stream == path }?.key
         }
         guard let id else { return false }
-        return kick(id, reason: reason)
+        return kick(id, reason: reason) == .kicked
     }
 
     // MARK: Table
