@@ -183,7 +183,7 @@ final class FuzzDelegate: ImmediateSessionAdmission, Sendable {
         }
         guard path.isSource, let hub = state.withLock({ $0.hubs[path.stream] }) else { return .refused(.notFound("no such stream")) }
         let session = PlaySession(
-            id: request.sessionID, hub: hub, path: hub.path, transport: request.transport, remoteAddress: request.remoteAddress,
+            id: request.sessionID, hub: hub, transport: request.transport, remoteAddress: request.remoteAddress,
             query: request.query, traffic: request.traffic, kick: request.kick
         )
         state.withLock { $0.viewers.append(session) }

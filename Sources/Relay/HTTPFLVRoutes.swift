@@ -58,7 +58,7 @@ public struct HTTPFLVRoutes: Sendable {
         case .refused(let refusal):
             return Self.refused(refusal)
         }
-        guard let hub = session.hub else { return Self.refused(.notFound("no stream")) }
+        let hub = session.hub
         let records = hub.configurationRecords
         let preamble = FLVFileHeader.httpFLVPreamble(
             hasAudio: records.audio != nil || records.video == nil,

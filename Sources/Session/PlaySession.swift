@@ -7,8 +7,9 @@ import Media
 /// viewer goes; the observers are told each once, in order, whoever calls.
 public final class PlaySession: Sendable {
     public let id: SessionID
-    public let hub: StreamHub?
-    public let path: RenditionPath
+    /// What it plays: the hub the admission found for the address the viewer used.
+    public let hub: StreamHub
+    public var path: RenditionPath { hub.path }
     public let transport: StreamProtocol
     public let remoteAddress: String
     public let query: StreamQuery
@@ -19,13 +20,12 @@ public final class PlaySession: Sendable {
     private let life = SessionLife()
 
     public init(
-        id: SessionID = .make(.play), hub: StreamHub? = nil, path: RenditionPath, transport: StreamProtocol, remoteAddress: String,
+        id: SessionID = .make(.play), hub: StreamHub, transport: StreamProtocol, remoteAddress: String,
         query: StreamQuery = StreamQuery(), traffic: SessionTraffic? = nil, kick: SessionKick? = nil,
         sink: @escaping SessionEventSink = { _ in }
     ) {
         self.id = id
         self.hub = hub
-        self.path = path
         self.transport = transport
         self.remoteAddress = remoteAddress
         self.query = query

@@ -216,6 +216,18 @@ extension IntegrationTests {
                 let ofStream = Set(((detail["sessions"] as? [[String: Any]]) ?? []).compactMap { $0["path"] as? String })
                 scenario.check(detailStatus == 200 && ofStream == ["abr/demo", "abr/demo/360p", "abr/demo/240p"], "GET /api/v1/streams/abr/demo: \(detailStatus) \(ofStream)")
 
+                // A viewer stays on a rung published this way for 30 s: never dropped, no gap over
+                // 500 ms, and the rung stays one session (listed with the same id) throughout.
+                let rungViewer = try await scenario.openViewer(node, "abr/demo", "360p")
+                try scenario.require(await rungViewer.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(10)), "the rung viewer got no media")
+                let gap = try await longestWait(for: .seconds(30), every: .milliseconds(50), from: rungViewer.receivedBytes) { rungViewer.receivedBytes }
+                scenario.check(gap < .milliseconds(500), "the rung viewer saw nothing for \(gap)")
+                scenario.check(!rungViewer.isClosed, "the rung viewer was dropped")
+                let rungNow = try await Self.sessions(node, "?protocol=transcode").filter { $0["path"] as? String == "abr/demo/360p" }
+                scenario.check(rungNow.map { $0["id"] as? String } == [rungID], "after 30 s the 360p rung's sessions are \(rungNow)")
+                let flv = try rungViewer.flv()
+                scenario.check(flv.error == nil && flv.timestampRegressions().isEmpty && flv.videoFrames.count >= 700, "the rung viewer's FLV: \(flv.error ?? "") \(flv.videoFrames.count) video frames")
+
                 // The publisher goes: its stream ends after its grace (1 s), and the rungs' sessions with it.
                 _ = await publisher.stop()
                 let ended = await eventually(timeout: .seconds(15), interval: .milliseconds(250)) {

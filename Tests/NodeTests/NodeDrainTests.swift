@@ -50,7 +50,7 @@ struct NodeDrainTests {
     @Test func aDrainEndsWhenItsSessionsLeaveOrItsGraceIsOver() async throws {
         let drain = NodeDrain(logger: Logger(label: "drain-tests"))
         let publisher = try Self.session("cam", id: 1, asked: nil)
-        let viewer = PlaySession(path: publisher.hub.path, transport: .httpFLV, remoteAddress: "10.0.0.2:6000")
+        let viewer = PlaySession(hub: publisher.hub, transport: .httpFLV, remoteAddress: "10.0.0.2:6000")
         await drain.observe(.publishStarted(publisher))
         await drain.observe(.playStarted(viewer))
         #expect(!drain.isDone(), "a drain that has not begun is done")

@@ -124,7 +124,7 @@ struct NodeAdmission: SessionAdmission {
         case .accept(let hub):
             let observers = observers
             return .accepted(PlaySession(
-                id: request.sessionID, hub: hub, path: hub.path, transport: request.transport, remoteAddress: request.remoteAddress,
+                id: request.sessionID, hub: hub, transport: request.transport, remoteAddress: request.remoteAddress,
                 query: request.query, traffic: request.traffic, kick: request.kick,
                 sink: { event in
                     for observer in observers { await observer.observe(event) }

@@ -39,7 +39,7 @@ extension RTMPServerConnectionHandler {
         }
         switch answer {
         case .accepted(let session):
-            guard let hub = session.hub else { return }
+            let hub = session.hub
             let path = hub.path
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             let shared = streamID == RTMPChunkSerializer.streamID && encoder.chunkSize == RTMPChunkSerializer.chunkSize

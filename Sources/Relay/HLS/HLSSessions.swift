@@ -94,7 +94,7 @@ public final class HLSSessions: Sendable {
         case .accepted(let accepted):
             session = accepted
         }
-        guard let hub = session.hub else { return .failure(.notFound("no stream")) }
+        let hub = session.hub
         // The bound holds here, where the table grows (the check above only spares the
         // admission's work); an accepted play holds nothing yet, so a refusal undoes nothing.
         let inserted = state.withLock { state -> Bool in

@@ -77,7 +77,7 @@ struct RTMPSessionPairingTests {
                 return .refused(.notFound("no such stream"))
             }
             let session = PlaySession(
-                id: request.sessionID, hub: hub, path: hub.path, transport: request.transport, remoteAddress: request.remoteAddress,
+                id: request.sessionID, hub: hub, transport: request.transport, remoteAddress: request.remoteAddress,
                 query: request.query, traffic: request.traffic, kick: request.kick, sink: sink
             )
             viewers.withLock { $0.append(session) }
