@@ -64,7 +64,13 @@ extension RTMPServerConnectionHandler {
     /// Gives up the stream or the subscription this connection holds, and ends its session
     /// for `reason` (unless a kick, a takeover or a drain said why first). Idempotent.
     func leaveRole(_ reason: SessionEndReason) {
-        switch role {
+        release(machine.leaveSession(), reason)
+    }
+
+    /// Ends the session the connection held (`held`, as the state machine gave it up) for
+    /// `reason`, and drops what was kept for it.
+    func release(_ held: Machine.Held?, _ reason: SessionEndReason) {
+        switch held {
         case .publishing(let publish):
             // Frames from this connection's last read must reach viewers before the end.
             publish.hub.flush(force: true)
@@ -77,10 +83,9 @@ extension RTMPServerConnectionHandler {
             if stats.skips > 0 {
                 log(.info, "viewer left after \(stats.skips) queue overflows (\(stats.droppedFrames) frames skipped)")
             }
-        case .none, .pending:
+        case nil:
             break
         }
-        role = .none
         traffic = nil
         backlog = ViewerBacklog()
         idleTimer?.cancel()
@@ -94,7 +99,7 @@ extension RTMPServerConnectionHandler {
     /// that answer to flush, within `closeFlushTimeout`.
     func fail(_ error: RTMPConnectionError, status: (code: StatusCode, description: String)? = nil) {
         guard let context else { return }
-        if case .closing = phase { return }
+        if machine.isClosing { return }
         if error == .evicted {
             log(.notice, "closing: \(error)")
         } else {
@@ -106,8 +111,7 @@ extension RTMPServerConnectionHandler {
             closeAfterFlush(reason: error.sessionEndReason)
             return
         }
-        phase = .closing
-        leaveRole(error.sessionEndReason)
+        release(machine.close(), error.sessionEndReason)
         flushIfNeeded()
         context.close(promise: nil)
     }
@@ -117,8 +121,7 @@ extension RTMPServerConnectionHandler {
     /// between its writes, and would otherwise see a broken pipe before the reason.
     func closeAfterFlush(linger: Duration? = nil, reason: SessionEndReason = .left) {
         guard let context else { return }
-        phase = .closing
-        leaveRole(reason)
+        release(machine.close(), reason)
         needsFlush = false
         writeReplies()
         // A peer that reads nothing would keep the final answer, and the socket, for ever.
@@ -136,10 +139,10 @@ extension RTMPServerConnectionHandler {
     /// connection closes. A player gets its stream's end and `NetStream.Play.Stop`; a
     /// publisher an error-level `NetConnection.Connect.Closed`, which ffmpeg prints.
     func kick(_ reason: String) {
-        guard context != nil, case .session = phase else { return }
+        guard context != nil, machine.isOpen else { return }
         log(.notice, "kicked: \(reason)")
         RTMPMetrics.closed(reason: "kicked")
-        switch role {
+        switch machine.stage {
         case .playing(let play):
             send(UserControl.streamEOF(streamID: play.streamID).message())
             status(.status, .playStop, "kicked by an operator: \(reason)", streamID: play.streamID)
@@ -147,7 +150,7 @@ extension RTMPServerConnectionHandler {
             status(.error, .connectClosed, "kicked by an operator: \(reason)", streamID: 0)
             closeAfterFlush(linger: Self.kickLinger, reason: .kicked(reason))
             return
-        case .none, .pending:
+        default:
             break
         }
         closeAfterFlush(reason: .kicked(reason))
@@ -157,7 +160,7 @@ extension RTMPServerConnectionHandler {
     /// (`StreamHub.attachPublisher`), or its stream key was revoked
     /// (`StreamHub.evictPublisher`). The encoder is told which, then the connection closes.
     func takenOver() {
-        guard context != nil, case .session = phase, case .publishing(let publish) = role else { return }
+        guard context != nil, let publish = machine.publishing else { return }
         let takenOver = publish.hub.hasPublisher
         log(.notice, "closing: \(takenOver ? "\(RTMPConnectionError.evicted)" : "evicted: its stream key was revoked")")
         RTMPMetrics.closed(reason: RTMPConnectionError.evicted.reason)
@@ -172,13 +175,13 @@ extension RTMPServerConnectionHandler {
 
     /// Server shutdown: tell the peer why and close.
     func shutDown() {
-        switch role {
+        switch machine.stage {
         case .playing(let play):
             send(UserControl.streamEOF(streamID: play.streamID).message())
             status(.status, .playUnpublishNotify, "server shutting down", streamID: play.streamID)
         case .publishing:
             status(.status, .unpublishSuccess, "server shutting down", streamID: RTMPChunkSerializer.streamID)
-        case .none, .pending:
+        default:
             break
         }
         closeAfterFlush(reason: .shutdown)

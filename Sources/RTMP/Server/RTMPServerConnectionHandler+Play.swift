@@ -8,32 +8,22 @@ import Session
 /// A playing connection: its request to the admission and the answer, and its viewer's
 /// media from the hub to the socket.
 extension RTMPServerConnectionHandler {
-    func startPlay(rawName: String, streamID: UInt32) throws(RTMPConnectionError) {
-        guard case .none = role else { return }
-        let parts = rawName.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        let name = parts.first.map(String.init) ?? ""
-        let query = parts.count > 1 ? String(parts[1]) : ""
-        guard let path = RequestedRendition(app: app ?? "", name: name) else {
-            status(.error, .playStreamNotFound, "Invalid stream name", streamID: streamID)
-            throw .invalidStreamName(name)
-        }
+    /// Asks the admission for a viewer's session (the machine validated the name).
+    func requestPlay(_ path: RequestedRendition, query: String, streamID: UInt32, ticket: UInt64) {
         guard let context else { return }
-        sessionTimer?.cancel()
-        sessionTimer = nil
-        role = .pending
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let traffic = SessionTraffic()
         let request = PlayRequest(path: path, query: StreamQuery(query), remoteAddress: remoteAddress, transport: .rtmp, traffic: traffic, kick: { reason in
             bound.eventLoop.execute { bound.value.kick(reason) }
         })
         admission.play(request, on: context.eventLoop).assumeIsolated().whenSuccess { answer in
-            self.resolvePlay(answer, path: path, streamID: streamID, traffic: traffic)
+            self.resolvePlay(answer, path: path, streamID: streamID, traffic: traffic, ticket: ticket)
         }
     }
 
-    func resolvePlay(_ answer: PlayAnswer, path requested: RequestedRendition, streamID: UInt32, traffic: SessionTraffic) {
-        guard case .pending = role, case .session = phase, let context else {
-            // The connection went away while we waited: the session never started.
+    func resolvePlay(_ answer: PlayAnswer, path requested: RequestedRendition, streamID: UInt32, traffic: SessionTraffic, ticket: UInt64) {
+        guard machine.awaits(ticket: ticket), let context else {
+            // The connection left or went away while we waited: the session never started.
             if case .accepted(let session) = answer { session.end(.left) }
             return
         }
@@ -47,7 +37,7 @@ extension RTMPServerConnectionHandler {
                 bound.value.drainSubscriber()  // on this connection's loop
             }
             self.traffic = traffic
-            role = .playing(PlayContext(hub: hub, subscriber: subscriber, path: path, sharedFormat: shared ? .rtmpChunks : nil, streamID: streamID, session: session))
+            _ = machine.admitted(ticket: ticket, .playing(PlayContext(hub: hub, subscriber: subscriber, path: path, sharedFormat: shared ? .rtmpChunks : nil, streamID: streamID, session: session)))
             streamName = "\(path)"
             log(.debug, "playing")
             send(UserControl.streamBegin(streamID: streamID).message())
@@ -62,6 +52,7 @@ extension RTMPServerConnectionHandler {
                 closeAfterFlush(reason: .streamEnded)
             }
         case .refused(let refusal):
+            _ = machine.refused(ticket: ticket)
             log(.debug, "play of \(requested) refused: \(refusal)")
             status(.error, refusal.playStatus, refusal.description, streamID: streamID)
             closeAfterFlush()
@@ -73,7 +64,7 @@ extension RTMPServerConnectionHandler {
 
     func drainSubscriber() {
         // Not `context.channel.isActive`: a closed channel's `channelInactive` leaves the role.
-        guard case .playing(let play) = role, let context else { return }
+        guard let play = machine.playing, let context else { return }
         guard channelWritable else { return }  // resumed by channelWritabilityChanged
         writeReplies()  // Play.Start and the rest go before the media
         let traffic = play.session.traffic

@@ -8,16 +8,12 @@ import Session
 /// A publishing connection: its request to the admission and the answer, its idle and
 /// message-progress checks, and its media into the hub.
 extension RTMPServerConnectionHandler {
-    func startPublish(rawName: String, type: String, streamID: UInt32) throws(RTMPConnectionError) {
-        guard case .none = role else { return }
-        let (path, query) = try streamPath(from: rawName, rejection: .publishBadName, streamID: streamID)
+    /// Asks the admission for a publisher's session (the machine validated the name). Media
+    /// may follow at once: it is held (`pendingMessages`) until the answer.
+    func requestPublish(_ path: StreamPath, query: String, streamID: UInt32, ticket: UInt64) {
         guard let context else { return }
         decoder.mediaStreamID = streamID
-        // Its media may follow at once, before the admission's answer.
         decoder.acceptsMedia = true
-        sessionTimer?.cancel()
-        sessionTimer = nil
-        role = .pending
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         var reconnect: ReconnectRequester?
         if acceptsReconnectRequest {
@@ -32,23 +28,19 @@ extension RTMPServerConnectionHandler {
         }, requestReconnect: reconnect, traffic: traffic, kick: { reason in
             bound.eventLoop.execute { bound.value.kick(reason) }
         })
-        // Messages that arrive meanwhile are held (`pendingMessages`) until the answer.
         admission.publish(request, on: context.eventLoop).assumeIsolated().whenSuccess { answer in
-            self.resolvePublish(answer, path: path, streamID: streamID)
+            self.resolvePublish(answer, path: path, streamID: streamID, ticket: ticket)
         }
     }
 
-    func resolvePublish(_ answer: PublishAnswer, path: StreamPath, streamID: UInt32) {
-        guard case .pending = role, case .session = phase else {
-            // The connection went away while we waited: give the stream back.
-            if case .accepted(let session) = answer {
-                session.end(.left)
-            }
-            return
-        }
+    func resolvePublish(_ answer: PublishAnswer, path: StreamPath, streamID: UInt32, ticket: UInt64) {
         switch answer {
         case .accepted(let session):
-            role = .publishing(PublishContext(session: session))
+            guard machine.admitted(ticket: ticket, .publishing(PublishContext(session: session))) else {
+                // The connection left or went away while we waited: give the stream back.
+                session.end(.left)
+                return
+            }
             // A publisher's reads grow with its bitrate (`ReceiveBuffers`).
             try? context?.channel.syncOptions?.setOption(.recvAllocator, value: ReceiveBuffers.publisher)
             try? context?.channel.syncOptions?.setOption(.maxMessagesPerRead, value: ReceiveBuffers.publisherReadsPerWakeUp)
@@ -60,6 +52,7 @@ extension RTMPServerConnectionHandler {
             armIdleTimer()
             replayPending()
         case .refused(let refusal):
+            guard machine.refused(ticket: ticket) else { return }
             log(.notice, "publish of \(path) refused: \(refusal.publishStatus.rawValue)")
             RTMPMetrics.refusedPublishes.increment()
             status(.error, refusal.publishStatus, refusal.description, streamID: streamID)
@@ -80,7 +73,7 @@ extension RTMPServerConnectionHandler {
     }
 
     func checkIdle(timeout: Duration, period: Duration) {
-        guard case .publishing = role else { return }
+        guard machine.publishing != nil else { return }
         let now = NIODeadline.now()
         if mediaSinceIdleCheck {
             mediaSinceIdleCheck = false
@@ -99,7 +92,7 @@ extension RTMPServerConnectionHandler {
         let period = configuration.messageStallTimeout / Self.messageProgressChecks
         messageProgressTimer = schedule(after: period) { handler in
             handler.messageProgressTimer = nil
-            guard case .session = handler.phase else { return }
+            guard handler.machine.isOpen else { return }
             if handler.decoder.checkProgress() >= Self.messageProgressChecks {
                 handler.fail(.messageStalled)
             } else if handler.decoder.unfinishedMessages > 0 {
@@ -119,7 +112,7 @@ extension RTMPServerConnectionHandler {
         } catch {
             fail(error)
         }
-        if case .publishing(let publish) = role { flushHub(publish.hub) }
+        if let publish = machine.publishing { flushHub(publish.hub) }
     }
 
     /// Wakes the hub's subscribers; when the hub coalesces this burst into a later
@@ -136,7 +129,7 @@ extension RTMPServerConnectionHandler {
     // MARK: Media
 
     func handleMedia(_ message: RTMPMessage) throws(RTMPConnectionError) {
-        guard case .publishing(var publish) = role else {
+        guard let publish = machine.publishing else {
             // Players may send nothing but control; media from a non-publisher is abuse.
             throw .mediaWithoutPublish
         }
@@ -153,7 +146,7 @@ extension RTMPServerConnectionHandler {
             do {
                 frame = try MediaFrame.classified(kind: kind, timestamp: Int64(message.timestamp), payload: message.payload)
                 if frame.isSequenceHeader {
-                    try validateSequenceHeader(frame, publish: &publish)
+                    try validateSequenceHeader(frame, publish: publish)
                 }
             } catch {
                 throw .badMedia("\(error)")
@@ -161,7 +154,6 @@ extension RTMPServerConnectionHandler {
         default:
             return
         }
-        role = .publishing(publish)
         if !publish.hub.publish(frame, publisher: publish.id) {
             throw .evicted
         }
@@ -204,7 +196,7 @@ extension RTMPServerConnectionHandler {
 
     /// Parses configuration records before anyone receives them: a garbage record would
     /// otherwise break every player of the stream.
-    func validateSequenceHeader(_ frame: MediaFrame, publish: inout PublishContext) throws {
+    func validateSequenceHeader(_ frame: MediaFrame, publish: PublishContext) throws {
         let summary = try frame.validatedConfigurationRecord()
         switch frame.kind {
         case .video:

@@ -17,28 +17,22 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    enum Phase {
-        case handshake(ServerHandshake)
-        case session
-        case closing
-    }
+    typealias Machine = RTMPConnectionStateMachine<PublishContext, PlayContext>
 
-    enum Role {
-        case none
-        /// Waiting for the admission's answer; messages that arrive meanwhile are held.
-        case pending
-        case publishing(PublishContext)
-        case playing(PlayContext)
-    }
-
-    struct PublishContext {
+    /// A publisher's session and what the connection learned of its stream. A class: the
+    /// state machine holds it, and the media path marks it without writing the stage back.
+    final class PublishContext {
         /// The publisher's session: the connection ends it as it leaves.
-        var session: PublishSession
+        let session: PublishSession
         var hub: StreamHub { session.hub }
         var id: StreamHub.PublisherID { session.id }
         var path: StreamPath { session.path }
         var announcedVideo = false
         var announcedAudio = false
+
+        init(session: PublishSession) {
+            self.session = session
+        }
     }
 
     /// A class, so that reading the role on a wake-up is one retain, not one per field.
@@ -85,15 +79,16 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     var streamName: String?
     /// The current session's bytes (`SessionTraffic`), while it publishes or plays.
     var traffic: SessionTraffic?
-    var phase: Phase
-    var role: Role = .none
+    /// The connection's stage and its session (`RTMPConnectionStateMachine`).
+    var machine = Machine()
+    /// The handshake's bytes, until it completes.
+    var handshake: ServerHandshake
     /// A viewer's media on its way to the socket, a slice at a time (`ViewerBacklog`).
     var backlog = ViewerBacklog()
     var decoder: ChunkDecoder
     var encoder = ChunkEncoder()
     var inbound: ByteBuffer?
-    var app: String?
-    var nextStreamID: UInt32 = RTMPChunkSerializer.streamID
+    var app: String? { machine.app }
     var pendingMessages: [RTMPMessage] = []
     var pendingBytes = 0
     var context: ChannelHandlerContext?
@@ -143,7 +138,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     init(environment: Environment, random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
         self.environment = environment
         let configuration = environment.configuration
-        self.phase = .handshake(ServerHandshake(random: random))
+        self.handshake = ServerHandshake(random: random)
         self.decoder = ChunkDecoder(limits: configuration.chunkLimits)
         // Media-sized messages only once the peer asks to publish (`startPublish`).
         self.decoder.acceptsMedia = false
@@ -198,19 +193,19 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         messageProgressTimer?.cancel()
         closeTimer?.cancel()
         scheduledHubFlush?.cancel()
-        leaveRole(.left)
+        release(machine.close(), .left)
         decoder.releaseReservations()
         self.context = nil
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        leaveRole(.left)
+        release(machine.close(), .left)
         context.fireChannelInactive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         // Closing: nothing more is processed, so nothing more is kept.
-        if case .closing = phase { return }
+        if machine.isClosing { return }
         var bytes = unwrapInboundIn(data)
         bytesReceived &+= UInt64(bytes.readableBytes)
         traffic?.received(bytes.readableBytes)
@@ -220,13 +215,13 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             inbound?.writeBuffer(&bytes)
         }
         process(context: context)
-        if messageProgressTimer == nil, decoder.unfinishedMessages > 0, case .session = phase {
+        if messageProgressTimer == nil, decoder.unfinishedMessages > 0, machine.isOpen {
             armMessageProgressCheck()
         }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if case .publishing(let publish) = role { flushHub(publish.hub) }
+        if let publish = machine.publishing { flushHub(publish.hub) }
         acknowledgeIfNeeded()
         flushIfNeeded()
         context.fireChannelReadComplete()
@@ -273,10 +268,9 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             }
         }
         do {
-            if case .handshake(var handshake) = phase {
+            if case .handshaking = machine.stage {
                 let action: HandshakeAction
                 do { action = try handshake.feed(&buffer) } catch { throw RTMPConnectionError.handshake(error) }
-                phase = .handshake(handshake)
                 switch action {
                 case .needMoreData:
                     return
@@ -285,17 +279,15 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
                     // C2 may already be in the buffer.
                     let next: HandshakeAction
                     do { next = try handshake.feed(&buffer) } catch { throw RTMPConnectionError.handshake(error) }
-                    phase = .handshake(handshake)
                     guard next == .completed else { return }
                 case .completed:
                     break
                 }
-                phase = .session
                 handshakeTimer?.cancel()
                 handshakeTimer = nil
-                sessionTimer = schedule(after: configuration.connectTimeout) { $0.fail(.connectTimeout) }
+                for action in machine.handshakeCompleted() { perform(action) }
             }
-            while case .session = phase {
+            while machine.isOpen {
                 let message: RTMPMessage?
                 do { message = try decoder.next(from: &buffer) } catch { throw RTMPConnectionError.chunk(error) }
                 guard let message else { break }
@@ -313,7 +305,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     }
 
     func handle(_ message: RTMPMessage) throws(RTMPConnectionError) {
-        if case .pending = role {
+        if machine.isAwaitingAdmission {
             guard pendingMessages.count < configuration.maxPendingMessages,
                   pendingBytes + message.payload.readableBytes <= configuration.maxPendingBytes
             else {

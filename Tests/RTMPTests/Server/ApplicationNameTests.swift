@@ -7,10 +7,10 @@ import Testing
 struct ApplicationNameTests {
     @Test func oneOrTwoValidPartsAreAcceptedAndNothingElse() {
         for app in ["live", "abr", "abr/demo", "a.b/c-d_e"] {
-            #expect(RTMPServerConnectionHandler.isValidApplication(app), "\(app) was refused")
+            #expect(RTMPConnectionStateMachine<Void, Void>.isValidApplication(app), "\(app) was refused")
         }
         for app in ["", "/", "abr/", "/demo", "abr//demo", "abr/demo/480p", ".abr", "abr/.demo", "a b", "abr/dé", String(repeating: "a", count: 129)] {
-            #expect(!RTMPServerConnectionHandler.isValidApplication(app), "\(app) was accepted")
+            #expect(!RTMPConnectionStateMachine<Void, Void>.isValidApplication(app), "\(app) was accepted")
         }
     }
 }
