@@ -70,6 +70,8 @@ struct NodeRuntime {
         let listeners = ingest != nil || relay != nil ? try ListenerAssembly(context, ingest: ingest, relay: relay) : nil
         // A transcoder that also plays publishes its rungs through the listeners' admission.
         if let listeners { transcode?.renditions.set(listeners.admission) }
+        // Forwards are sessions of that admission too (protocol `forward`).
+        if let listeners, let forwards = ingest?.forwards { await forwards.attach(listeners.admission) }
         // An edge in a cluster reports its pulls to the coordinator (`EdgeNode`).
         let edge = try Self.edgeNode(context)
         let link = Self.isLinked(roles, clustered: context.nats != nil)

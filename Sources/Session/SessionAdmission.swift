@@ -18,6 +18,9 @@ public protocol SessionAdmission: Sendable {
     func play(_ request: PlayRequest) async -> PlayAnswer
     /// A rendition the node made (a transcoder's rung) becomes a publishing session.
     func publishRendition(_ request: RenditionRequest) async -> PublishAnswer
+    /// The node reading one of its own streams to push it elsewhere (a forward) becomes a
+    /// viewing session. The protocol starts and ends it, as a viewer's.
+    func playOutbound(_ request: OutboundRequest) async -> PlayAnswer
     /// `publish` for a protocol on an event loop: the answer completes on `eventLoop`. By
     /// default the decision runs in a Task; an admission that answers without waiting (a
     /// fixed policy, a fuzz target) answers on the loop's next tick, so a connection on an
@@ -30,6 +33,11 @@ extension SessionAdmission {
     /// An admission that hands out no hubs of its own (a test's) takes no renditions.
     public func publishRendition(_ request: RenditionRequest) async -> PublishAnswer {
         .refused(.unavailable("renditions are not published here"))
+    }
+
+    /// An admission that keeps no sessions of its own (a test's) lists no forwards.
+    public func playOutbound(_ request: OutboundRequest) async -> PlayAnswer {
+        .refused(.unavailable("outbound sessions are not kept here"))
     }
 
     public func publish(_ request: PublishRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PublishAnswer> {

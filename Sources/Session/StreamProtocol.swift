@@ -9,6 +9,8 @@ public enum StreamProtocol: String, Sendable, Hashable, CustomStringConvertible 
     case pull
     /// A rendition a transcoder makes from a source (a rung of its ladder).
     case transcode
+    /// The node pushing one of its streams to another server (`forwards`): a viewer of it.
+    case forward
 
     public var description: String { rawValue }
 }

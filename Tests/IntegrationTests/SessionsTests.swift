@@ -240,6 +240,64 @@ extension IntegrationTests {
             }
         }
 
+        @Test("A forward is a viewing session (protocol forward) with its target as address and growing bytes out; kicked, its connection drops and it returns as a new session after its backoff while the target's viewer keeps playing; it leaves the list when its stream ends")
+        func forwardsAreSessions() async throws {
+            try await Scenario.run("sessions-forward") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                // The target keeps its stream 5 s without a publisher: the forward's reconnect
+                // after its kick (1 s backoff) is within it, so the target's viewer stays.
+                let target = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 5), label: "target", arguments: ["--admin-token", Self.token])
+                let origin = try await scenario.startNode(
+                    NodeConfig(forwards: ["live": ["rtmp://127.0.0.1:\(target.rtmpPort)/relayed"]]),
+                    label: "origin", arguments: ["--admin-token", Self.token]
+                )
+                let publisher = try scenario.publish(media, to: origin.rtmpURL("live", "cam"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(target, "relayed", "cam", timeout: .seconds(15))
+
+                var forwards: [[String: Any]] = []
+                let listed = await eventually(timeout: .seconds(10), interval: .milliseconds(250)) {
+                    forwards = (try? await Self.sessions(origin, "?protocol=forward")) ?? []
+                    return forwards.count == 1
+                }
+                try scenario.require(listed, "the forward is not listed: \(forwards)")
+                let forward = forwards[0]
+                let firstID = forward["id"] as? String ?? ""
+                scenario.check(forward["kind"] as? String == "play" && forward["path"] as? String == "live/cam", "the forward: \(forward)")
+                scenario.check(forward["remoteAddress"] as? String == "rtmp://127.0.0.1:\(target.rtmpPort)/relayed", "the forward's address: \(forward)")
+                // The target sees it as an RTMP publisher.
+                let atTarget = try await Self.sessions(target, "?kind=publish")
+                scenario.check(atTarget.contains { $0["path"] as? String == "relayed/cam" && $0["protocol"] as? String == "rtmp" }, "the target's publishers: \(atTarget)")
+
+                // Its bytes out grow.
+                let before = forward["bytesOut"] as? Int ?? 0
+                try await Task.sleep(for: .seconds(3))
+                let after = (try await Self.sessions(origin, "?protocol=forward")).first?["bytesOut"] as? Int ?? 0
+                scenario.check(after > before + 20_000, "the forward's bytesOut \(before) → \(after) in 3 s")
+
+                // A viewer at the target watches across the kick: the forward reconnects.
+                let viewer = try await scenario.openViewer(target, "relayed", "cam")
+                try scenario.require(await viewer.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(10)), "the target's viewer got no media")
+                scenario.check(try await Self.kick(origin, firstID) == 202, "kicking the forward")
+                var again: [[String: Any]] = []
+                let returned = await eventually(timeout: .seconds(15), interval: .milliseconds(250)) {
+                    again = (try? await Self.sessions(origin, "?protocol=forward")) ?? []
+                    return again.count == 1 && again[0]["id"] as? String != firstID
+                }
+                scenario.check(returned, "the forward did not come back as a new session: \(again)")
+                scenario.check(origin.log.contains("kicked: maintenance"), "the forward's end is not logged as a kick")
+                let received = viewer.receivedBytes
+                try await Task.sleep(for: .seconds(3))
+                scenario.check(viewer.receivedBytes > received + 20_000, "the target's viewer got \(viewer.receivedBytes - received) bytes in the 3 s after the forward came back")
+
+                // The stream ends: so does the forward's session.
+                _ = await publisher.stop()
+                let gone = await eventually(timeout: .seconds(15), interval: .milliseconds(250)) {
+                    ((try? await Self.sessions(origin, "?protocol=forward")) ?? [[:]]).isEmpty
+                }
+                scenario.check(gone, "the forward is still listed after its stream ended")
+            }
+        }
+
         @Test("In a cluster the coordinator lists every node's sessions with their node, live, and kicks a relay's viewer through it; each node answers for its own")
         func clusterSessions() async throws {
             try await Scenario.run("sessions-cluster") { scenario in

@@ -4,6 +4,7 @@ import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
 import RTMP
+import Session
 
 /// Pushes one stream to one `ForwardTarget` over RTMP for as long as the stream lives,
 /// reconnecting with backoff (1 s, doubling to 30 s) when the target refuses or drops it.
@@ -15,6 +16,11 @@ import RTMP
 /// connection's event loop only while the socket is writable: a slow or dead target
 /// leaves frames in the subscription's byte-bounded queue, which skips to the next
 /// keyframe when full. Local viewers and the publisher never wait for a forward.
+///
+/// Each push connection the target accepted is a viewing session of protocol `forward`
+/// (`SessionAdmission.playOutbound`), listed with the target as its address and the media
+/// bytes it sent. Kicking it drops that connection; being configured, the forward connects
+/// again after its first backoff.
 public final class StreamForward: Sendable {
     /// What `GET /api/v1/forwards` shows of a forward.
     public struct Status: Sendable, Codable, Equatable {
@@ -35,13 +41,16 @@ public final class StreamForward: Sendable {
     private let hub: StreamHub
     private let status: NIOLockedValueBox<Status>
     private let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    /// Makes each push connection a session; nil where the node keeps none (a test's).
+    private let admission: (any SessionAdmission)?
 
     static let firstBackoff = Duration.seconds(1)
     static let maxBackoff = Duration.seconds(30)
     static let startTimeout = TimeAmount.seconds(5)
 
     /// Starts forwarding `hub`'s stream to `target`.
-    public init(path: StreamPath, hub: StreamHub, target: ForwardTarget, logger: Logger) {
+    public init(path: StreamPath, hub: StreamHub, target: ForwardTarget, admission: (any SessionAdmission)? = nil, logger: Logger) {
+        self.admission = admission
         self.path = path
         self.target = target
         self.hub = hub
@@ -124,7 +133,18 @@ public final class StreamForward: Sendable {
         }
         status.withLockedValue { $0.state = .forwarding; $0.lastError = nil }
         ForwardMetrics.connected.increment()
-        let pump = Pump(channel: channel, status: status)
+        let traffic = SessionTraffic()
+        var viewing: PlaySession?
+        if let admission {
+            let request = OutboundRequest(hub: hub, transport: .forward, target: url.tcURL, traffic: traffic, kick: { _ in
+                channel.close(promise: nil)
+            })
+            if case .accepted(let session) = await admission.playOutbound(request) {
+                viewing = session
+                await session.start()
+            }
+        }
+        let pump = Pump(channel: channel, status: status, traffic: traffic)
         session.onWritable = { pump.drainIfWritable() }
         session.onReconnectRequest = { channel.close(promise: nil) }
         let subscription = FrameSubscription.start(on: hub, delivery: .wake { drain in
@@ -132,6 +152,7 @@ public final class StreamForward: Sendable {
         }, keepsStreamOpen: true)
         guard let subscription else {
             channel.close(promise: nil)
+            viewing?.end(.streamEnded)
             return .streamEnded
         }
         let end = await withTaskCancellationHandler {
@@ -141,8 +162,15 @@ public final class StreamForward: Sendable {
         }
         subscription.cancel()
         status.withLockedValue { $0.skippedFrames += subscription.statistics.droppedFrames }
-        if pump.sawEnd { return .streamEnded }
-        if let moved = session.movedTo { return .moved(moved) }
+        if pump.sawEnd {
+            viewing?.end(.streamEnded)
+            return .streamEnded
+        }
+        if let moved = session.movedTo {
+            viewing?.end(.left)
+            return .moved(moved)
+        }
+        viewing?.end(Task.isCancelled ? .shutdown : .failed(end))
         return .dropped(end)
     }
 
@@ -151,12 +179,14 @@ public final class StreamForward: Sendable {
     private final class Pump: Sendable {
         let channel: any Channel
         let status: NIOLockedValueBox<Status>
+        let traffic: SessionTraffic
         private let drain = NIOLockedValueBox<(@Sendable () -> FrameSubscription.Batch)?>(nil)
         private let ended = NIOLockedValueBox(false)
 
-        init(channel: any Channel, status: NIOLockedValueBox<Status>) {
+        init(channel: any Channel, status: NIOLockedValueBox<Status>, traffic: SessionTraffic) {
             self.channel = channel
             self.status = status
+            self.traffic = traffic
         }
 
         var sawEnd: Bool { ended.withLockedValue { $0 } }
@@ -175,9 +205,13 @@ public final class StreamForward: Sendable {
                 return current
             }) else { return }
             let batch = drain()
+            var bytes = 0
             for frame in batch.frames {
+                bytes += frame.payload.readableBytes
                 channel.write(frame, promise: nil)
             }
+            // The session's bytes out, once per batch (its media, as the target is sent it).
+            traffic.sent(bytes)
             channel.flush()
             ForwardMetrics.framesSent.increment(by: batch.frames.count)
             status.withLockedValue { $0.framesSent += batch.frames.count }

@@ -1,5 +1,6 @@
 import Logging
 import Media
+import Session
 
 /// Every forward of this node (`StreamForward`), by stream: started when a stream of an
 /// application with `forwards` is published, forgotten once stopped. At most
@@ -9,11 +10,18 @@ public actor StreamForwards {
     private let targets: [String: [ForwardTarget]]
     private let maxForwards: Int
     private let logger: Logger
+    /// Makes each push connection a session (`StreamForward`); set once the node's
+    /// admission exists, which is made after its observers (forwarding is one).
+    private var admission: (any SessionAdmission)?
 
     public init(targets: [String: [ForwardTarget]], maxForwards: Int = 4096, logger: Logger) {
         self.targets = targets
         self.maxForwards = maxForwards
         self.logger = logger
+    }
+
+    public func attach(_ admission: any SessionAdmission) {
+        self.admission = admission
     }
 
     /// Starts forwarding `hub`'s stream to its application's targets, unless it already is
@@ -27,7 +35,7 @@ public actor StreamForwards {
             logger.warning("not forwarding: \(count) forwards run already", metadata: ["stream": "\(path)"])
             return
         }
-        forwards[path] = targets.map { StreamForward(path: path, hub: hub, target: $0, logger: logger) }
+        forwards[path] = targets.map { StreamForward(path: path, hub: hub, target: $0, admission: admission, logger: logger) }
     }
 
     /// What every forward is doing, for the admin API.

@@ -110,6 +110,20 @@ struct NodeAdmission: SessionAdmission {
         return .accepted(session)
     }
 
+    /// A forward of one of the node's streams: a viewer of it, told to the observers (the
+    /// session table lists it with its target; the drain does not wait for it). No policy is
+    /// asked: the stream was admitted and the operator configured the push.
+    func playOutbound(_ request: OutboundRequest) async -> PlayAnswer {
+        let observers = observers
+        return .accepted(PlaySession(
+            hub: request.hub, transport: request.transport, remoteAddress: request.target,
+            traffic: request.traffic, kick: request.kick,
+            sink: { event in
+                for observer in observers { await observer.observe(event) }
+            }
+        ))
+    }
+
     func play(_ request: PlayRequest) async -> PlayAnswer {
         for policy in policies {
             if let refused = await policy.check(request) {

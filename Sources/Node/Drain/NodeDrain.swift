@@ -175,6 +175,10 @@ final class NodeDrain: SessionObserver, Sendable {
             // The node's own static pulls and rungs: nobody to wait for (a transcoder's
             // jobs have their own part in the drain).
             break
+        case .playStarted(let session) where session.transport == .forward,
+             .playEnded(let session) where session.transport == .forward:
+            // The node's own pushes end with their streams, which the drain moves away.
+            break
         case .publishStarted(let session):
             let draining = state.withLock { state in
                 state.publishers[PublisherKey(path: session.path, id: session.id)] = session
