@@ -136,6 +136,19 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Webhooks: the operator's backend asked to admit publishers and viewers, and told of their ends.
+        .target(
+            name: "Hooks",
+            dependencies: [
+                "Media", "Session",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
         // libnats (cnats) as a Swift module: module map over one shim header.
         .systemLibrary(
             name: "CNats",
@@ -162,7 +175,7 @@ let package = Package(
         .executableTarget(
             name: "Node",
             dependencies: [
-                "Media", "Session", "RTMP", "Ingest", "Relay", "Edge", "Transcode", "LibAV", "Cluster", "Coordinator", "CMalloc",
+                "Media", "Session", "RTMP", "Ingest", "Relay", "Edge", "Transcode", "LibAV", "Cluster", "Coordinator", "CMalloc", "Hooks",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -1,6 +1,7 @@
 import Cluster
 import Edge
 import Foundation
+import Hooks
 import Media
 import RTMP
 import Relay
@@ -65,6 +66,8 @@ struct NodeConfiguration: Sendable {
     var drainGrace: Duration = .seconds(8)
     /// A publish or play without an admission decision within this is refused.
     var admissionTimeout: Duration = .seconds(5)
+    /// Webhooks by application (`hooks`).
+    var hooks = HookConfiguration()
     /// Drain: where publishers are asked to reconnect (`DrainTarget`), or nil.
     var drainReconnectTo: String?
 
@@ -213,6 +216,9 @@ struct NodeConfiguration: Sendable {
         if let value = file.requireStreamKeys { requireStreamKeys = value }
         if let value = file.adminToken { adminToken = value }
         if let value = file.database { database = value }
+        if let value = file.hooks {
+            hooks = try Self.hooks(value)
+        }
         if let value = file.admissionTimeoutSeconds {
             guard value <= 60 else { throw ConfigurationError.invalidValue("admissionTimeoutSeconds must be at most 60, got \(value)") }
             admissionTimeout = try timeout(value, "admissionTimeoutSeconds")
@@ -267,6 +273,9 @@ struct NodeConfiguration: Sendable {
         }
         for server in nats?.servers ?? [] where !(server.hasPrefix("nats://") || server.hasPrefix("tls://")) {
             throw ConfigurationError.invalidValue("NATS server '\(server)' must start with nats:// or tls://")
+        }
+        if let late = hooksOutlastingAdmission().first {
+            throw ConfigurationError.invalidValue("\(late): its attempts (timeoutSeconds × (retries + 1), with pauses) outlast admissionTimeoutSeconds (\(admissionTimeout)); shorten them or raise the admission timeout")
         }
         // The id is a NATS subject token of every actor of the node (`actor.<nodeID>.…`).
         guard (try? NodeActorID(nodeID: nodeID, name: CoordinatorAddress.actorName)) != nil else {

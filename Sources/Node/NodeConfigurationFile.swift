@@ -103,6 +103,27 @@ struct NodeConfigurationFile: Codable, Sendable {
     /// Drain: where Enhanced RTMP v2 publishers are asked to reconnect (`rtmp://other:1935`;
     /// the stream's application is appended). Unset, they reconnect to the URL they used.
     var drainReconnectTo: String?
+    /// Webhooks by application (`*` for every application without its own):
+    /// `{"live": {"onPublish": {"url": "http://backend/publish", "timeoutSeconds": 2, "retries": 1},
+    /// "onUnpublish": {…}, "onPlay": {…}, "onStop": {…}, "failOpen": false}}`.
+    var hooks: [String: HookSettings]?
+
+    struct HookSettings: Codable, Sendable {
+        var onPublish: HookEndpointSettings?
+        var onUnpublish: HookEndpointSettings?
+        var onPlay: HookEndpointSettings?
+        var onStop: HookEndpointSettings?
+        /// A deciding hook that cannot be reached admits (true) or refuses (false, the default).
+        var failOpen: Bool?
+    }
+
+    struct HookEndpointSettings: Codable, Sendable {
+        var url: String?
+        /// One attempt's limit (2; 0.1…30).
+        var timeoutSeconds: Double?
+        /// Attempts after a first that got no answer or a 5xx (1; 0…5).
+        var retries: Int?
+    }
 
     struct NATSSettings: Codable, Sendable {
         var servers: [String]?
@@ -139,6 +160,16 @@ struct NodeConfigurationFile: Codable, Sendable {
             try Self.checkKeys(nats, known: Self.keys(of: NATSSettings()), path: path, prefix: "nats.")
             if let tls = nats["tls"] as? [String: Any] {
                 try Self.checkKeys(tls, known: Self.keys(of: TLSSettings()), path: path, prefix: "nats.tls.")
+            }
+        }
+        if let hooks = object["hooks"] as? [String: Any] {
+            for (app, value) in hooks {
+                guard let settings = value as? [String: Any] else { continue }
+                try Self.checkKeys(settings, known: Self.keys(of: HookSettings()), path: path, prefix: "hooks.\(app).")
+                for (action, endpoint) in settings {
+                    guard let endpoint = endpoint as? [String: Any] else { continue }
+                    try Self.checkKeys(endpoint, known: Self.keys(of: HookEndpointSettings()), path: path, prefix: "hooks.\(app).\(action).")
+                }
             }
         }
         do {

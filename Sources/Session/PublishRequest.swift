@@ -21,11 +21,15 @@ public struct PublishRequest: Sendable {
     /// Ends the session with a reason its client is told; nil where the protocol has no
     /// way to tell (then `evict` closes it).
     public var kick: SessionKick?
+    /// The id the session gets if it is accepted: policies (a webhook) name it before.
+    public var sessionID: SessionID
 
     public init(
         path: StreamPath, query: StreamQuery, remoteAddress: String, transport: StreamProtocol, evict: @escaping @Sendable () -> Void,
-        requestReconnect: ReconnectRequester? = nil, traffic: SessionTraffic = SessionTraffic(), kick: SessionKick? = nil
+        requestReconnect: ReconnectRequester? = nil, traffic: SessionTraffic = SessionTraffic(), kick: SessionKick? = nil,
+        sessionID: SessionID = .make(.publish)
     ) {
+        self.sessionID = sessionID
         self.path = path
         self.query = query
         self.remoteAddress = remoteAddress

@@ -72,7 +72,7 @@ struct NodeAdmission: SessionAdmission {
             let policies = policies
             let observers = observers
             let session = PublishSession(
-                path: request.path, hub: hub, id: id, transport: request.transport, remoteAddress: request.remoteAddress,
+                sessionID: request.sessionID, path: request.path, hub: hub, id: id, transport: request.transport, remoteAddress: request.remoteAddress,
                 requestReconnect: request.requestReconnect, query: request.query, traffic: request.traffic,
                 kick: request.kick, evict: evict,
                 sink: { event in

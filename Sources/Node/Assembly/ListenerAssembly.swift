@@ -1,6 +1,7 @@
 import Cluster
 import Coordinator
 import Edge
+import Hooks
 import Hummingbird
 import Ingest
 import Logging
@@ -33,16 +34,24 @@ struct ListenerAssembly {
         if !context.roles.contains(.coordinator) {
             SessionRoutes(table: sessions, adminToken: configuration.adminToken).register(on: context.router)
         }
+        var policies = NodeAdmission.standardPolicies(
+            drain: context.drain, ladders: configuration.ladders, keys: ingest?.keys,
+            registry: ingest?.admission.registry, maxStreams: configuration.maxStreams,
+            transcodes: TranscodeSlots(limit: configuration.maxTranscodes)
+        )
+        var hookObservers: [any SessionObserver] = []
+        if !configuration.hooks.isEmpty {
+            // The operator's backend decides last (`WebhookPolicy`) and hears every end.
+            let caller = HookCaller()
+            policies.append(WebhookPolicy(hooks: configuration.hooks, caller: caller, nodeID: configuration.nodeID, logger: context.logger))
+            hookObservers = [WebhookNotifications(hooks: configuration.hooks, notifier: HookNotifier(caller: caller, logger: context.logger), nodeID: configuration.nodeID)]
+        }
         admission = NodeAdmission(
             admission: ingest?.admission, playback: relay?.playback ?? Playback(registry: context.registry),
             logger: context.logger,
-            policies: NodeAdmission.standardPolicies(
-                drain: context.drain, ladders: configuration.ladders, keys: ingest?.keys,
-                registry: ingest?.admission.registry, maxStreams: configuration.maxStreams,
-                transcodes: TranscodeSlots(limit: configuration.maxTranscodes)
-            ),
+            policies: policies,
             // In order: HLS segments a stream before the bus and the coordinator hear of it.
-            observers: [SessionMetrics(), sessions] + (relay?.observers ?? []) + (ingest?.observers ?? []) + [context.drain]
+            observers: [SessionMetrics(), sessions] + (relay?.observers ?? []) + (ingest?.observers ?? []) + hookObservers + [context.drain]
         )
         // The clients' protocols get their decisions within the admission timeout.
         let logger = context.logger

@@ -50,6 +50,23 @@ struct NodeConfig: Encodable, Sendable {
     var drainReconnectTo: String?
     /// Static pulls: application → stream name → source URL.
     var pulls: [String: [String: String]]?
+    /// Webhooks by application (`*` for all).
+    var hooks: [String: Hooks]?
+    var admissionTimeoutSeconds: Double?
+
+    struct Hook: Encodable, Sendable {
+        var url: String
+        var timeoutSeconds: Double?
+        var retries: Int?
+    }
+
+    struct Hooks: Encodable, Sendable {
+        var onPublish: Hook?
+        var onUnpublish: Hook?
+        var onPlay: Hook?
+        var onStop: Hook?
+        var failOpen: Bool?
+    }
 
     struct Rung: Encodable, Sendable {
         var name: String
