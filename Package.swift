@@ -236,6 +236,17 @@ let package = Package(
             dependencies: ["Edge", "Media", "RTMP", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
+        // Webhook bodies, configuration lookup and the end hooks' bounded queue.
+        .testTarget(
+            name: "HooksTests",
+            dependencies: [
+                "Hooks", "Media", "Session",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "MediaTests",
             dependencies: ["Media", .product(name: "NIOCore", package: "swift-nio")],

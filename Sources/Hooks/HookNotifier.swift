@@ -16,6 +16,10 @@ public final class HookNotifier: Sendable {
     private let task: Task<Void, Never>
     private let logger: Logger
     private let lastDropLog = Mutex<ContinuousClock.Instant?>(nil)
+    private let drops = Atomic<Int>(0)
+
+    /// End hooks dropped so far because the queue was full.
+    public var dropped: Int { drops.load(ordering: .relaxed) }
 
     public init(caller: HookCaller, capacity: Int = 1024, concurrency: Int = 4, logger: Logger) {
         let (stream, continuation) = AsyncStream.makeStream(of: Job.self, bufferingPolicy: .bufferingOldest(max(1, capacity)))
@@ -49,6 +53,7 @@ public final class HookNotifier: Sendable {
     public func notify(_ endpoint: HookEndpoint, _ event: HookEvent) {
         guard case .dropped = continuation.yield(Job(endpoint: endpoint, event: event)) else { return }
         HookMetrics.dropped(event.action).increment()
+        drops.add(1, ordering: .relaxed)
         let now = ContinuousClock.now
         let shouldLog = lastDropLog.withLock { last in
             guard last.map({ now - $0 >= .seconds(60) }) ?? true else { return false }
