@@ -120,6 +120,8 @@ struct NodeCommand: AsyncParsableCommand {
         settings.nats?.name = settings.nodeID
         try settings.validate(role: role)
         if checkConfig {
+            // The keys of `tokens` parse (a JWKS whose keys cannot be used fails here).
+            _ = try await NodeRuntime.tokenVerifier(settings)
             print("ok: role \(role.rawValue), node \(settings.nodeID), RTMP :\(settings.rtmp.port), HTTP :\(settings.httpPort)\(settings.nats.map { ", bus \($0.redactedServers)" } ?? "")")
             return
         }

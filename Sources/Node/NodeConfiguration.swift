@@ -2,6 +2,7 @@ import Cluster
 import Edge
 import Foundation
 import Hooks
+import Tokens
 import Media
 import RTMP
 import Relay
@@ -68,6 +69,8 @@ struct NodeConfiguration: Sendable {
     var admissionTimeout: Duration = .seconds(5)
     /// Webhooks by application (`hooks`).
     var hooks = HookConfiguration()
+    /// Signed URLs by application (`tokens`), JWKS files read.
+    var tokens: [String: ApplicationTokens] = [:]
     /// Drain: where publishers are asked to reconnect (`DrainTarget`), or nil.
     var drainReconnectTo: String?
 
@@ -218,6 +221,9 @@ struct NodeConfiguration: Sendable {
         if let value = file.database { database = value }
         if let value = file.hooks {
             hooks = try Self.hooks(value)
+        }
+        if let value = file.tokens {
+            tokens = try Self.tokens(value)
         }
         if let value = file.admissionTimeoutSeconds {
             guard value <= 60 else { throw ConfigurationError.invalidValue("admissionTimeoutSeconds must be at most 60, got \(value)") }

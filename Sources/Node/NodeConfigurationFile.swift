@@ -107,6 +107,19 @@ struct NodeConfigurationFile: Codable, Sendable {
     /// `{"live": {"onPublish": {"url": "http://backend/publish", "timeoutSeconds": 2, "retries": 1},
     /// "onUnpublish": {…}, "onPlay": {…}, "onStop": {…}, "failOpen": false}}`.
     var hooks: [String: HookSettings]?
+    /// Signed play and publish URLs by application (`*` for every application without its own):
+    /// `{"live": {"actions": ["play"], "hmacSecret": "…", "jwtSecret": "…", "jwksFile": "jwks.json", "onExpiry": "kick"}}`.
+    var tokens: [String: TokenSettings]?
+
+    struct TokenSettings: Codable, Sendable {
+        /// `play`, `publish` (both by default).
+        var actions: [String]?
+        var hmacSecret: String?
+        var jwtSecret: String?
+        var jwksFile: String?
+        /// `kick` (the default) or `keep` a live session whose token expires.
+        var onExpiry: String?
+    }
 
     struct HookSettings: Codable, Sendable {
         var onPublish: HookEndpointSettings?
@@ -160,6 +173,12 @@ struct NodeConfigurationFile: Codable, Sendable {
             try Self.checkKeys(nats, known: Self.keys(of: NATSSettings()), path: path, prefix: "nats.")
             if let tls = nats["tls"] as? [String: Any] {
                 try Self.checkKeys(tls, known: Self.keys(of: TLSSettings()), path: path, prefix: "nats.tls.")
+            }
+        }
+        if let tokens = object["tokens"] as? [String: Any] {
+            for (app, value) in tokens {
+                guard let settings = value as? [String: Any] else { continue }
+                try Self.checkKeys(settings, known: Self.keys(of: TokenSettings()), path: path, prefix: "tokens.\(app).")
             }
         }
         if let hooks = object["hooks"] as? [String: Any] {

@@ -14,6 +14,7 @@ import Relay
 import Session
 import Transcode
 import ServiceLifecycle
+import Tokens
 import Synchronization
 import UnixSignals
 
@@ -166,8 +167,19 @@ struct NodeRuntime {
             router: router, group: MultiThreadedEventLoopGroup.singleton,
             coordinatorNode: coordinatorNode,
             coordinator: try $CoordinatorAPI.resolve(id: CoordinatorAddress.id(onNode: coordinatorNode), using: system),
-            coordinatorStatus: coordinatorStatus, drain: drain, sessions: SessionTable(logger: logger)
+            coordinatorStatus: coordinatorStatus, drain: drain, sessions: SessionTable(logger: logger),
+            tokens: try await Self.tokenVerifier(configuration)
         )
+    }
+
+    /// The signed-URL checks of `tokens`, keys parsed; nil without any.
+    static func tokenVerifier(_ configuration: NodeConfiguration) async throws -> TokenVerifier? {
+        guard !configuration.tokens.isEmpty else { return nil }
+        do {
+            return try await TokenVerifier.make(configuration.tokens)
+        } catch {
+            throw ConfigurationError.invalidValue(error.description)
+        }
     }
 
     /// Whether the process's roles report to a coordinator: every role but the coordinator

@@ -21,6 +21,23 @@ public struct StreamQuery: Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
+    /// The first value of `name`, percent-decoded; nil when absent.
+    public func value(for name: String) -> String? {
+        for pair in raw.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, parts[0] == name else { continue }
+            return String(parts[1]).removingPercentEncoding ?? String(parts[1])
+        }
+        return nil
+    }
+
+    /// Both queries, this one's parameters first (RTMP: the application's, then the stream name's).
+    public func merging(_ other: StreamQuery) -> StreamQuery {
+        if raw.isEmpty { return other }
+        if other.raw.isEmpty { return self }
+        return StreamQuery(raw + "&" + other.raw)
+    }
+
     /// The query without values, for logs: keys are secrets.
     public var description: String {
         raw.split(separator: "&").map { $0.split(separator: "=", maxSplits: 1).first.map { "\($0)=…" } ?? "" }.joined(separator: "&")

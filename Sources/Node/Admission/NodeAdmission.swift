@@ -28,12 +28,13 @@ struct NodeAdmission: SessionAdmission {
     /// The node's policies from its configuration, in the order they are asked.
     static func standardPolicies(
         drain: NodeDrain?, ladders: [String: Ladder], keys: StreamKeyVerifier?, registry: StreamRegistry?,
-        maxStreams: Int?, transcodes: TranscodeSlots
+        maxStreams: Int?, transcodes: TranscodeSlots, tokens: TokenPolicy? = nil
     ) -> [any AdmissionPolicy] {
         var policies: [any AdmissionPolicy] = []
         if let drain { policies.append(DrainPolicy(drain: drain)) }
         if keys == nil { policies.append(RenditionNamePolicy(ladders: ladders)) }
         if let keys { policies.append(StreamKeyPolicy(keys: keys)) }
+        if let tokens { policies.append(tokens) }
         if let registry, let maxStreams { policies.append(StreamCapacityPolicy(registry: registry, limit: maxStreams)) }
         policies.append(TranscodeCapacityPolicy(ladders: ladders, slots: transcodes))
         return policies

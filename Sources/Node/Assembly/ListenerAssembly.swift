@@ -34,10 +34,15 @@ struct ListenerAssembly {
         if !context.roles.contains(.coordinator) {
             SessionRoutes(table: sessions, adminToken: configuration.adminToken).register(on: context.router)
         }
+        // Signed URLs: checked after stream keys, and their expiry kicks live sessions.
+        let expiry = context.tokens.map { _ in TokenExpiry(logger: context.logger) }
+        expiry?.start()
+        var tokens: TokenPolicy?
+        if let verifier = context.tokens, let expiry { tokens = TokenPolicy(verifier: verifier, expiry: expiry) }
         var policies = NodeAdmission.standardPolicies(
             drain: context.drain, ladders: configuration.ladders, keys: ingest?.keys,
             registry: ingest?.admission.registry, maxStreams: configuration.maxStreams,
-            transcodes: TranscodeSlots(limit: configuration.maxTranscodes)
+            transcodes: TranscodeSlots(limit: configuration.maxTranscodes), tokens: tokens
         )
         var hookObservers: [any SessionObserver] = []
         if !configuration.hooks.isEmpty {
@@ -51,7 +56,7 @@ struct ListenerAssembly {
             logger: context.logger,
             policies: policies,
             // In order: HLS segments a stream before the bus and the coordinator hear of it.
-            observers: [SessionMetrics(), sessions] + (relay?.observers ?? []) + (ingest?.observers ?? []) + hookObservers + [context.drain]
+            observers: [SessionMetrics(), sessions] + (relay?.observers ?? []) + (ingest?.observers ?? []) + hookObservers + (expiry.map { [$0] } ?? []) + [context.drain]
         )
         // The clients' protocols get their decisions within the admission timeout.
         let logger = context.logger

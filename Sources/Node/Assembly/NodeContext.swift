@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import Media
 import NIOCore
+import Tokens
 
 /// What every role of one process shares: its configuration and logger, the bus and the
 /// actor system on it, the stream registry, the HTTP router, and the coordinator's address.
@@ -32,4 +33,6 @@ struct NodeContext {
     let drain: NodeDrain
     /// The node's live sessions (`/api/v1/sessions`), which the roles kick through.
     let sessions: SessionTable
+    /// Signed URLs (`tokens`), nil when no application requires them.
+    let tokens: TokenVerifier?
 }

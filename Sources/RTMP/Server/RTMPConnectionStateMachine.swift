@@ -82,6 +82,9 @@ struct RTMPConnectionStateMachine<Publishing, Playing> {
     private(set) var stage: Stage = .handshaking
     /// The application `connect` named (`live`, or `app/name` for a viewer of a rung).
     private(set) var app: String?
+    /// The query on `connect`'s application (`live?token=…`, as ffmpeg sends a URL's query
+    /// put after the application): it goes with each publish and play, before the name's.
+    private(set) var appQuery = ""
     /// The message stream id `createStream` hands out next.
     private(set) var nextStreamID: UInt32 = RTMPChunkSerializer.streamID
     private var nextTicket: UInt64 = 0
@@ -226,7 +229,7 @@ struct RTMPConnectionStateMachine<Publishing, Playing> {
     // MARK: Commands
 
     private mutating func connect(_ connect: ConnectCommand) -> Outcome {
-        let app = connect.app.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
+        let (app, query) = Self.split(connect.app)
         let trimmed = app.hasSuffix("/") ? String(app.dropLast()) : app
         guard Self.isValidApplication(trimmed) else {
             return Outcome(
@@ -235,13 +238,14 @@ struct RTMPConnectionStateMachine<Publishing, Playing> {
             )
         }
         self.app = trimmed
+        self.appQuery = query.hasSuffix("/") ? String(query.dropLast()) : query
         stage = .connected
         return Outcome(actions: [.arm(.sessionStart), .acceptConnect(connect)])
     }
 
     private mutating func publish(rawName: String, streamID: UInt32) -> Outcome {
         guard case .connected = stage else { return Outcome() }  // one session at a time
-        let (name, query) = Self.split(rawName)
+        let (name, query) = Self.split(rawName, after: appQuery)
         guard let path = try? StreamPath(app: app ?? "", name: name) else {
             return Outcome(actions: [.reply(.status(.error, .publishBadName, "Invalid stream name", streamID: streamID))], failure: .invalidStreamName(name))
         }
@@ -252,7 +256,7 @@ struct RTMPConnectionStateMachine<Publishing, Playing> {
 
     private mutating func play(rawName: String, streamID: UInt32) -> Outcome {
         guard case .connected = stage else { return Outcome() }
-        let (name, query) = Self.split(rawName)
+        let (name, query) = Self.split(rawName, after: appQuery)
         guard let path = RequestedRendition(app: app ?? "", name: name) else {
             return Outcome(actions: [.reply(.status(.error, .playStreamNotFound, "Invalid stream name", streamID: streamID))], failure: .invalidStreamName(name))
         }
@@ -273,6 +277,12 @@ struct RTMPConnectionStateMachine<Publishing, Playing> {
     static func split(_ rawName: String) -> (name: String, query: String) {
         let parts = rawName.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         return (parts.first.map(String.init) ?? "", parts.count > 1 ? String(parts[1]) : "")
+    }
+
+    /// `name?query`, with `appQuery` before the name's own parameters.
+    static func split(_ rawName: String, after appQuery: String) -> (name: String, query: String) {
+        let (name, query) = split(rawName)
+        return (name, StreamQuery(appQuery).merging(StreamQuery(query)).raw)
     }
 
     /// A name a command carries (FCPublish, releaseStream, FCUnpublish, getStreamLength) must

@@ -146,10 +146,18 @@ struct RTMPConnectionStateMachineTests {
             stage: "connected"
         ),
         Row(
-            name: "a query on connect's application is not part of it",
-            events: [.handshake, connect("live?token=abc")],
-            actions: [.arm(.connect), .arm(.sessionStart), .acceptConnect(ConnectCommand(transactionID: 1, app: "live?token=abc"))],
-            stage: "connected"
+            name: "a query on connect's application is not part of it, and goes with the publish, before the name's own",
+            events: [.handshake, connect("live?token=abc"), .command(.publish(transactionID: 2, streamName: "cam?key=k", publishType: "live"), streamID: 1)],
+            actions: [.arm(.connect), .arm(.sessionStart), .acceptConnect(ConnectCommand(transactionID: 1, app: "live?token=abc")),
+                      .cancelDeadline, .requestPublish(cam, query: "token=abc&key=k", streamID: 1, ticket: 1)],
+            stage: "requesting(publish)"
+        ),
+        Row(
+            name: "a query on connect's application goes with a play",
+            events: [.handshake, connect("live?token=abc/"), .command(.play(transactionID: 2, streamName: "cam", start: -2, duration: -1, reset: false), streamID: 1)],
+            actions: [.arm(.connect), .arm(.sessionStart), .acceptConnect(ConnectCommand(transactionID: 1, app: "live?token=abc/")),
+                      .cancelDeadline, .requestPlay(RequestedRendition(app: "live", name: "cam")!, query: "token=abc", streamID: 1, ticket: 1)],
+            stage: "requesting(play)"
         ),
         // Hostile or broken clients.
         Row(

@@ -1,0 +1,35 @@
+import Media
+import Session
+import Tokens
+
+/// Signed URLs (`tokens`): a publish or play of an application that requires a token needs
+/// a valid one in its query (`token=…`, or `jwt=…`), a JWT or a plain HMAC token
+/// (`TokenVerifier`), whatever the protocol: RTMP (on the stream name or on `connect`'s
+/// application), HTTP-FLV and HLS (whose playlists carry the query onward). A refusal tells
+/// the client only that its token was refused (denied); the log says why. A valid token's
+/// expiry is handed to `TokenExpiry`, which kicks the session then unless the application
+/// keeps it.
+struct TokenPolicy: AdmissionPolicy {
+    let verifier: TokenVerifier
+    let expiry: TokenExpiry
+
+    func check(_ request: PublishRequest) async -> PolicyRefusal? {
+        decide(await verifier.verify(.publish, path: request.path, query: request.query), session: request.sessionID.rawValue)
+    }
+
+    func check(_ request: PlayRequest) async -> PolicyRefusal? {
+        decide(await verifier.verify(.play, path: request.path.primary.stream, query: request.query), session: request.sessionID.rawValue)
+    }
+
+    private func decide(_ verdict: TokenVerdict, session: String) -> PolicyRefusal? {
+        switch verdict {
+        case .notRequired:
+            return nil
+        case .valid(let expires, let kick):
+            if kick { expiry.expect(session, at: expires) }
+            return nil
+        case .refused(let why):
+            return PolicyRefusal(.denied("token refused"), metric: "token", logged: "token: \(why)")
+        }
+    }
+}

@@ -1,0 +1,5 @@
+/// What a token allows: publishing or playing.
+public enum TokenAction: String, Sendable, Codable, CaseIterable {
+    case publish
+    case play
+}

@@ -1,0 +1,121 @@
+import Crypto
+import Foundation
+import JWTKit
+import Media
+import Session
+
+/// Checks play and publish tokens, per application, for every protocol: the query's
+/// `token` (or `jwt`) is a JWT (three dot-separated parts) or a plain HMAC token with its
+/// `expires`. Build it once (`make`, which parses the keys); `verify` never blocks.
+public final class TokenVerifier: Sendable {
+    private struct Application: Sendable {
+        var rules: ApplicationTokens
+        var keys: JWTKeyCollection?
+    }
+
+    private let applications: [String: Application]
+
+    /// The key whose rules apply to applications without their own.
+    public static let everyApplication = "*"
+
+    /// The longest token read; longer ones are refused unread.
+    public static let maxTokenBytes = 8192
+
+    private init(applications: [String: Application]) {
+        self.applications = applications
+    }
+
+    /// Parses every application's keys. Throws a message naming the application when a
+    /// JWKS document or a key cannot be used.
+    public static func make(_ rules: [String: ApplicationTokens]) async throws(TokenConfigurationError) -> TokenVerifier {
+        var applications: [String: Application] = [:]
+        for (app, rule) in rules {
+            var keys: JWTKeyCollection?
+            if rule.jwtSecret != nil || rule.jwks != nil {
+                let collection = JWTKeyCollection()
+                if let secret = rule.jwtSecret {
+                    await collection.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
+                }
+                if let jwks = rule.jwks {
+                    do {
+                        try await collection.add(jwksJSON: jwks)
+                    } catch {
+                        throw TokenConfigurationError(application: app, reason: "its JWKS cannot be used: \(error)")
+                    }
+                }
+                keys = collection
+            }
+            applications[app] = Application(rules: rule, keys: keys)
+        }
+        return TokenVerifier(applications: applications)
+    }
+
+    public var isEmpty: Bool { applications.isEmpty }
+
+    public func verify(_ action: TokenAction, path: StreamPath, query: StreamQuery, now: Date = Date()) async -> TokenVerdict {
+        guard let application = applications[path.app] ?? applications[Self.everyApplication],
+              application.rules.actions.contains(action) else { return .notRequired }
+        guard let token = query.value(for: "token") ?? query.value(for: "jwt"), !token.isEmpty else {
+            return .refused("no token")
+        }
+        guard token.utf8.count <= Self.maxTokenBytes else { return .refused("a token of \(token.utf8.count) bytes") }
+        let kick = application.rules.kickOnExpiry
+        if token.split(separator: ".", omittingEmptySubsequences: false).count == 3 {
+            guard let keys = application.keys else { return .refused("a JWT, and the application takes none") }
+            let claims: TokenClaims
+            do {
+                claims = try await keys.verify(token, as: TokenClaims.self)
+            } catch {
+                return .refused("the JWT does not verify: \(Self.describe(error))")
+            }
+            if let actions = claims.actions, !actions.contains(action.rawValue) {
+                return .refused("the JWT allows \(actions.joined(separator: ", ")), not \(action.rawValue)")
+            }
+            if let app = claims.app, app != path.app { return .refused("the JWT is for application \(app.prefix(64))") }
+            if let name = claims.name, name != path.name { return .refused("the JWT is for stream \(name.prefix(64))") }
+            return .valid(expires: claims.exp.value, kick: kick)
+        }
+        guard let secret = application.rules.hmacSecret else { return .refused("an HMAC token, and the application takes none") }
+        guard let expiresText = query.value(for: "expires"), let expiresSeconds = Int64(expiresText) else {
+            return .refused("an HMAC token without a valid expires")
+        }
+        let expires = Date(timeIntervalSince1970: TimeInterval(expiresSeconds))
+        guard expires > now else { return .refused("the HMAC token expired") }
+        let expected = Self.hmac(secret: secret, action: action, path: path, expires: expiresSeconds)
+        // Compared in constant time: the secret must not leak through timing.
+        guard Self.constantTimeEqual(Array(expected.utf8), Array(token.lowercased().utf8)) else {
+            return .refused("the HMAC token does not match")
+        }
+        return .valid(expires: expires, kick: kick)
+    }
+
+    /// The HMAC token of `action` on `path` until `expires` (unix seconds): lowercase hex of
+    /// HMAC-SHA256(secret, "action:app/name:expires").
+    public static func hmac(secret: String, action: TokenAction, path: StreamPath, expires: Int64) -> String {
+        let message = "\(action.rawValue):\(path.app)/\(path.name):\(expires)"
+        let code = HMAC<SHA256>.authenticationCode(for: Data(message.utf8), using: SymmetricKey(data: Data(secret.utf8)))
+        return code.map { String(format: "%02x", $0) }.joined()
+    }
+
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in a.indices { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? JWTError {
+            return String("\(error.errorType)".prefix(80))
+        }
+        return String("\(error)".prefix(120))
+    }
+}
+
+/// A token configuration that cannot be used, with the application it belongs to.
+public struct TokenConfigurationError: Error, CustomStringConvertible {
+    public var application: String
+    public var reason: String
+
+    public var description: String { "tokens.\(application): \(reason)" }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import Testing
+
+extension IntegrationTests {
+    /// Issue 25, signed URLs: JWTs (HS256, RS256, ES256 from a JWKS file) and plain HMAC
+    /// tokens, signed by `Tests/Peers/jwt_issuer.py` (Python's `cryptography`, nothing shared
+    /// with the server), checked per application on RTMP, HTTP-FLV and HLS.
+    @Suite("Signed URLs")
+    struct TokenTests {
+        static let hmacSecret = "hmac-secret-0123456789"
+        static let jwtSecret = "jwt-secret-0123456789abcdef-0123456789"
+
+        /// Runs the issuer and returns what it printed.
+        static func issue(_ scenario: Scenario, _ arguments: [String]) async throws -> String {
+            guard let peers = TestEnvironment.repositoryRoot?.appendingPathComponent("Tests/Peers") else { throw IntegrationFailure("Tests/Peers not found") }
+            let run = try scenario.launch(executable: try TestEnvironment.python3(), [peers.appendingPathComponent("jwt_issuer.py").path] + arguments, name: "jwt-issuer")
+            let ended = await run.waitForExit(timeout: .seconds(20))
+            guard ended == .exited(0) else { throw IntegrationFailure("jwt_issuer.py \(arguments.first ?? ""): \(ended.map { "\($0)" } ?? "no exit") \(run.stderrText)") }
+            return run.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        @Test("Without a valid token a publish is Denied and a play 403 (HTTP-FLV, HLS) or Play.Failed (RTMP); an RS256 JWT publishes (ffmpeg), ES256, HS256 and HMAC tokens play over HTTP-FLV, HLS (the playlists carry the token) and RTMP (on the name or on connect's application); expired, not-yet-valid, wrong action, wrong stream, unknown kid and tampered tokens are refused; a session whose token expires is kicked, or kept where configured")
+        func signedURLs() async throws {
+            try await Scenario.run("tokens") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let keys = scenario.directory.appendingPathComponent("keys")
+                _ = try await Self.issue(scenario, ["keys", "--dir", keys.path])
+                let now = Int(Date().timeIntervalSince1970)
+                func jwt(_ alg: String, _ claims: [String: Any], kid: String? = nil) async throws -> String {
+                    let json = String(decoding: try JSONSerialization.data(withJSONObject: claims), as: UTF8.self)
+                    return try await Self.issue(scenario, ["jwt", "--dir", keys.path, "--alg", alg, "--secret", Self.jwtSecret, "--claims", json] + (kid.map { ["--kid", $0] } ?? []))
+                }
+                func hmac(_ action: String, _ stream: String, expires: Int) async throws -> String {
+                    let token = try await Self.issue(scenario, ["hmac", "--secret", Self.hmacSecret, "--action", action, "--stream", stream, "--expires", String(expires)])
+                    return "token=\(token)&expires=\(expires)"
+                }
+
+                let config = scenario.file("tokens.json")
+                let settings: [String: Any] = [
+                    "tokens": [
+                        "live": ["hmacSecret": Self.hmacSecret, "jwtSecret": Self.jwtSecret, "jwksFile": keys.appendingPathComponent("jwks.json").path],
+                        "keep": ["actions": ["play"], "jwtSecret": Self.jwtSecret, "onExpiry": "keep"],
+                    ],
+                    "adminToken": SessionsTests.token,
+                ]
+                try JSONSerialization.data(withJSONObject: settings).write(to: config)
+                let node = try await scenario.startNode(label: "node", arguments: ["--config", config.path])
+
+                // Publishing needs a token.
+                let (_, bare) = try await RTMPRawClient.publishing(scenario, port: node.rtmpPort, app: "live", name: "cam")
+                scenario.check(bare == "NetStream.Publish.Denied", "a publish without a token got \(bare)")
+                let playOnly = try await jwt("RS256", ["exp": now + 600, "actions": ["play"]])
+                let (_, wrongAction) = try await RTMPRawClient.publishing(scenario, port: node.rtmpPort, app: "live", name: "cam?token=\(playOnly)")
+                scenario.check(wrongAction == "NetStream.Publish.Denied", "a publish with a play-only JWT got \(wrongAction)")
+                let publishToken = try await jwt("RS256", ["exp": now + 600, "actions": ["publish"], "app": "live", "name": "cam"])
+                let publisher = try scenario.publish(media, to: node.rtmpURL("live", "cam") + "?token=\(publishToken)", name: "publisher", loop: true)
+                let live = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) {
+                    ((try? await SessionsTests.sessions(node, "?kind=publish")) ?? []).contains { $0["path"] as? String == "live/cam" }
+                }
+                try scenario.require(live, "ffmpeg with an RS256 JWT is not publishing: \(publisher.stderrText.suffix(300))")
+                scenario.check(node.log.contains("token: no token"), "the log does not say why the bare publish was refused")
+
+                // Playing over HTTP-FLV: refused without, or with a bad token.
+                let refusals: [(String, String)] = [
+                    ("", "no token"),
+                    ("?token=\(try await jwt("ES256", ["exp": now - 10]))", "an expired JWT"),
+                    ("?token=\(try await jwt("ES256", ["exp": now + 600, "nbf": now + 300]))", "a JWT not valid yet"),
+                    ("?token=\(try await jwt("ES256", ["exp": now + 600, "name": "other"]))", "a JWT for another stream"),
+                    ("?token=\(try await jwt("ES256", ["exp": now + 600], kid: "unknown-kid"))", "a JWT with an unknown kid"),
+                    ("?token=a.b.c", "a malformed JWT"),
+                    ("?token=\(String(repeating: "0", count: 64))&expires=\(now + 600)", "a tampered HMAC token"),
+                    ("?" + (try await hmac("publish", "live/cam", expires: now + 600)), "an HMAC token for publishing"),
+                ]
+                for (query, what) in refusals {
+                    let response = try await HTTPClient.get(port: node.httpPort, path: "/live/cam.flv\(query)")
+                    scenario.check(response.status == 403, "HTTP-FLV with \(what) answered \(response.status)")
+                }
+
+                // Valid tokens play.
+                for (query, what) in [
+                    ("?token=\(try await jwt("ES256", ["exp": now + 600, "actions": ["play"], "app": "live", "name": "cam"]))", "an ES256 JWT"),
+                    ("?jwt=\(try await jwt("HS256", ["exp": now + 600]))", "an HS256 JWT as jwt="),
+                    ("?" + (try await hmac("play", "live/cam", expires: now + 600)), "an HMAC token"),
+                ] {
+                    let viewer = try await HTTPFLVViewer.open(port: node.httpPort, path: "/live/cam.flv\(query)")
+                    scenario.track(viewer.connection)
+                    scenario.check(await viewer.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(10)), "HTTP-FLV with \(what) got no media")
+                    await viewer.close()
+                }
+
+                // HLS: the master playlist needs the token, and hands it on.
+                let hlsToken = try await hmac("play", "live/cam", expires: now + 600)
+                scenario.check(try await scenario.hlsGet(node, "/live/cam/index.m3u8").status == 403, "an HLS master playlist without a token was served")
+                let master = try await scenario.hlsGet(node, "/live/cam/index.m3u8?\(hlsToken)")
+                scenario.check(master.status == 200 && master.bodyText.contains(hlsToken), "the HLS master playlist with a token: \(master.status) \(master.bodyText.prefix(400))")
+
+                // RTMP: the token on the stream name (ffprobe), and on connect's application.
+                if let probe = try await scenario.probeLive(node.rtmpURL("live", "cam") + "?" + (try await hmac("play", "live/cam", expires: now + 600)), name: "rtmp-viewer", seconds: 3) {
+                    scenario.checkLivePlayback(probe, "ffprobe over RTMP with an HMAC token", minVideoPackets: 40, width: media.width)
+                } else {
+                    scenario.check(false, "ffprobe over RTMP with an HMAC token failed")
+                }
+                let viaApp = try await RTMPRawClient.connect(port: node.rtmpPort)
+                scenario.track(viaApp.connection)
+                try await viaApp.plainHandshake()
+                _ = try await viaApp.connect(app: "live?" + (try await hmac("play", "live/cam", expires: now + 600)))
+                let appPlay = try await viaApp.play(name: "cam", streamID: try await viaApp.createStream())
+                scenario.check(appPlay == "NetStream.Play.Reset" || appPlay == "NetStream.Play.Start", "RTMP play with the token on connect's application got \(appPlay)")
+                let (bareRTMP, bareCode) = try await Self.rtmpPlay(scenario, node, name: "cam")
+                scenario.check(bareCode == "NetStream.Play.Failed", "RTMP play without a token got \(bareCode)")
+                await bareRTMP.close()
+
+                // Expiry: kicked at its token's expiry here, kept in `keep`.
+                let shortLived = try await HTTPFLVViewer.open(port: node.httpPort, path: "/live/cam.flv?" + (try await hmac("play", "live/cam", expires: Int(Date().timeIntervalSince1970) + 4)))
+                scenario.track(shortLived.connection)
+                scenario.check(await shortLived.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(5)), "the short-lived viewer got no media")
+                let kicked = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) { shortLived.isClosed }
+                scenario.check(kicked && node.log.contains("token expired"), "a viewer whose token expired was not kicked")
+
+                let keepPublisher = try scenario.publish(media, to: node.rtmpURL("keep", "cam"), name: "keep-publisher", loop: true)
+                let keepLive = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) {
+                    ((try? await SessionsTests.sessions(node, "?kind=publish")) ?? []).contains { $0["path"] as? String == "keep/cam" }
+                }
+                try scenario.require(keepLive, "the keep/cam publisher (no token needed to publish there) is not live: \(keepPublisher.stderrText.suffix(300))")
+                let kept = try await HTTPFLVViewer.open(port: node.httpPort, path: "/keep/cam.flv?token=\(try await jwt("HS256", ["exp": Int(Date().timeIntervalSince1970) + 3]))")
+                scenario.track(kept.connection)
+                scenario.check(await kept.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(5)), "the kept viewer got no media")
+                try await Task.sleep(for: .seconds(6))
+                let before = kept.receivedBytes
+                try await Task.sleep(for: .seconds(1))
+                scenario.check(!kept.isClosed && kept.receivedBytes > before, "a viewer of an application that keeps sessions was dropped after its token expired")
+                await kept.close()
+                _ = await keepPublisher.stop()
+                _ = await publisher.stop()
+            }
+        }
+
+        static func rtmpPlay(_ scenario: Scenario, _ node: NodeProcess, name: String) async throws -> (RTMPRawClient, String) {
+            let client = try await RTMPRawClient.connect(port: node.rtmpPort)
+            scenario.track(client.connection)
+            try await client.plainHandshake()
+            _ = try await client.connect(app: "live")
+            return (client, try await client.play(name: name, streamID: try await client.createStream()))
+        }
+
+        @Test("--check-config refuses a token configuration without a secret or keys, a short secret (HS256 under 32 bytes), an unknown action, a JWKS file that is not JSON, and an unknown key, naming it")
+        func badTokenConfigurations() async throws {
+            try await Scenario.run("tokens-config") { scenario in
+                let binary = try TestEnvironment.nodeBinary()
+                let notJSON = scenario.file("jwks.txt")
+                try Data("not json".utf8).write(to: notJSON)
+                for (json, expected) in [
+                    (#"{"tokens": {"live": {"actions": ["play"]}}}"#, "tokens.live: needs hmacSecret, jwtSecret or jwksFile"),
+                    (#"{"tokens": {"live": {"hmacSecret": "short"}}}"#, "tokens.live.hmacSecret must be at least 16 bytes"),
+                    (#"{"tokens": {"live": {"jwtSecret": "0123456789abcdef"}}}"#, "tokens.live.jwtSecret must be at least 32 bytes"),
+                    (#"{"tokens": {"live": {"hmacSecret": "0123456789abcdef", "actions": ["watch"]}}}"#, "tokens.live.actions: expected play or publish"),
+                    ("{\"tokens\": {\"live\": {\"jwksFile\": \"\(notJSON.path)\"}}}", "tokens.live.jwksFile"),
+                    (#"{"tokens": {"live": {"hmacSecret": "0123456789abcdef", "onExpiry": "wait"}}}"#, "tokens.live.onExpiry: expected kick or keep"),
+                    (#"{"tokens": {"live": {"hmacSecret": "0123456789abcdef", "jwks": "x"}}}"#, "unknown key 'tokens.live.jwks'"),
+                ] {
+                    let file = scenario.file("config-\(UUID().uuidString.prefix(6)).json")
+                    try Data(json.utf8).write(to: file)
+                    let run = try scenario.launch(executable: binary, ["--config", file.path, "--check-config"], name: "check-config")
+                    let ended = await run.waitForExit(timeout: .seconds(10))
+                    let output = run.stderrText + run.stdoutText
+                    scenario.check(ended != nil && ended != .exited(0) && output.contains(expected) && output.split(separator: "\n").count <= 3,
+                                   "\(json): expected a failure saying \"\(expected)\", got \(ended.map(\.description) ?? "no exit"):\n\(output)")
+                }
+            }
+        }
+    }
+}
