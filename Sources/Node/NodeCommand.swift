@@ -28,6 +28,18 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "HTTP listening port (HTTP-FLV, /metrics, /healthz).")
     var httpPort: Int?
 
+    @Option(help: "RTMPS listening port (RTMP over TLS; needs --tls-certificate and --tls-key). Off by default.")
+    var rtmpsPort: Int?
+
+    @Option(help: "HTTPS listening port (HTTP-FLV, HLS and the API over TLS). Off by default.")
+    var httpsPort: Int?
+
+    @Option(help: "PEM file of the TLS certificate chain (read again on SIGHUP and when it changes).")
+    var tlsCertificate: String?
+
+    @Option(help: "PEM file of the TLS private key.")
+    var tlsKey: String?
+
     @Option(help: "Directory for state files.")
     var dataDir: String?
 
@@ -80,6 +92,10 @@ struct NodeCommand: AsyncParsableCommand {
         }
         if let bind { settings.bindHost = bind }
         if let rtmpPort { settings.rtmp.port = rtmpPort }
+        if let rtmpsPort { settings.rtmpsPort = rtmpsPort }
+        if let httpsPort { settings.httpsPort = httpsPort }
+        if let tlsCertificate { settings.tlsCertificateFile = tlsCertificate }
+        if let tlsKey { settings.tlsKeyFile = tlsKey }
         // Roles that serve players or operators take 8080; an ingest (health and metrics only)
         // 8081 and a transcoder 8082, so roles started side by side on one host do not collide.
         settings.httpPort = httpPort ?? fileHTTPPort ?? role.defaultHTTPPort
@@ -122,6 +138,7 @@ struct NodeCommand: AsyncParsableCommand {
         if checkConfig {
             // The keys of `tokens` parse (a JWKS whose keys cannot be used fails here).
             _ = try await NodeRuntime.tokenVerifier(settings)
+            _ = try NodeRuntime.certificates(settings, logger: Logger(label: "check-config"))
             print("ok: role \(role.rawValue), node \(settings.nodeID), RTMP :\(settings.rtmp.port), HTTP :\(settings.httpPort)\(settings.nats.map { ", bus \($0.redactedServers)" } ?? "")")
             return
         }

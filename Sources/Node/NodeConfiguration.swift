@@ -19,6 +19,12 @@ struct NodeConfiguration: Sendable {
     /// Bytes in RTMP reassembly over all connections: 16 maximum-size messages at once.
     static let defaultReassemblyBytes = 256 * 1024 * 1024
     var httpPort = 8080
+    /// RTMPS and HTTPS listeners (`tls` needed), off when nil.
+    var rtmpsPort: Int?
+    var httpsPort: Int?
+    /// PEM files of the TLS certificate chain and key.
+    var tlsCertificateFile: String?
+    var tlsKeyFile: String?
     var httpConnectionLimits = ConnectionLimits()
     var httpGuard = HTTPConnectionGuard.Settings()
     /// Hummingbird's keep-alive idle timeout (its default is none), which also ends a
@@ -84,6 +90,15 @@ struct NodeConfiguration: Sendable {
         if let value = file.bindHost { bindHost = value }
         if let value = file.rtmpPort { rtmp.port = value }
         if let value = file.httpPort { httpPort = value }
+        if let value = file.rtmpsPort { rtmpsPort = value }
+        if let value = file.httpsPort { httpsPort = value }
+        if let tls = file.tls {
+            guard let certificate = tls.certificateFile, let key = tls.keyFile else {
+                throw ConfigurationError.invalidValue("tls: needs both certificateFile and keyFile")
+            }
+            tlsCertificateFile = certificate
+            tlsKeyFile = key
+        }
         if let value = file.dataDir { dataDir = value }
         if let value = file.maxMessageSize { rtmp.chunkLimits.maxMessageSize = try positive(value, "maxMessageSize") }
         if let value = file.maxChunkSize { rtmp.chunkLimits.maxChunkSize = try positive(value, "maxChunkSize") }
@@ -280,6 +295,7 @@ struct NodeConfiguration: Sendable {
         for server in nats?.servers ?? [] where !(server.hasPrefix("nats://") || server.hasPrefix("tls://")) {
             throw ConfigurationError.invalidValue("NATS server '\(server)' must start with nats:// or tls://")
         }
+        try validatePorts()
         if let late = hooksOutlastingAdmission().first {
             throw ConfigurationError.invalidValue("\(late): its attempts (timeoutSeconds × (retries + 1), with pauses) outlast admissionTimeoutSeconds (\(admissionTimeout)); shorten them or raise the admission timeout")
         }

@@ -17,6 +17,17 @@ struct NodeConfigurationFile: Codable, Sendable {
     var bindHost: String?
     var rtmpPort: Int?
     var httpPort: Int?
+    /// RTMPS (RTMP over TLS) and HTTPS (HTTP-FLV, HLS, the API) listeners; both need `tls`.
+    var rtmpsPort: Int?
+    var httpsPort: Int?
+    /// The certificate chain and key of RTMPS and HTTPS, PEM files: `{"certificateFile": "…", "keyFile": "…"}`.
+    /// Read again on SIGHUP and when either file changes.
+    var tls: ServerTLSSettings?
+
+    struct ServerTLSSettings: Codable, Sendable {
+        var certificateFile: String?
+        var keyFile: String?
+    }
     var dataDir: String?
     var logLevel: String?
     var maxMessageSize: Int?
@@ -174,6 +185,9 @@ struct NodeConfigurationFile: Codable, Sendable {
             if let tls = nats["tls"] as? [String: Any] {
                 try Self.checkKeys(tls, known: Self.keys(of: TLSSettings()), path: path, prefix: "nats.tls.")
             }
+        }
+        if let tls = object["tls"] as? [String: Any] {
+            try Self.checkKeys(tls, known: Self.keys(of: ServerTLSSettings()), path: path, prefix: "tls.")
         }
         if let tokens = object["tokens"] as? [String: Any] {
             for (app, value) in tokens {

@@ -33,7 +33,8 @@ enum NodeHTTP {
         return router
     }
 
-    static func application(router: Router<NodeRequestContext>, configuration: NodeConfiguration, logger: Logger) -> some ApplicationProtocol {
+    /// The HTTP listener, or with `tls` the HTTPS one on `port`: the same routes either way.
+    static func application(router: Router<NodeRequestContext>, configuration: NodeConfiguration, logger: Logger, tls: TLSCertificates? = nil, port: Int? = nil) -> some ApplicationProtocol {
         let limiter = ConnectionLimiter(limits: configuration.httpConnectionLimits)
         let settings = configuration.httpGuard
         return Application(
@@ -45,10 +46,11 @@ enum NodeHTTP {
                 NodeHTTPChannel(
                     responder: responder,
                     connectionHandlers: { [HTTPConnectionGuard(settings: settings, limiter: limiter, logger: logger)] },
-                    idleTimeout: configuration.httpIdleTimeout
+                    idleTimeout: configuration.httpIdleTimeout,
+                    tls: tls
                 )
             },
-            configuration: .init(address: .hostname(configuration.bindHost, port: configuration.httpPort), serverName: "estuary"),
+            configuration: .init(address: .hostname(configuration.bindHost, port: port ?? configuration.httpPort), serverName: "estuary"),
             eventLoopGroupProvider: .shared(MultiThreadedEventLoopGroup.singleton),
             logger: logger
         )

@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
+import NIOSSL
 import Relay
 
 /// A node's HTTP/1 connection: Hummingbird's `HTTP1Channel` pipeline, plus the
@@ -22,6 +23,8 @@ struct NodeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     /// The handlers after HTTP decoding (the connection guard), made per connection.
     let connectionHandlers: @Sendable () -> [any RemovableChannelHandler]
     let idleTimeout: Duration?
+    /// HTTPS: the certificate each new connection takes (`TLSCertificates`); nil for HTTP.
+    var tls: TLSCertificates? = nil
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -31,6 +34,10 @@ struct NodeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             limits.maxHeaderListSize = 80 * 1024
             limits.maxHeaderFieldCount = 1000
             let pipeline = channel.pipeline.syncOperations
+            if let tls {
+                try pipeline.addHandler(NIOSSLServerHandler(context: tls.context))
+                try pipeline.addHandler(TLSHandshakeCounter(listener: "https"))
+            }
             // Before the first read, or the pool keeps the default 2 KiB buffer.
             try channel.syncOptions?.setOption(.recvAllocator, value: ReceiveBuffers.http)
             try pipeline.configureHTTPServerPipeline(
@@ -40,7 +47,7 @@ struct NodeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 withEncoderConfiguration: .init(),
                 withDecoderLimitConfiguration: limits
             )
-            try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: tls != nil))
             try pipeline.addHandlers(connectionHandlers())
             try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: idleTimeout, logger: logger))
             try pipeline.addHandler(HTTPFLVViewerHandler())

@@ -87,6 +87,10 @@ struct NodeRuntime {
         let drainService = DrainService(drain: context.drain, onSigterm: sigtermDrains ? drainDefaults : nil, logger: logger)
         let services: [ServiceGroupConfiguration.ServiceConfiguration] =
             [.init(service: NodeHTTP.application(router: context.router, configuration: configuration, logger: logger))]
+            + (context.tls.flatMap { tls in configuration.httpsPort.map { port in
+                ServiceGroupConfiguration.ServiceConfiguration(service: NodeHTTP.application(router: context.router, configuration: configuration, logger: logger, tls: tls, port: port))
+            } }.map { [$0] } ?? [])
+            + [.init(service: CertificateReloadService(certificates: context.tls, logger: logger))]
             + (coordinator?.services ?? []) + (listeners?.services ?? []) + (link?.services ?? [])
             + [.init(service: StreamShutdown(registry: context.registry))]
             + [.init(service: LivenessBeaconService(beacon: LivenessBeacon(bus: context.bus, nodeID: configuration.nodeID)))]
@@ -168,8 +172,20 @@ struct NodeRuntime {
             coordinatorNode: coordinatorNode,
             coordinator: try $CoordinatorAPI.resolve(id: CoordinatorAddress.id(onNode: coordinatorNode), using: system),
             coordinatorStatus: coordinatorStatus, drain: drain, sessions: SessionTable(logger: logger),
-            tokens: try await Self.tokenVerifier(configuration)
+            tokens: try await Self.tokenVerifier(configuration),
+            tls: try Self.certificates(configuration, logger: logger)
         )
+    }
+
+    /// The RTMPS and HTTPS certificate, read once here (a file that cannot be used stops
+    /// the start, with the file and the reason).
+    static func certificates(_ configuration: NodeConfiguration, logger: Logger) throws -> TLSCertificates? {
+        guard let certificate = configuration.tlsCertificateFile, let key = configuration.tlsKeyFile else { return nil }
+        do {
+            return try TLSCertificates(certificateFile: certificate, keyFile: key, logger: logger)
+        } catch {
+            throw ConfigurationError.invalidValue("tls: \(error)")
+        }
     }
 
     /// The signed-URL checks of `tokens`, keys parsed; nil without any.

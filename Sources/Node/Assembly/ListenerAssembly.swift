@@ -6,6 +6,7 @@ import Hummingbird
 import Ingest
 import Logging
 import Media
+import NIOSSL
 import RTMP
 import Relay
 import ServiceLifecycle
@@ -67,7 +68,17 @@ struct ListenerAssembly {
         relay?.hlsSessions.setAdmission(timed)
         PlaybackRoutes(flv: HTTPFLVRoutes(admission: timed, logger: context.logger), hls: relay?.routes)
             .register(on: context.router)
-        services = [.init(service: RTMPServer(configuration: configuration.rtmp, admission: timed, group: context.group, logger: context.logger))]
+        var rtmps: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let tls = context.tls, let port = configuration.rtmpsPort {
+            // RTMPS: the same connections behind TLS, each taking the certificate current at its accept.
+            var secure = configuration.rtmp
+            secure.port = port
+            rtmps = [.init(service: RTMPServer(configuration: secure, admission: timed, group: context.group, logger: context.logger, name: "RTMPS") { channel in
+                try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.context))
+                try channel.pipeline.syncOperations.addHandler(TLSHandshakeCounter(listener: "rtmps"))
+            })]
+        }
+        services = [.init(service: RTMPServer(configuration: configuration.rtmp, admission: timed, group: context.group, logger: context.logger))] + rtmps
             + (relay.map { [ServiceGroupConfiguration.ServiceConfiguration(service: HLSSessionSweeper(sessions: $0.hlsSessions))] } ?? [])
             + Self.pulls(context, admission: ingest != nil ? admission : nil)
     }

@@ -35,4 +35,6 @@ struct NodeContext {
     let sessions: SessionTable
     /// Signed URLs (`tokens`), nil when no application requires them.
     let tokens: TokenVerifier?
+    /// The RTMPS and HTTPS certificate (`tls`), nil without one.
+    let tls: TLSCertificates?
 }

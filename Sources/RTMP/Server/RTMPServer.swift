@@ -17,10 +17,20 @@ public final class RTMPServer: Service, Sendable {
     private let connections = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
     private let boundPort = NIOLockedValueBox<Int?>(nil)
     private let onBound: (@Sendable (Int) -> Void)?
+    private let name: String
+    private let prepare: (@Sendable (any Channel) throws -> Void)?
 
     /// - Parameters:
+    ///   - name: the listener's name in its log lines (`RTMP`, `RTMPS`).
+    ///   - prepare: adds handlers before the RTMP connection's own at accept (RTMPS: TLS);
+    ///     this module stays without TLS.
     ///   - onBound: called with the listening port once bound (useful with port 0).
-    public init(configuration: RTMPServerConfiguration, admission: any SessionAdmission, group: any EventLoopGroup, logger: Logger, onBound: (@Sendable (Int) -> Void)? = nil) {
+    public init(
+        configuration: RTMPServerConfiguration, admission: any SessionAdmission, group: any EventLoopGroup, logger: Logger,
+        name: String = "RTMP", prepare: (@Sendable (any Channel) throws -> Void)? = nil, onBound: (@Sendable (Int) -> Void)? = nil
+    ) {
+        self.name = name
+        self.prepare = prepare
         self.configuration = configuration
         self.admission = admission
         self.group = group
@@ -35,6 +45,7 @@ public final class RTMPServer: Service, Sendable {
         let admission = admission
         let logger = logger
         let connections = connections
+        let prepare = prepare
         let limiter = ConnectionLimiter(limits: configuration.connectionLimits)
         let environment = RTMPServerConnectionHandler.Environment(configuration: configuration, admission: admission, logger: logger)
         var bootstrap = ServerBootstrap(group: group)
@@ -69,6 +80,7 @@ public final class RTMPServer: Service, Sendable {
                     RTMPMetrics.openConnections(connections.withLockedValue { $0.removeValue(forKey: id); return $0.count })
                 }
                 return channel.eventLoop.makeCompletedFuture {
+                    try prepare?(channel)
                     try channel.pipeline.syncOperations.addHandler(
                         RTMPServerConnectionHandler(environment: environment)
                     )
@@ -77,11 +89,11 @@ public final class RTMPServer: Service, Sendable {
             .bind(host: configuration.host, port: configuration.port)
             .get()
         } catch {
-            throw RTMPListenerBindError(host: configuration.host, port: configuration.port, underlying: error)
+            throw RTMPListenerBindError(name: name, host: configuration.host, port: configuration.port, underlying: error)
         }
         let port = server.localAddress?.port ?? configuration.port
         boundPort.withLockedValue { $0 = port }
-        logger.info("RTMP listening on \(configuration.host):\(port)")
+        logger.info("\(name) listening on \(configuration.host):\(port)")
         onBound?(port)
 
         // Cancellation too (another service of the group failed): the listener must close,
@@ -102,7 +114,7 @@ public final class RTMPServer: Service, Sendable {
         }
         for channel in open { _ = try? await channel.closeFuture.get() }
         forceClose.cancel()
-        logger.info("RTMP listener stopped")
+        logger.info("\(name) listener stopped")
     }
 }
 
@@ -113,9 +125,10 @@ struct ConnectionRefused: Error {
 
 /// The RTMP listener could not bind its address (in use, not permitted, no such address).
 public struct RTMPListenerBindError: Error, CustomStringConvertible {
+    public var name = "RTMP"
     public let host: String
     public let port: Int
     public let underlying: any Error
 
-    public var description: String { "cannot listen for RTMP on \(host):\(port): \(underlying)" }
+    public var description: String { "cannot listen for \(name) on \(host):\(port): \(underlying)" }
 }

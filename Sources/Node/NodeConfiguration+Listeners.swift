@@ -1,0 +1,23 @@
+import RTMP
+
+extension NodeConfiguration {
+    /// Every listening port is a TCP port (0 picks a free one), no two listeners share one,
+    /// and the TLS listeners have a certificate.
+    func validatePorts() throws {
+        var ports: [(String, Int)] = [("rtmpPort", rtmp.port), ("httpPort", httpPort)]
+        if let rtmpsPort { ports.append(("rtmpsPort", rtmpsPort)) }
+        if let httpsPort { ports.append(("httpsPort", httpsPort)) }
+        for (name, port) in ports where !(0...65535).contains(port) {
+            throw ConfigurationError.invalidValue("\(name) must be within 0…65535, got \(port)")
+        }
+        let fixed = ports.filter { $0.1 != 0 }
+        for (index, (name, port)) in fixed.enumerated() {
+            if let other = fixed[..<index].first(where: { $0.1 == port }) {
+                throw ConfigurationError.invalidValue("\(other.0) and \(name) are both \(port): each listener needs its own port")
+            }
+        }
+        if rtmpsPort != nil || httpsPort != nil, tlsCertificateFile == nil || tlsKeyFile == nil {
+            throw ConfigurationError.invalidValue("rtmpsPort and httpsPort need tls (certificateFile and keyFile, or --tls-certificate and --tls-key)")
+        }
+    }
+}
