@@ -298,6 +298,29 @@ extension IntegrationTests {
             }
         }
 
+        @Test("The admin API says why it refuses (no token configured, none sent, a wrong one) in JSON, and lists forwards and pulls as empty where none are configured")
+        func adminRefusalsAndEmptyLists() async throws {
+            try await Scenario.run("admin-answers") { scenario in
+                let closed = try await scenario.startNode(label: "closed")
+                let open = try await scenario.startNode(label: "open", arguments: ["--admin-token", Self.token])
+                func error(_ node: NodeProcess, _ headers: [String: String]) async throws -> (Int, String) {
+                    let response = try await HTTPClient.get(port: node.httpPort, path: "/api/v1/sessions", headers: headers)
+                    let json = (try? JSONSerialization.jsonObject(with: Data(response.bodyText.utf8))) as? [String: Any]
+                    return (response.status, json?["error"] as? String ?? "not JSON: \(response.bodyText.prefix(200))")
+                }
+                let (closedStatus, closedError) = try await error(closed, ["Authorization": "Bearer anything"])
+                scenario.check(closedStatus == 401 && closedError.contains("no admin token is configured"), "a node without a token: \(closedStatus) \(closedError)")
+                let (missingStatus, missing) = try await error(open, [:])
+                scenario.check(missingStatus == 401 && missing.contains("a bearer token is required"), "no token sent: \(missingStatus) \(missing)")
+                let (wrongStatus, wrong) = try await error(open, ["Authorization": "Bearer wrong"])
+                scenario.check(wrongStatus == 401 && wrong.contains("not this node's admin token"), "a wrong token: \(wrongStatus) \(wrong)")
+                for (path, key) in [("/api/v1/forwards", "forwards"), ("/api/v1/pulls", "pulls")] {
+                    let (status, json) = try await open.admin(path, token: Self.token)
+                    scenario.check(status == 200 && (json[key] as? [Any])?.isEmpty == true, "GET \(path) without any configured: \(status) \(json)")
+                }
+            }
+        }
+
         @Test("In a cluster the coordinator lists every node's sessions with their node, live, and kicks a relay's viewer through it; each node answers for its own")
         func clusterSessions() async throws {
             try await Scenario.run("sessions-cluster") { scenario in

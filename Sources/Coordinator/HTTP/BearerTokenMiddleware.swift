@@ -14,14 +14,20 @@ public struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard !token.isEmpty, let presented = Self.bearerToken(request.headers[.authorization]),
-              ConstantTime.equalSecrets(presented, token)
-        else {
-            var response = AdminJSON.error(status: .unauthorized, message: "a valid bearer token is required")
-            response.headers[.wwwAuthenticate] = "Bearer realm=\"estuary\""
-            return response
+        // Each refusal says which it is: an operator's first question is whether the node
+        // has a token at all, or the one sent is wrong.
+        let refusal: String
+        if token.isEmpty {
+            refusal = "no admin token is configured on this node (--admin-token or ESTUARY_ADMIN_TOKEN): its API is closed"
+        } else if let presented = Self.bearerToken(request.headers[.authorization]) {
+            guard !ConstantTime.equalSecrets(presented, token) else { return try await next(request, context) }
+            refusal = "the bearer token is not this node's admin token"
+        } else {
+            refusal = "a bearer token is required (Authorization: Bearer <admin token>)"
         }
-        return try await next(request, context)
+        var response = AdminJSON.error(status: .unauthorized, message: refusal)
+        response.headers[.wwwAuthenticate] = "Bearer realm=\"estuary\""
+        return response
     }
 
     /// The token of an `Authorization: Bearer …` value (the scheme is case-insensitive, as

@@ -49,14 +49,11 @@ struct CoordinatorAssembly {
         actor = try system.makeActor(named: CoordinatorAddress.actorName) { Coordinator(state: state, actorSystem: system) }
         // Other nodes reach the actor once its subscription is on the server.
         try? await context.nats?.flush()
-        let token: String
-        if let configured = configuration.adminToken {
-            token = configured
-        } else {
-            token = (0..<4).map { _ in String(UInt64.random(in: .min ... .max), radix: 16) }.joined()
+        // Without a token the API is closed: the middleware refuses every request, saying so.
+        if configuration.adminToken == nil {
             context.logger.warning("no admin token configured (--admin-token or ESTUARY_ADMIN_TOKEN): the admin API refuses every request")
         }
-        CoordinatorAdminRoutes(state: state, bearerToken: token).register(on: context.router)
+        CoordinatorAdminRoutes(state: state, bearerToken: configuration.adminToken ?? "").register(on: context.router)
         services = [.init(service: CoordinatorSweep(state: state))]
         context.logger.info("coordinator state in \(configuration.databasePath)")
     }

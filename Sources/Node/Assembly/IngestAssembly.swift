@@ -41,13 +41,12 @@ struct IngestAssembly {
             BusPublishing(publications: BusPublications(bus: context.bus, logger: logger), published: published),
             CoordinatorAnnouncement(coordinator: coordinator, nodeID: context.configuration.nodeID, logger: logger),
         ] + (forwards.map { [Forwarding(forwards: $0)] } ?? [])
-        if let forwards {
-            // GET /api/v1/forwards: what every forward is doing, behind the admin token.
-            context.router.group("/api/v1")
-                .add(middleware: BearerTokenMiddleware<NodeRequestContext>(token: context.configuration.adminToken ?? ""))
-                .get("/forwards") { _, _ in
-                    ForwardList(forwards: await forwards.statuses())
-                }
-        }
+        // GET /api/v1/forwards: what every forward is doing, behind the admin token (an empty
+        // list on an ingest without any).
+        context.router.group("/api/v1")
+            .add(middleware: BearerTokenMiddleware<NodeRequestContext>(token: context.configuration.adminToken ?? ""))
+            .get("/forwards") { _, _ in
+                ForwardList(forwards: await forwards?.statuses() ?? [])
+            }
     }
 }

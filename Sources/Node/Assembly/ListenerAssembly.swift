@@ -86,14 +86,15 @@ struct ListenerAssembly {
     /// Static pulls (`pulls`) publish through the node's admission, like any publisher;
     /// `GET /api/v1/pulls` shows them (admin token). They stop before the streams end.
     private static func pulls(_ context: NodeContext, admission: NodeAdmission?) -> [ServiceGroupConfiguration.ServiceConfiguration] {
-        guard let admission, !context.configuration.pulls.isEmpty else { return [] }
-        let pulls = StaticPulls(context.configuration.pulls, admission: admission, logger: context.logger)
+        guard let admission else { return [] }
+        let pulls = context.configuration.pulls.isEmpty ? nil : StaticPulls(context.configuration.pulls, admission: admission, logger: context.logger)
+        // An empty list on an ingest without pulls.
         context.router.group("/api/v1")
             .add(middleware: BearerTokenMiddleware<NodeRequestContext>(token: context.configuration.adminToken ?? ""))
             .get("/pulls") { _, _ in
-                PullList(pulls: pulls.statuses())
+                PullList(pulls: pulls?.statuses() ?? [])
             }
-        return [.init(service: StaticPullsService(pulls: pulls))]
+        return pulls.map { [.init(service: StaticPullsService(pulls: $0))] } ?? []
     }
 }
 
