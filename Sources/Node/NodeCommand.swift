@@ -43,6 +43,9 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "Directory for state files.")
     var dataDir: String?
 
+    @Option(help: "Log format: text (the default) or json (one object per line, metadata as fields).")
+    var logFormat: String?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String?
 
@@ -83,11 +86,13 @@ struct NodeCommand: AsyncParsableCommand {
         LargeAllocations.returnToTheSystem()
         var settings = NodeConfiguration()
         var fileLogLevel: String?
+        var fileLogFormat: String?
         var fileHTTPPort: Int?
         if let config {
             let file = try NodeConfigurationFile.load(from: config)
             try settings.apply(file)
             fileLogLevel = file.logLevel
+            fileLogFormat = file.logFormat
             fileHTTPPort = file.httpPort
         }
         if let bind { settings.bindHost = bind }
@@ -135,6 +140,14 @@ struct NodeCommand: AsyncParsableCommand {
         if let drainReconnectTo { settings.drainReconnectTo = try NodeConfiguration.drainTarget(drainReconnectTo) }
         settings.nats?.name = settings.nodeID
         try settings.validate(role: role)
+        let levelName = logLevel ?? fileLogLevel ?? "info"
+        guard let level = Logger.Level(rawValue: levelName) else {
+            throw ValidationError("unknown log level '\(levelName)': expected trace, debug, info, notice, warning, error or critical")
+        }
+        let format = logFormat ?? fileLogFormat ?? "text"
+        guard ["text", "json"].contains(format) else {
+            throw ValidationError("unknown log format '\(format)': expected text or json")
+        }
         if checkConfig {
             // The keys of `tokens` parse (a JWKS whose keys cannot be used fails here).
             _ = try await NodeRuntime.tokenVerifier(settings)
@@ -143,11 +156,12 @@ struct NodeCommand: AsyncParsableCommand {
             return
         }
 
-        let levelName = logLevel ?? fileLogLevel ?? "info"
-        guard let level = Logger.Level(rawValue: levelName) else {
-            throw ValidationError("unknown log level '\(levelName)'")
-        }
         LoggingSystem.bootstrap { label in
+            if format == "json" {
+                var handler = JSONLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler

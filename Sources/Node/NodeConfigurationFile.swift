@@ -30,6 +30,8 @@ struct NodeConfigurationFile: Codable, Sendable {
     }
     var dataDir: String?
     var logLevel: String?
+    /// `text` (the default) or `json`.
+    var logFormat: String?
     var maxMessageSize: Int?
     var maxChunkSize: Int?
     var maxChunkStreams: Int?

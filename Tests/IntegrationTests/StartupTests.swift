@@ -74,6 +74,37 @@ extension IntegrationTests {
             }
         }
 
+        @Test("--log-format json writes one JSON object per line, a session's start and end with its id, stream, protocol, address and reason as fields; an unknown format or level fails --check-config")
+        func jsonLogs() async throws {
+            try await Scenario.run("json-logs") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let node = try await scenario.startNode(label: "node", arguments: ["--log-format", "json"])
+                let publisher = try scenario.publish(media, to: node.rtmpURL("live", "cam"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(node, "live", "cam")
+                _ = await publisher.stop()
+                let ended = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) { node.log.contains("publisher session ended") }
+                scenario.check(ended, "the publisher's end was not logged")
+                var lines: [[String: Any]] = []
+                for line in node.process.stderrText.split(separator: "\n") where !line.isEmpty {
+                    guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                        scenario.check(false, "a log line that is not a JSON object: \(line.prefix(300))")
+                        continue
+                    }
+                    scenario.check(object["time"] is String && object["level"] is String && object["message"] is String, "a line without time, level or message: \(object)")
+                    lines.append(object)
+                }
+                let end = lines.first { $0["message"] as? String == "publisher session ended" } ?? [:]
+                scenario.check((end["session"] as? String)?.hasPrefix("p-") == true && end["stream"] as? String == "live/cam" && end["protocol"] as? String == "rtmp"
+                               && (end["from"] as? String)?.hasPrefix("127.0.0.1:") == true && end["reason"] != nil, "the publisher's end as JSON: \(end)")
+                let binary = try TestEnvironment.nodeBinary()
+                for (arguments, expected) in [(["--log-format", "xml"], "unknown log format 'xml'"), (["--log-level", "verbose"], "unknown log level 'verbose'")] {
+                    let run = try scenario.launch(executable: binary, arguments + ["--check-config"], name: "check-config")
+                    let exit = await run.waitForExit(timeout: .seconds(10))
+                    scenario.check(exit != nil && exit != .exited(0) && (run.stderrText + run.stdoutText).contains(expected), "\(arguments) at --check-config: \(run.stderrText)")
+                }
+            }
+        }
+
         @Test("Roles on one host get HTTP ports that do not collide; a node whose coordinator never answers is not ready")
         func roleDefaultsAndReadiness() async throws {
             try await Scenario.run("role-defaults") { scenario in
