@@ -17,11 +17,11 @@ build: deps
 	$(SWIFT) build
 
 release: deps-run
-	$(SWIFT) build -c release --product node
+	$(SWIFT) build -c release --product estuary
 
 ## Build and start a node with every role in one process (RTMP :1935, HTTP :8080).
 run: release
-	.build/release/node $(ARGS)
+	.build/release/estuary $(ARGS)
 
 ## Build and run every test: a short bounded run of each fuzz target, then unit tests and
 ## integration tests with ffmpeg/ffprobe/rtmpdump/chromium (the test summary comes last).

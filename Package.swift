@@ -12,7 +12,7 @@ let package = Package(
     name: "estuary",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "node", targets: ["Node"]),
+        .executable(name: "estuary", targets: ["Node"]),
         .executable(name: "fanout-bench", targets: ["FanoutBench"]),
         .executable(name: "hls-latency-bench", targets: ["HLSLatencyBench"]),
         .executable(name: "transcode-bench", targets: ["TranscodeBench"]),

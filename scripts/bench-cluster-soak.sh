@@ -33,8 +33,8 @@
 #
 # Environment: DURATION=1800 KILL_EVERY=300 KILL_RESTART_DELAY=0 VIEWERS=50 SAMPLE_SECONDS=60 SEED=23
 # PUBLISH_MIN=120 PUBLISH_MAX=300 PAUSE_MIN=10 PAUSE_MAX=30 RELAY_RESTART_AT=… SOURCE_SIZE=640x360
-# LOG_LEVEL=info NODE=.build/release/node (the binary; SKIP_BUILD=1 to use it as it is,
-# otherwise `swift build -c release --product node` first) RESULTS=/tmp/… (must not exist).
+# LOG_LEVEL=info NODE=.build/release/estuary (the binary; SKIP_BUILD=1 to use it as it is,
+# otherwise `swift build -c release --product estuary` first) RESULTS=/tmp/… (must not exist).
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
@@ -51,7 +51,7 @@ PAUSE_MIN=${PAUSE_MIN:-10}
 PAUSE_MAX=${PAUSE_MAX:-30}
 SOURCE_SIZE=${SOURCE_SIZE:-640x360}
 LOG_LEVEL=${LOG_LEVEL:-info}
-node=${NODE:-.build/release/node}
+node=${NODE:-.build/release/estuary}
 BUILD_LOCK=/tmp/estuary-build.lock
 BUSY_PATTERN='swift-build|swift-test|swift-frontend|xctest|/Fuzz[A-Z]|fanout-bench|transcode-bench'
 BENCH_NAME=bench-cluster-soak
@@ -97,7 +97,7 @@ for tool in ffmpeg flock pgrep nats-server curl "$python"; do command -v "$tool"
 if [[ -z ${SKIP_BUILD:-} ]]; then
   wait_quiet
   log "building the release node (holding $BUILD_LOCK)"
-  flock -w 3600 "$BUILD_LOCK" swift build -c release --product node >&2
+  flock -w 3600 "$BUILD_LOCK" swift build -c release --product estuary >&2
 fi
 [[ -x $node ]] || die "missing $node (build it, unset SKIP_BUILD, or point NODE at a binary)"
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true

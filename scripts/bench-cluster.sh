@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Cluster-hop benchmark (issue 5): what going through NATS costs a viewer, in one run.
 #
-#   1. embedded: one `node` (--role all); publish to it, play HTTP-FLV from it;
-#   2. cluster:  nats-server + `node --role ingest` + `node --role relay`; publish to the
+#   1. embedded: one `estuary` (--role all); publish to it, play HTTP-FLV from it;
+#   2. cluster:  nats-server + `estuary --role ingest` + `estuary --role relay`; publish to the
 #      ingest, play HTTP-FLV from the relay (media crosses the bus);
 #   3. failover: nats-server, a coordinator, an ingest, two transcoders and a relay; a 360p
 #      source published in a loop to abr/fo; `kill -9` of the transcoder that runs its
@@ -59,10 +59,10 @@ for tool in ffmpeg flock pgrep nats-server curl "$python"; do command -v "$tool"
 if [[ -z ${SKIP_BUILD:-} ]]; then
   wait_quiet
   log "building the release node and hls-latency-bench (holding $BUILD_LOCK)"
-  flock -w 3600 "$BUILD_LOCK" swift build -c release --product node >&2
+  flock -w 3600 "$BUILD_LOCK" swift build -c release --product estuary >&2
   if has_stage hop; then flock -w 3600 "$BUILD_LOCK" swift build -c release --product hls-latency-bench >&2; fi
 fi
-node=.build/release/node
+node=.build/release/estuary
 bench=.build/release/hls-latency-bench
 [[ -x $node ]] || die "missing $node (build it or unset SKIP_BUILD)"
 if has_stage hop; then [[ -x $bench ]] || die "missing $bench (build it or unset SKIP_BUILD)"; fi
@@ -171,7 +171,7 @@ PY
 # `ffmpeg -re -stream_loop -1 -c copy` (the default ladder makes 360p and 240p of it). Ports
 # from pick_port, readiness from wait_http (the same file).
 
-# fo_node NAME NODE-ID ROLE [ENV…]: starts `node --role ROLE` on the failover bus, logs in
+# fo_node NAME NODE-ID ROLE [ENV…]: starts `estuary --role ROLE` on the failover bus, logs in
 # $tmp/NAME.log, fresh ports each time, and waits (30 s) for its /readyz. Sets `started`
 # and `fo_http` (its HTTP port).
 fo_node() {

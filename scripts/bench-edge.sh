@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Edge benchmark (issue 14): what an edge tier adds, and what an edge costs, in one run.
 #
-#   1. Latency per tier: publish to an origin (`node`, --role all); edge-1 pulls from the
+#   1. Latency per tier: publish to an origin (`estuary`, --role all); edge-1 pulls from the
 #      origin over HTTP-FLV, edge-2 from edge-1, each hop through a delay proxy of DELAY_MS
 #      each way when DELAY_MS > 0 (Tests/Peers/delay_proxy.py). One measuring HTTP-FLV
 #      viewer on each of the three; a tier's added latency is, per frame, its viewer's
@@ -39,8 +39,8 @@ trap 'exit 130' INT TERM
 python=$(project_python)
 for tool in ffmpeg flock pgrep nats-server "$python"; do command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh)"; done
 [[ $DELAY_MS =~ ^[0-9]+$ ]] || die "DELAY_MS must be a whole number of milliseconds"
-build_release node hls-latency-bench
-node=.build/release/node
+build_release estuary hls-latency-bench
+node=.build/release/estuary
 bench=.build/release/hls-latency-bench
 [[ -x $node && -x $bench ]] || die "missing $node or $bench (build them or unset SKIP_BUILD)"
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true

@@ -60,8 +60,8 @@ for tool in ffmpeg ffprobe nginx curl flock; do command -v "$tool" >/dev/null ||
 
 find_rtmp_module
 
-build_release node fanout-bench
-node=.build/release/node
+build_release estuary fanout-bench
+node=.build/release/estuary
 bench=.build/release/fanout-bench
 [[ -x $node && -x $bench ]] || die "missing $node or $bench (build them or unset SKIP_BUILD)"
 

@@ -58,10 +58,10 @@ for tool in ffmpeg flock pgrep; do command -v "$tool" >/dev/null || die "$tool n
 if [[ -z ${SKIP_BUILD:-} ]]; then
   wait_quiet # a build would distort another benchmark's figures
   log "building the release node and hls-latency-bench (holding $BUILD_LOCK)"
-  flock -w 3600 "$BUILD_LOCK" swift build -c release --product node
+  flock -w 3600 "$BUILD_LOCK" swift build -c release --product estuary
   flock -w 3600 "$BUILD_LOCK" swift build -c release --product hls-latency-bench
 fi
-node=.build/release/node
+node=.build/release/estuary
 bench=.build/release/hls-latency-bench
 [[ -x $node && -x $bench ]] || die "missing $node or $bench (build them or unset SKIP_BUILD)"
 

@@ -34,8 +34,8 @@ trap 'exit 130' INT TERM
 
 python=$(project_python)
 for tool in ffmpeg flock pgrep "$python"; do command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh)"; done
-build_release node hls-latency-bench
-node=.build/release/node
+build_release estuary hls-latency-bench
+node=.build/release/estuary
 bench=.build/release/hls-latency-bench
 [[ -x $node && -x $bench ]] || die "missing $node or $bench (build them or unset SKIP_BUILD)"
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true

@@ -47,8 +47,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 scripts/install-deps.sh --test
-build_release node fanout-bench
-node=.build/release/node
+build_release estuary fanout-bench
+node=.build/release/estuary
 bench=.build/release/fanout-bench
 [[ -x $node && -x $bench ]] || die "missing $node or $bench (build them or unset SKIP_BUILD)"
 

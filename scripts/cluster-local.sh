@@ -69,7 +69,7 @@
 # --print and --print-args create nothing: they use the secrets of the environment or of
 # existing files, else the placeholders <ESTUARY_ADMIN_TOKEN> and <ESTUARY_NATS_TOKEN>.
 #
-# Environment: ESTUARY_NODE (node binary; default .build/debug/node, else .build/release/node),
+# Environment: ESTUARY_NODE (node binary; default .build/debug/estuary, else .build/release/estuary),
 # NATS_SERVER (default: nats-server on PATH), CLUSTER_DIR (data, logs and secrets; default a
 # new temporary directory, so new secrets each run), CLUSTER_PORT_SHIFT,
 # CLUSTER_NATS_SERVERS (how many of the compose file's nats-servers to run, in its order;
@@ -392,10 +392,10 @@ role_of() {  # role_of SERVICE -> the --role value, or the service name
 
 if [[ -n "${ESTUARY_NODE:-}" ]]; then
     node_binary="$ESTUARY_NODE"
-elif [[ -x "$repo/.build/debug/node" ]]; then
-    node_binary="$repo/.build/debug/node"
+elif [[ -x "$repo/.build/debug/estuary" ]]; then
+    node_binary="$repo/.build/debug/estuary"
 else
-    node_binary="$repo/.build/release/node"
+    node_binary="$repo/.build/release/estuary"
 fi
 
 case "$mode" in
@@ -418,7 +418,7 @@ case "$mode" in
 esac
 
 # ---- run ----
-[[ -x "$node_binary" ]] || die "no node binary at $node_binary: build it (swift build --product node) or set ESTUARY_NODE"
+[[ -x "$node_binary" ]] || die "no node binary at $node_binary: build it (swift build --product estuary) or set ESTUARY_NODE"
 command -v "${NATS_SERVER:-nats-server}" >/dev/null || die "nats-server not found: apt-get install nats-server, or set NATS_SERVER"
 command -v curl >/dev/null || die "curl not found: apt-get install curl"
 

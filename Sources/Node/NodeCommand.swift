@@ -8,24 +8,28 @@ import Metrics
 import Prometheus
 import RTMP
 
-/// `node`: one Estuary process. With no arguments it runs every role in-process.
+/// `estuary`: one Estuary process. With no arguments it runs every role in-process.
 @main
 struct NodeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "node",
-        abstract: "Estuary live-streaming node: RTMP in; RTMP, HTTP-FLV and HLS out; one process or one role of a NATS cluster."
+        commandName: "estuary",
+        abstract: "Estuary live-streaming node: RTMP in; RTMP, HTTP-FLV and HLS out; one process or one role of a NATS cluster.",
+        version: NodeCommand.version
     )
+
+    /// The release this binary is (`estuary --version`).
+    static let version = "0.14.0"
 
     @Option(help: "Which role this process plays (all = every role in one process).")
     var role: NodeRole = .all
 
-    @Option(help: "Address to listen on.")
+    @Option(help: "Address to listen on (default 0.0.0.0).")
     var bind: String?
 
-    @Option(help: "RTMP listening port (publish and play).")
+    @Option(help: "RTMP listening port, publish and play (default 1935).")
     var rtmpPort: Int?
 
-    @Option(help: "HTTP listening port (HTTP-FLV, /metrics, /healthz).")
+    @Option(help: "HTTP listening port: HTTP-FLV, HLS, the API, /metrics, /healthz (default 8080; ingest 8081, transcode 8082).")
     var httpPort: Int?
 
     @Option(help: "RTMPS listening port (RTMP over TLS; needs --tls-certificate and --tls-key). Off by default.")
@@ -40,19 +44,19 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "PEM file of the TLS private key.")
     var tlsKey: String?
 
-    @Option(help: "Directory for state files.")
+    @Option(help: "Directory for state files (default data).")
     var dataDir: String?
 
-    @Option(help: "Log format: text (the default) or json (one object per line, metadata as fields).")
+    @Option(help: "Log format: text or json, one object per line with the metadata as fields (default text).")
     var logFormat: String?
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (default info).")
     var logLevel: String?
 
-    @Option(help: "JSON configuration file (see docs/configuration.md).")
+    @Option(help: "JSON configuration file, see docs/configuration.md (default none).")
     var config: String?
 
-    @Option(help: "NATS server URLs for cluster roles, comma-separated (nats://host:4222).")
+    @Option(help: "NATS server URLs for cluster roles, comma-separated, nats://host:4222 (default none: a node alone).")
     var nats: String?
 
     @Option(help: "Edge: the servers to pull streams from, in order of preference, comma-separated (http://origin:8080).")

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import Yams
 
-/// docker/docker-compose.yml: the services, their healthchecks, and that `node` accepts every command.
+/// docker/docker-compose.yml: the services, their healthchecks, and that `estuary` accepts every command.
 @Suite("docker-compose cluster")
 struct ComposeTests {
     /// The services on the cluster's bus.

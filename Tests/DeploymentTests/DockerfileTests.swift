@@ -65,7 +65,7 @@ struct DockerfileTests {
         ]
         #expect(devPackages.isSubset(of: build.aptPackages), "missing: \(devPackages.subtracting(build.aptPackages))")
         #expect(build.instructions.contains {
-            $0.contains("swift build -c release --product node") && $0.contains("--static-swift-stdlib")
+            $0.contains("swift build -c release --product estuary") && $0.contains("--static-swift-stdlib")
         })
 
         #expect(runtime.aptPackages.contains("curl"), "curl for healthchecks")
@@ -75,7 +75,7 @@ struct DockerfileTests {
         #expect(user != nil && user != "USER root" && user != "USER 0", "non-root user: \(user ?? "none")")
         let exposed = Set(runtime.instructions.filter { $0.hasPrefix("EXPOSE ") }.flatMap { $0.split(separator: " ").dropFirst().map(String.init) })
         #expect(exposed.isSuperset(of: ["1935", "8080", "8090"]), "EXPOSE \(exposed)")
-        #expect(runtime.instructions.contains("ENTRYPOINT [\"/usr/local/bin/node\"]"))
+        #expect(runtime.instructions.contains("ENTRYPOINT [\"/usr/local/bin/estuary\"]"))
     }
 
     /// Swift toolchain libraries: not Debian packages; `--static-swift-stdlib` links them in.

@@ -7,7 +7,7 @@ struct DeploymentFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// The repository, the `node` binary and the deployment files.
+/// The repository, the `estuary` binary and the deployment files.
 enum Deployment {
     /// The package root: the nearest directory above this file that holds Package.swift.
     static let repositoryRoot: URL = {
@@ -25,7 +25,7 @@ enum Deployment {
         repositoryRoot.appendingPathComponent(relativePath)
     }
 
-    /// The server binary: `ESTUARY_NODE`, or `<repo>/.build/debug/node` (as the integration tests).
+    /// The server binary: `ESTUARY_NODE`, or `<repo>/.build/debug/estuary` (as the integration tests).
     static func nodeBinary() throws -> URL {
         if let override = ProcessInfo.processInfo.environment["ESTUARY_NODE"], !override.isEmpty {
             guard FileManager.default.isExecutableFile(atPath: override) else {
@@ -33,7 +33,7 @@ enum Deployment {
             }
             return URL(fileURLWithPath: override)
         }
-        let candidate = file(".build/debug/node")
+        let candidate = file(".build/debug/estuary")
         guard FileManager.default.isExecutableFile(atPath: candidate.path) else {
             throw DeploymentFailure("\(candidate.path) does not exist: run `swift build` first or set ESTUARY_NODE")
         }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 extension IntegrationTests {
-    /// `node` without `--role` or `--nats`: every role in one process over the in-process
+    /// `estuary` without `--role` or `--nats`: every role in one process over the in-process
     /// bus, with the coordinator's state in a SQLite file, as `make run` starts it.
     @Suite("Every role in one process")
     struct EmbeddedRolesTests {

@@ -1,6 +1,6 @@
 import Testing
 
-/// The integration tests start the real `node` binary (`.build/debug/node`, or `ESTUARY_NODE`)
+/// The integration tests start the real `estuary` binary (`.build/debug/estuary`, or `ESTUARY_NODE`)
 /// and drive it with ffmpeg, ffprobe, rtmpdump, curl and raw TCP clients.
 ///
 /// Everything runs one test at a time: each test starts its own node and its own ffmpeg/ffprobe

@@ -201,8 +201,8 @@ prepare_traced_fanout() { # tool
   for tool in ffmpeg nginx "$1" flock pgrep; do command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh --bench)"; done
   find_rtmp_module
   ((TRACE_SECONDS + 4 < DURATION)) || die "the trace ($TRACE_SECONDS s) must leave at least 4 s of DURATION"
-  build_release node fanout-bench
-  node=.build/release/node
+  build_release estuary fanout-bench
+  node=.build/release/estuary
   bench=.build/release/fanout-bench
   [[ -x $node && -x $bench ]] || die "missing $node or $bench (build them or unset SKIP_BUILD)"
   ulimit -n "$(ulimit -Hn)" 2>/dev/null || true

@@ -1,4 +1,4 @@
-/// What a node of the cluster does (`node --role …`). The coordinator places transcode jobs
+/// What a node of the cluster does (`estuary --role …`). The coordinator places transcode jobs
 /// on `transcode` and `all` nodes, and tells relays where streams live on `ingest` and `all`
 /// nodes.
 public enum NodeRole: String, Codable, Sendable, CaseIterable {

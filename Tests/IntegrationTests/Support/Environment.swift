@@ -9,7 +9,7 @@ struct IntegrationFailure: Error, CustomStringConvertible {
     }
 }
 
-/// Where the repository, the `node` binary and the external tools are.
+/// Where the repository, the `estuary` binary and the external tools are.
 enum TestEnvironment {
     /// The package root: the nearest directory above this file that holds Package.swift.
     static let repositoryRoot: URL? = {
@@ -23,7 +23,7 @@ enum TestEnvironment {
         return nil
     }()
 
-    /// The server binary: `ESTUARY_NODE`, or `<repo>/.build/debug/node`.
+    /// The server binary: `ESTUARY_NODE`, or `<repo>/.build/debug/estuary`.
     static func nodeBinary() throws -> URL {
         if let override = ProcessInfo.processInfo.environment["ESTUARY_NODE"], !override.isEmpty {
             guard FileManager.default.isExecutableFile(atPath: override) else {
@@ -34,7 +34,7 @@ enum TestEnvironment {
         guard let root = repositoryRoot else {
             throw IntegrationFailure("no Package.swift above \(#filePath); set ESTUARY_NODE")
         }
-        let candidate = root.appendingPathComponent(".build/debug/node")
+        let candidate = root.appendingPathComponent(".build/debug/estuary")
         guard FileManager.default.isExecutableFile(atPath: candidate.path) else {
             throw IntegrationFailure("\(candidate.path) does not exist: run `swift build` first or set ESTUARY_NODE")
         }
