@@ -2,7 +2,8 @@ import NIOConcurrencyHelpers
 import NIOCore
 
 /// Which upstreams to try, and when: an upstream that failed (refused, reset, stalled) is
-/// skipped for a backoff that doubles with each failure in a row (0.5 s up to 10 s) and
+/// skipped for a backoff that doubles with each failure in a row (0.5 s up to 10 s, with
+/// jitter: `Backoff`) and
 /// is forgotten on its first success. Shared by every pull of the edge, so one stream's
 /// failover spares the others a dead origin's timeout.
 public final class UpstreamHealth: Sendable {
@@ -12,8 +13,8 @@ public final class UpstreamHealth: Sendable {
         var retryAt = NIODeadline.uptimeNanoseconds(0)
     }
     private let entries: NIOLockedValueBox<[Entry]>
-    static let firstBackoff = TimeAmount.milliseconds(500)
-    static let maxBackoff = TimeAmount.seconds(10)
+    static let firstBackoff = Duration.milliseconds(500)
+    static let maxBackoff = Duration.seconds(10)
 
     public init(upstreams: [Upstream]) {
         self.upstreams = upstreams
@@ -40,10 +41,9 @@ public final class UpstreamHealth: Sendable {
 
     public func failed(_ index: Int, now: NIODeadline = .now()) {
         entries.withLockedValue { entries in
-            let failures = min(entries[index].failures, 16)
-            let backoff = min(Self.firstBackoff.nanoseconds << failures, Self.maxBackoff.nanoseconds)
+            let backoff = Backoff.delay(first: Self.firstBackoff, max: Self.maxBackoff, failures: entries[index].failures)
             entries[index].failures += 1
-            entries[index].retryAt = now + .nanoseconds(backoff)
+            entries[index].retryAt = now + TimeAmount(backoff)
         }
         EdgeMetrics.upstreamUp(upstreams[index], false)
     }

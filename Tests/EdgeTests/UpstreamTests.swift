@@ -56,10 +56,10 @@ struct UpstreamHealthTests {
         health.failed(1, now: now)
         // b backs off: it comes last, after those that are ready.
         #expect(health.order(now: now, after: 0) == [2, 0, 1])
-        // Backoff doubles: 0.5 s, then 1 s.
+        // Backoff doubles, with jitter in the upper half: at most 0.5 s, then 0.5–1 s.
         #expect(health.order(now: NIODeadlineSeconds.at(100.6)) == [0, 1, 2])
         health.failed(1, now: NIODeadlineSeconds.at(100.6))
-        #expect(health.order(now: NIODeadlineSeconds.at(101.5)) == [0, 2, 1])
+        #expect(health.order(now: NIODeadlineSeconds.at(101.05)) == [0, 2, 1])
         #expect(health.order(now: NIODeadlineSeconds.at(101.7)) == [0, 1, 2])
         health.succeeded(1)
         #expect(health.failures == [0, 0, 0])
@@ -69,5 +69,26 @@ struct UpstreamHealthTests {
         let health = UpstreamHealth(upstreams: Self.upstreams)
         for _ in 0..<100 { health.failed(0, now: NIODeadlineSeconds.at(0)) }
         #expect(health.retryAt(0) <= NIODeadlineSeconds.at(10))
+    }
+}
+
+struct BackoffTests {
+    @Test func doublesWithinItsUpperHalfUpToTheMaximum() {
+        var random = SystemRandomNumberGenerator()
+        var backoff = Backoff(first: .seconds(1), max: .seconds(30))
+        for failures in 0..<40 {
+            let ceiling = min(Duration.seconds(1) * (1 << min(failures, 30)), .seconds(30))
+            let delay = backoff.next(using: &random)
+            #expect(delay >= ceiling / 2 && delay <= ceiling, "failure \(failures): \(delay) outside [\(ceiling / 2), \(ceiling)]")
+        }
+        backoff.reset()
+        let first = backoff.next(using: &random)
+        #expect(first >= .milliseconds(500) && first <= .seconds(1))
+    }
+
+    @Test func spreadsRetries() {
+        // A thousand streams retrying after one outage do not all pick the same moment.
+        let delays = Set((0..<1000).map { _ in Backoff.delay(first: .seconds(1), max: .seconds(30), failures: 2) })
+        #expect(delays.count > 900)
     }
 }

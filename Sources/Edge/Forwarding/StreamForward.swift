@@ -72,7 +72,7 @@ public final class StreamForward: Sendable {
     }
 
     private func run(logger: Logger) async {
-        var backoff = Self.firstBackoff
+        var backoff = Backoff(first: Self.firstBackoff, max: Self.maxBackoff)
         var movedTo: RTMPClientURL?
         while !Task.isCancelled, !hub.isEnded {
             status.withLockedValue { $0.state = .connecting; $0.connects += 1 }
@@ -86,23 +86,31 @@ public final class StreamForward: Sendable {
                 ForwardMetrics.moves.increment()
                 logger.notice("the target asked the forward to reconnect", metadata: ["to": "\(url)"])
                 movedTo = url
-                backoff = Self.firstBackoff
+                backoff.reset()
                 continue
-            case .refused(let why), .dropped(let why):
-                ForwardMetrics.failures.increment()
-                status.withLockedValue { $0.lastError = why; $0.state = .backingOff }
-                logger.warning("forward failed; retrying in \(backoff)", metadata: ["reason": "\(why)"])
+            case .refused, .dropped:
+                break
             }
             if case .dropped = outcome, status.withLockedValue({ $0.framesSent }) > 0 {
                 // It had been forwarding: start again from the first step.
-                backoff = Self.firstBackoff
+                backoff.reset()
             }
-            try? await Task.sleep(for: backoff)
-            backoff = min(backoff * 2, Self.maxBackoff)
+            let delay = backoff.next()
+            switch outcome {
+            case .refused(let why), .dropped(let why): Self.failed(why, delay: delay, status: status, logger: logger)
+            case .streamEnded, .moved: break
+            }
+            try? await Task.sleep(for: delay)
         }
         status.withLockedValue { $0.state = .stopped }
         ForwardMetrics.active.decrement()
         logger.info("forward stopped")
+    }
+
+    private static func failed(_ why: String, delay: Duration, status: NIOLockedValueBox<Status>, logger: Logger) {
+        ForwardMetrics.failures.increment()
+        status.withLockedValue { $0.lastError = why; $0.state = .backingOff }
+        logger.warning("forward failed; retrying in \(delay)", metadata: ["reason": "\(why)"])
     }
 
     private enum Outcome {

@@ -82,27 +82,28 @@ public final class StaticPull: Sendable {
     }
 
     private func run(logger: Logger) async {
-        var backoff = configuration.firstBackoff
+        var backoff = Backoff(first: configuration.firstBackoff, max: configuration.maxBackoff)
         while !Task.isCancelled {
             status.withLockedValue { $0.state = .connecting; $0.connects += 1 }
             let outcome = await pullOnce(logger: logger)
             guard !Task.isCancelled else { break }
-            let delivered: Bool
+            let frames: Int
             switch outcome {
-            case .ended(let frames):
-                delivered = frames > 0
-                status.withLockedValue { $0.lastError = "the origin ended the stream"; $0.state = .backingOff }
-                logger.notice("the origin ended the stream; asking again in \(delivered ? configuration.firstBackoff : backoff)")
-            case .failed(let why, let frames):
-                delivered = frames > 0
-                PullMetrics.failures.increment()
-                status.withLockedValue { $0.lastError = why; $0.state = .backingOff }
-                logger.warning("pull failed; retrying in \(delivered ? configuration.firstBackoff : backoff)", metadata: ["reason": "\(why)"])
+            case .ended(let delivered), .failed(_, let delivered): frames = delivered
             }
             // It had been pulling: start again from the first step.
-            if delivered { backoff = configuration.firstBackoff }
-            try? await Task.sleep(for: backoff)
-            backoff = min(backoff * 2, configuration.maxBackoff)
+            if frames > 0 { backoff.reset() }
+            let delay = backoff.next()
+            switch outcome {
+            case .ended:
+                status.withLockedValue { $0.lastError = "the origin ended the stream"; $0.state = .backingOff }
+                logger.notice("the origin ended the stream; asking again in \(delay)")
+            case .failed(let why, _):
+                PullMetrics.failures.increment()
+                status.withLockedValue { $0.lastError = why; $0.state = .backingOff }
+                logger.warning("pull failed; retrying in \(delay)", metadata: ["reason": "\(why)"])
+            }
+            try? await Task.sleep(for: delay)
         }
         status.withLockedValue { $0.state = .stopped }
         PullMetrics.active.decrement()

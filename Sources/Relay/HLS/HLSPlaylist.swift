@@ -114,36 +114,12 @@ public enum HLSPlaylist {
         String(format3: seconds)
     }
 
+    /// `EXT-X-PROGRAM-DATE-TIME`'s form: ISO 8601, UTC, with milliseconds.
     static func iso8601(_ secondsSince1970: Double) -> String {
-        let milliseconds = Int64((secondsSince1970 * 1000).rounded())
-        let days = Int(milliseconds / 86_400_000)
-        var remainder = Int(milliseconds % 86_400_000)
-        let hour = remainder / 3_600_000
-        remainder %= 3_600_000
-        let minute = remainder / 60_000
-        remainder %= 60_000
-        let second = remainder / 1000
-        let millisecond = remainder % 1000
-        let (year, month, day) = civilDate(daysSince1970: days)
-        func pad(_ value: Int, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(millisecond, 3))Z"
+        Date(timeIntervalSince1970: (secondsSince1970 * 1000).rounded() / 1000).formatted(programDateTime)
     }
 
-    /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian calendar).
-    static func civilDate(daysSince1970: Int) -> (Int, Int, Int) {
-        let z = daysSince1970 + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
+    private static let programDateTime = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 }
 
 extension String {
