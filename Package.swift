@@ -247,7 +247,10 @@ let package = Package(
         ),
         .testTarget(
             name: "EdgeTests",
-            dependencies: ["Edge", "Media", "RTMP", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "Edge", "Media", "RTMP", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         // Webhook bodies, configuration lookup and the end hooks' bounded queue.

@@ -304,7 +304,7 @@ public final class EdgeStreamSource: RemoteStreamSource {
         } catch is Stalled {
             return .failed("no media for \(configuration.stallTimeout)")
         } catch {
-            return .failed("\(error)")
+            return .failed(ConnectionFailure.describe(error))
         }
     }
 

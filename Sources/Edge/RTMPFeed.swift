@@ -34,7 +34,7 @@ final class RTMPFeed: UpstreamFeed {
         do {
             channel = try await RTMPClient.connect(url, role: .play, connectTimeout: timeout) { event in feed.handle(event) }
         } catch {
-            return .failed("\(error)")
+            return .failed(ConnectionFailure.describe(error))
         }
         feed.channel.withLockedValue { $0 = channel }
         // No answer in time: close, which reports the end and so the failure.

@@ -45,7 +45,7 @@ struct UpstreamConnector: Sendable {
             default: return .failed("HTTP \(response.status.code)")
             }
         } catch {
-            return .failed("\(error)")
+            return .failed(ConnectionFailure.describe(error))
         }
     }
 }

@@ -71,6 +71,8 @@ struct CoordinatorLink: Service {
                         }
                     }
                 } catch {
+                    // The node is stopping (another service failed, or a signal): not the coordinator's fault.
+                    if error is CancellationError || Task.isCancelled { break }
                     failures += 1
                     // Register again once it answers: it may have restarted without us.
                     registered = false

@@ -130,7 +130,7 @@ public final class StreamForward: Sendable {
                 session.handle(event)
             }
         } catch {
-            return .refused("\(error)")
+            return .refused(ConnectionFailure.describe(error))
         }
         let deadline = channel.eventLoop.scheduleTask(in: Self.startTimeout) { channel.close(promise: nil) }
         let started = await session.started.wait()

@@ -189,7 +189,7 @@ public final class StaticPull: Sendable {
         } catch is Evicted {
             outcome = .failed("another publisher took the stream over", frames.withLockedValue { $0 })
         } catch {
-            outcome = .failed(Task.isCancelled ? "stopped" : "\(error)", frames.withLockedValue { $0 })
+            outcome = .failed(Task.isCancelled ? "stopped" : ConnectionFailure.describe(error), frames.withLockedValue { $0 })
         }
         hub.flush(force: true)
         switch outcome {
