@@ -38,23 +38,12 @@ extension IntegrationTests {
         @Test("Configuration errors name the key and the file, in one line")
         func configurationErrors() async throws {
             try await Scenario.run("config-errors") { scenario in
-                let binary = try TestEnvironment.nodeBinary()
                 for (json, expected) in [
                     (#"{"maxConections": 5}"#, "unknown key 'maxConections'"),
                     (#"{"nats": {"servers": ["nats://a:4222"], "tokn": "x"}}"#, "unknown key 'nats.tokn'"),
                     (#"{"rtmpPort": "1935"}"#, "'rtmpPort': expected a whole number, got a string"),
                 ] {
-                    let file = scenario.file("config-\(UUID().uuidString.prefix(6)).json")
-                    try Data(json.utf8).write(to: file)
-                    let run = try scenario.launch(executable: binary, ["--config", file.path, "--check-config"], name: "check-config")
-                    let ended = await run.waitForExit(timeout: .seconds(10))
-                    scenario.check(ended != nil && ended != .exited(0), "\(json): --check-config ended with \(ended.map(\.description) ?? "no exit")")
-                    let output = run.stderrText + run.stdoutText
-                    let lines = output.split(separator: "\n").filter { !$0.isEmpty }
-                    scenario.check(
-                        output.contains(expected) && output.contains(file.path) && lines.count <= 3,
-                        "\(json): expected \"\(expected)\" and the file's path in a short message, got:\n\(output)"
-                    )
+                    try await scenario.checkConfigFails(json: json, saying: expected, namesFile: true)
                 }
                 // Values that parse but cannot be used: one line saying which and why.
                 for (json, expected) in [
@@ -63,13 +52,7 @@ extension IntegrationTests {
                     (#"{"drainReconnectTo": "http://other:8080"}"#, "drainReconnectTo: 'http://other:8080' is not rtmp://host[:port]"),
                     (#"{"drainGraceSeconds": -1}"#, "drainGraceSeconds must be ≥ 0"),
                 ] {
-                    let file = scenario.file("config-\(UUID().uuidString.prefix(6)).json")
-                    try Data(json.utf8).write(to: file)
-                    let run = try scenario.launch(executable: binary, ["--config", file.path, "--check-config"], name: "check-config")
-                    let ended = await run.waitForExit(timeout: .seconds(10))
-                    let output = run.stderrText + run.stdoutText
-                    scenario.check(ended != nil && ended != .exited(0) && output.contains(expected) && output.split(separator: "\n").count <= 3,
-                                   "\(json): expected a failure saying \"\(expected)\", got \(ended.map(\.description) ?? "no exit"):\n\(output)")
+                    try await scenario.checkConfigFails(json: json, saying: expected)
                 }
             }
         }
@@ -96,12 +79,8 @@ extension IntegrationTests {
                 let end = lines.first { $0["message"] as? String == "publisher session ended" } ?? [:]
                 scenario.check((end["session"] as? String)?.hasPrefix("p-") == true && end["stream"] as? String == "live/cam" && end["protocol"] as? String == "rtmp"
                                && (end["from"] as? String)?.hasPrefix("127.0.0.1:") == true && end["reason"] != nil, "the publisher's end as JSON: \(end)")
-                let binary = try TestEnvironment.nodeBinary()
-                for (arguments, expected) in [(["--log-format", "xml"], "unknown log format 'xml'"), (["--log-level", "verbose"], "unknown log level 'verbose'")] {
-                    let run = try scenario.launch(executable: binary, arguments + ["--check-config"], name: "check-config")
-                    let exit = await run.waitForExit(timeout: .seconds(10))
-                    scenario.check(exit != nil && exit != .exited(0) && (run.stderrText + run.stdoutText).contains(expected), "\(arguments) at --check-config: \(run.stderrText)")
-                }
+                try await scenario.checkConfigFails(["--log-format", "xml"], saying: "unknown log format 'xml'")
+                try await scenario.checkConfigFails(["--log-level", "verbose"], saying: "unknown log level 'verbose'")
             }
         }
 

@@ -148,7 +148,6 @@ extension IntegrationTests {
         @Test("A TLS port without a certificate, a certificate file that does not parse, and two listeners on one port are refused at --check-config")
         func badTLSConfigurations() async throws {
             try await Scenario.run("tls-config") { scenario in
-                let binary = try TestEnvironment.nodeBinary()
                 let garbage = scenario.file("garbage.pem")
                 try Data("not a certificate".utf8).write(to: garbage)
                 for (arguments, expected) in [
@@ -157,11 +156,7 @@ extension IntegrationTests {
                     (["--rtmp-port", "8080", "--http-port", "8080"], "rtmpPort and httpPort are both 8080"),
                     (["--rtmp-port", "99999"], "rtmpPort must be within 0…65535, got 99999"),
                 ] {
-                    let run = try scenario.launch(executable: binary, arguments + ["--check-config"], name: "check-config")
-                    let ended = await run.waitForExit(timeout: .seconds(10))
-                    let output = run.stderrText + run.stdoutText
-                    scenario.check(ended != nil && ended != .exited(0) && output.contains(expected) && output.split(separator: "\n").count <= 3,
-                                   "\(arguments): expected a failure saying \"\(expected)\", got \(ended.map(\.description) ?? "no exit"):\n\(output)")
+                    try await scenario.checkConfigFails(arguments, saying: expected)
                 }
             }
         }

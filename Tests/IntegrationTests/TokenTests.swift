@@ -146,7 +146,6 @@ extension IntegrationTests {
         @Test("--check-config refuses a token configuration without a secret or keys, a short secret (HS256 under 32 bytes), an unknown action, a JWKS file that is not JSON, and an unknown key, naming it")
         func badTokenConfigurations() async throws {
             try await Scenario.run("tokens-config") { scenario in
-                let binary = try TestEnvironment.nodeBinary()
                 let notJSON = scenario.file("jwks.txt")
                 try Data("not json".utf8).write(to: notJSON)
                 for (json, expected) in [
@@ -158,13 +157,7 @@ extension IntegrationTests {
                     (#"{"tokens": {"live": {"hmacSecret": "0123456789abcdef", "onExpiry": "wait"}}}"#, "tokens.live.onExpiry: expected kick or keep"),
                     (#"{"tokens": {"live": {"hmacSecret": "0123456789abcdef", "jwks": "x"}}}"#, "unknown key 'tokens.live.jwks'"),
                 ] {
-                    let file = scenario.file("config-\(UUID().uuidString.prefix(6)).json")
-                    try Data(json.utf8).write(to: file)
-                    let run = try scenario.launch(executable: binary, ["--config", file.path, "--check-config"], name: "check-config")
-                    let ended = await run.waitForExit(timeout: .seconds(10))
-                    let output = run.stderrText + run.stdoutText
-                    scenario.check(ended != nil && ended != .exited(0) && output.contains(expected) && output.split(separator: "\n").count <= 3,
-                                   "\(json): expected a failure saying \"\(expected)\", got \(ended.map(\.description) ?? "no exit"):\n\(output)")
+                    try await scenario.checkConfigFails(json: json, saying: expected)
                 }
             }
         }

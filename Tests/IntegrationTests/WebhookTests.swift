@@ -154,7 +154,6 @@ extension IntegrationTests {
         @Test("A hook that is not an http(s) URL, an unknown hook key, or attempts that outlast the admission timeout are refused by --check-config with the key named; a valid one passes")
         func badHookConfigurations() async throws {
             try await Scenario.run("hooks-config") { scenario in
-                let binary = try TestEnvironment.nodeBinary()
                 for (json, expected) in [
                     (#"{"hooks": {"live": {"onPublish": {"url": "ftp://backend/publish"}}}}"#, "hooks.live.onPublish.url: expected an http:// or https:// URL"),
                     (#"{"hooks": {"live": {"onPublsh": {"url": "http://backend/publish"}}}}"#, "unknown key 'hooks.live.onPublsh'"),
@@ -163,19 +162,9 @@ extension IntegrationTests {
                     (#"{"hooks": {"bad app": {"onPlay": {"url": "http://backend/play"}}}}"#, "hooks: invalid application name 'bad app'"),
                     (#"{"admissionTimeoutSeconds": 5, "hooks": {"*": {"onPlay": {"url": "http://backend/play", "timeoutSeconds": 3, "retries": 2}}}}"#, "hooks.*.onPlay: its attempts"),
                 ] {
-                    let file = scenario.file("config-\(UUID().uuidString.prefix(6)).json")
-                    try Data(json.utf8).write(to: file)
-                    let run = try scenario.launch(executable: binary, ["--config", file.path, "--check-config"], name: "check-config")
-                    let ended = await run.waitForExit(timeout: .seconds(10))
-                    let output = run.stderrText + run.stdoutText
-                    scenario.check(ended != nil && ended != .exited(0) && output.contains(expected) && output.split(separator: "\n").count <= 3,
-                                   "\(json): expected a failure saying \"\(expected)\", got \(ended.map(\.description) ?? "no exit"):\n\(output)")
+                    try await scenario.checkConfigFails(json: json, saying: expected)
                 }
-                let file = scenario.file("config-good.json")
-                try Data(#"{"hooks": {"*": {"onPlay": {"url": "https://backend/play", "timeoutSeconds": 1, "retries": 1}, "failOpen": true}}}"#.utf8).write(to: file)
-                let run = try scenario.launch(executable: binary, ["--config", file.path, "--check-config"], name: "check-config-good")
-                let ended = await run.waitForExit(timeout: .seconds(10))
-                scenario.check(ended == .exited(0), "a valid hook configuration: \(ended.map(\.description) ?? "no exit") \(run.stderrText)")
+                try await scenario.checkConfigPasses(json: #"{"hooks": {"*": {"onPlay": {"url": "https://backend/play", "timeoutSeconds": 1, "retries": 1}, "failOpen": true}}}"#)
             }
         }
     }
