@@ -10,8 +10,8 @@ import NIOHTTP1
 /// only the session it decides; the admission's own timeout bounds even a bad configuration.
 public struct HookCaller: Sendable {
     public enum Answer: Sendable, Equatable {
-        /// A 2xx.
-        case admitted
+        /// A 2xx, with what its body asked for (nothing, when it has no JSON object).
+        case admitted(HookInstruction)
         /// Any other status (a 5xx once the retries are spent).
         case refused(status: Int)
         /// No answer: unreachable, reset, or over the timeout, on every attempt.
@@ -37,7 +37,7 @@ public struct HookCaller: Sendable {
             answer = await send(endpoint, body: body)
             HookMetrics.latency(event.action).recordNanoseconds(Self.nanoseconds(ContinuousClock.now - started))
             switch answer {
-            case .admitted:
+            case .admitted(_):
                 HookMetrics.requests(event.action, result: "admitted").increment()
                 return answer
             case .refused(let status) where status < 500:
@@ -59,9 +59,10 @@ public struct HookCaller: Sendable {
         do {
             let response = try await client.execute(request, timeout: TimeAmount(endpoint.timeout))
             // Read what the backend says (bounded), so the connection can be reused.
-            _ = try? await response.body.collect(upTo: Self.maxAnswerBytes)
+            let answer = try? await response.body.collect(upTo: Self.maxAnswerBytes)
             let status = Int(response.status.code)
-            return (200..<300).contains(status) ? .admitted : .refused(status: status)
+            guard (200..<300).contains(status) else { return .refused(status: status) }
+            return .admitted(answer.map(HookInstruction.init(body:)) ?? HookInstruction())
         } catch {
             return .failed(Self.describe(error, timeout: endpoint.timeout))
         }

@@ -88,6 +88,14 @@ public struct HTTPFLVRoutes: Sendable {
     /// A refusal as an HTTP answer: 404 for a stream that is not there, 403 when the
     /// admission denies it, 503 when a capacity is reached.
     static func refused(_ refusal: SessionRefusal) -> Response {
+        if let base = refusal.redirect {
+            // Completed with the request's path and query by `PlaybackRoutes.redirecting`.
+            RelayMetrics.rejectedRequests(reason: "redirected")
+            var headers = HTTPFields()
+            headers[.accessControlAllowOrigin] = "*"
+            headers[.location] = base
+            return Response(status: .found, headers: headers)
+        }
         let status: HTTPResponse.Status = switch refusal.kind {
         case .notFound, .badName: .notFound
         case .denied: .forbidden

@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdCore
 import Media
 import NIOCore
 
@@ -33,11 +34,11 @@ public struct PlaybackRoutes: Sendable {
         router.get("/:app/:name") { request, context in
             guard let flv = self.flv else { return HTTPFLVRoutes.notFound() }
             let app = context.parameters.get("app") ?? ""
-            return try await flv.stream(
+            return Self.redirecting(try await flv.stream(
                 HTTPFLVRoutes.streamPath(app: app, file: context.parameters.get("name") ?? ""),
                 query: request.uri.query ?? "", remoteAddress: Self.describe(context.remoteAddress),
                 channel: context.channel
-            )
+            ), uri: request.uri)
         }
         router.get("/:app/:name/:rendition") { request, context in
             let app = context.parameters.get("app") ?? ""
@@ -45,16 +46,16 @@ public struct PlaybackRoutes: Sendable {
             let file = context.parameters.get("rendition") ?? ""
             if file.hasSuffix(".flv") {
                 guard let flv = self.flv else { return HTTPFLVRoutes.notFound() }
-                return try await flv.stream(
+                return Self.redirecting(try await flv.stream(
                     HTTPFLVRoutes.renditionPath(app: app, name: name, file: file),
                     query: request.uri.query ?? "", remoteAddress: Self.describe(context.remoteAddress),
                     channel: context.channel
-                )
+                ), uri: request.uri)
             }
             guard let hls = self.hls else { return HLSRoutes.status(.notFound) }
-            return try await hls.master(
+            return Self.redirecting(try await hls.master(
                 app: app, name: name, file: file, rawQuery: request.uri.query ?? "", remoteAddress: Self.describe(context.remoteAddress)
-            )
+            ), uri: request.uri)
         }
         router.get("/:app/:name/:rendition/:file") { request, context in
             guard let hls = self.hls else { return HLSRoutes.status(.notFound) }
@@ -68,6 +69,17 @@ public struct PlaybackRoutes: Sendable {
                 remoteAddress: Self.describe(context.remoteAddress)
             )
         }
+    }
+
+    /// A redirect the admission answered (`SessionRefusal.redirect`, a server's base URL)
+    /// with the request's own path and query after it: the player asks the other server for
+    /// the same thing.
+    static func redirecting(_ response: Response, uri: URI) -> Response {
+        guard response.status == .found, let base = response.headers[.location] else { return response }
+        var redirected = response
+        let trimmed = base.hasSuffix("/") ? String(base.dropLast()) : base
+        redirected.headers[.location] = trimmed + uri.description
+        return redirected
     }
 
     /// `host:port`, as RTMP's requests carry it.

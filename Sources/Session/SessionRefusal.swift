@@ -14,6 +14,11 @@ public struct SessionRefusal: Sendable, Hashable, Error, CustomStringConvertible
     }
 
     public var kind: Kind
+    /// Where the client should go instead (a hook's `redirect`): a server's base URL,
+    /// `rtmp://other:1935` for a publisher, `http://other:8080` for a player. HTTP answers
+    /// 302 to it with the request's path; an Enhanced RTMP v2 publisher is asked to reconnect
+    /// there; other clients are told it in the refusal.
+    public var redirect: String?
     /// For the client and the log; never carries a secret.
     public var description: String
 
@@ -26,4 +31,10 @@ public struct SessionRefusal: Sendable, Hashable, Error, CustomStringConvertible
     public static func denied(_ description: String) -> SessionRefusal { .init(.denied, description) }
     public static func notFound(_ description: String) -> SessionRefusal { .init(.notFound, description) }
     public static func unavailable(_ description: String) -> SessionRefusal { .init(.unavailable, description) }
+    /// Not here: go to `base`.
+    public static func redirected(to base: String) -> SessionRefusal {
+        var refusal = SessionRefusal(.unavailable, "go to \(base.prefix(256))")
+        refusal.redirect = base
+        return refusal
+    }
 }

@@ -151,6 +151,58 @@ extension IntegrationTests {
             }
         }
 
+        @Test("A hook's 2xx body renames a publish (ffmpeg's stream plays under the new name, listed there), and redirects players (HTTP-FLV and HLS: 302 with the request's path and query) and Enhanced RTMP v2 publishers (a reconnect request to the other server); a plain RTMP publisher is refused")
+        func hooksRenameAndRedirect() async throws {
+            try await Scenario.run("hooks-redirect") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let hooks = try await HookServer.start(scenario, slowSeconds: 1)
+                typealias Hook = NodeConfig.Hook
+                var config = NodeConfig()
+                config.hooks = [
+                    "renamed": .init(onPublish: Hook(url: hooks.url("/rename/publish?name=alias"))),
+                    "moved": .init(onPublish: Hook(url: hooks.url("/redirect/publish?to=rtmp://other.example:1935"))),
+                    "watch": .init(onPlay: Hook(url: hooks.url("/redirect/play?to=http://other.example:8080"))),
+                ]
+                let node = try await scenario.startNode(config, label: "node", arguments: ["--admin-token", SessionsTests.token])
+
+                // Renamed: ffmpeg publishes renamed/cam, the stream is renamed/alias.
+                let publisher = try scenario.publish(media, to: node.rtmpURL("renamed", "cam"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(node, "renamed", "alias")
+                if let report = try await scenario.probeLive(node.flvURL("renamed", "alias"), name: "probe-alias", seconds: 3) {
+                    scenario.checkLivePlayback(report, "the renamed stream", minVideoPackets: 40, width: media.width)
+                }
+                let listed = try await SessionsTests.sessions(node, "?kind=publish")
+                scenario.check(listed.map { $0["path"] as? String } == ["renamed/alias"], "the renamed publisher is listed as \(listed.map { $0["path"] ?? "" })")
+                scenario.check(node.log.contains("publish renamed"), "the rename is not logged")
+                scenario.check(try await HTTPClient.get(port: node.httpPort, path: "/renamed/cam.flv").status == 404, "the name asked for is live too")
+
+                // Redirected players: 302 to the other server, same path and query (HLS asks the
+                // admission only for a stream that is live here).
+                let watched = try scenario.publish(media, to: node.rtmpURL("watch", "cam"), name: "watched-publisher", loop: true)
+                let watchLive = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) {
+                    ((try? await SessionsTests.sessions(node, "?kind=publish")) ?? []).contains { $0["path"] as? String == "watch/cam" }
+                }
+                try scenario.require(watchLive, "watch/cam is not live")
+                for path in ["/watch/cam.flv?token=t1", "/watch/cam/index.m3u8?token=t1"] {
+                    let response = try await HTTPClient.get(port: node.httpPort, path: path)
+                    scenario.check(response.status == 302 && response.header("location") == "http://other.example:8080\(path)",
+                                   "GET \(path): \(response.status) Location \(response.header("location") ?? "none")")
+                }
+
+                // An Enhanced RTMP v2 publisher is asked to reconnect there; a plain one is refused.
+                let enhanced = try await RTMPRawClient.connect(port: node.rtmpPort)
+                scenario.track(enhanced.connection)
+                try await enhanced.plainHandshake()
+                _ = try await enhanced.connect(app: "moved", capsEx: 1)
+                let code = try await enhanced.publish(name: "cam", streamID: try await enhanced.createStream())
+                scenario.check(code == "NetConnection.Connect.ReconnectRequest", "an Enhanced RTMP v2 publisher redirected by the hook got \(code)")
+                let (_, plain) = try await RTMPRawClient.publishing(scenario, port: node.rtmpPort, app: "moved", name: "cam")
+                scenario.check(plain == "NetStream.Publish.Denied", "a plain RTMP publisher redirected by the hook got \(plain)")
+                _ = await watched.stop()
+                _ = await publisher.stop()
+            }
+        }
+
         @Test("A hook that is not an http(s) URL, an unknown hook key, or attempts that outlast the admission timeout are refused by --check-config with the key named; a valid one passes")
         func badHookConfigurations() async throws {
             try await Scenario.run("hooks-config") { scenario in

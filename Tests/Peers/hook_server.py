@@ -11,6 +11,8 @@ Paths (the first element decides; the rest is free, e.g. /admit/on_publish):
   /slow/...     waits --slow-seconds, then 200
   /flaky/...    500 to the first request of each path, 200 to the next ones
   /broken/...   200 with a body that is not JSON (still admitted: 2xx admits)
+  /rename/...?name=N     200 with {"name": N}: publish under another name
+  /redirect/...?to=URL   200 with {"redirect": URL}: send the client there
 
 Every request is appended to the log as one JSON line, {"path": ..., "body": ...},
 flushed at once, before the answer is sent. When ready it prints
@@ -25,6 +27,7 @@ import signal
 import sys
 import threading
 import time
+from urllib.parse import parse_qs, urlsplit
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MAX_BODY_BYTES = 1 << 20
@@ -55,7 +58,7 @@ def main():
                 body = json.loads(raw or b"null")
             except ValueError:
                 body = {"unparsed": raw.decode("utf-8", "replace")}
-            kind = self.path.strip("/").split("/")[0]
+            kind = urlsplit(self.path).path.strip("/").split("/")[0]
             with lock:
                 log.write(json.dumps({"path": self.path, "body": body, "time": time.time()}) + "\n")
                 log.flush()
@@ -70,6 +73,10 @@ def main():
                 self.answer(500, b'{"error": "try again"}')
             elif kind == "broken":
                 self.answer(200, b"this is not json")
+            elif kind in ("rename", "redirect"):
+                query = parse_qs(urlsplit(self.path).query)
+                key, field = ("name", "name") if kind == "rename" else ("to", "redirect")
+                self.answer(200, json.dumps({field: query.get(key, [""])[0]}).encode())
             else:
                 self.answer(200, b"{}")
 

@@ -11,6 +11,8 @@ import Session
 protocol AdmissionPolicy: Sendable {
     /// nil lets the request through to the next policy.
     func check(_ request: PublishRequest) async -> PolicyRefusal?
+    /// `check` for a policy that may also rename the stream (a hook); by default, `check`.
+    func verdict(_ request: PublishRequest) async -> PolicyVerdict
     func check(_ request: PlayRequest) async -> PolicyRefusal?
     /// A later step refused a publish this policy let through.
     func withdrawn(_ request: PublishRequest)
@@ -22,10 +24,21 @@ protocol AdmissionPolicy: Sendable {
 
 extension AdmissionPolicy {
     func check(_ request: PublishRequest) async -> PolicyRefusal? { nil }
+    func verdict(_ request: PublishRequest) async -> PolicyVerdict {
+        await check(request).map { .refuse($0) } ?? .pass
+    }
     func check(_ request: PlayRequest) async -> PolicyRefusal? { nil }
     func withdrawn(_ request: PublishRequest) {}
     func admitted(_ session: PublishSession) {}
     func ended(_ session: PublishSession) {}
+}
+
+/// What a policy says of a publish.
+enum PolicyVerdict: Sendable {
+    case pass
+    case refuse(PolicyRefusal)
+    /// Publish under this stream name instead (same application; a valid name).
+    case rename(String)
 }
 
 /// A policy's refusal: what the client is told, the metric's reason label, and the reason

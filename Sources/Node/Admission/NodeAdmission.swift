@@ -45,14 +45,24 @@ struct NodeAdmission: SessionAdmission {
             return .refused(.badName("this node is a relay: publish to an ingest node"))
         }
         var passed: [any AdmissionPolicy] = []
+        var request = request
         for policy in policies {
-            if let refused = await policy.check(request) {
+            switch await policy.verdict(request) {
+            case .pass:
+                break
+            case .refuse(let refused):
                 passed.forEach { $0.withdrawn(request) }
                 logger.notice("publish refused", metadata: [
                     "stream": "\(request.path)", "from": "\(request.remoteAddress)", "protocol": "\(request.transport)", "reason": "\(refused.logged)",
                 ])
                 NodeMetrics.refusedPublishes(reason: refused.metric)
                 return .refused(refused.refusal)
+            case .rename(let name):
+                // The policy checked the name; the application stays, so what earlier policies
+                // held for it (a transcode slot) still applies.
+                guard let renamed = try? StreamPath(app: request.path.app, name: name) else { break }
+                logger.info("publish renamed", metadata: ["stream": "\(request.path)", "as": "\(renamed)", "from": "\(request.remoteAddress)"])
+                request.path = renamed
             }
             passed.append(policy)
         }

@@ -15,15 +15,31 @@ struct WebhookPolicy: AdmissionPolicy {
     let nodeID: String
     let logger: Logger
 
-    func check(_ request: PublishRequest) async -> PolicyRefusal? {
-        guard let application = hooks.hooks(for: request.path.app), let endpoint = application.onPublish else { return nil }
-        return decide(await caller.call(endpoint, .publish(request, nodeID: nodeID)), action: .onPublish, application: application, stream: "\(request.path)")
+    func verdict(_ request: PublishRequest) async -> PolicyVerdict {
+        guard let application = hooks.hooks(for: request.path.app), let endpoint = application.onPublish else { return .pass }
+        let answer = await caller.call(endpoint, .publish(request, nodeID: nodeID))
+        if case .admitted(let instruction) = answer {
+            if let redirect = instruction.usableRedirect {
+                return .refuse(PolicyRefusal(.redirected(to: redirect), metric: "hook_redirected", logged: "the on_publish hook redirects to \(redirect)"))
+            }
+            if let name = instruction.name, name != request.path.name {
+                guard StreamPath.isValidComponent(name) else {
+                    return .refuse(PolicyRefusal(.denied("refused by the on_publish hook"), metric: "hook_refused", logged: "the on_publish hook renamed the stream to an invalid name"))
+                }
+                return .rename(name)
+            }
+        }
+        return decide(answer, action: .onPublish, application: application, stream: "\(request.path)").map { .refuse($0) } ?? .pass
     }
 
     func check(_ request: PlayRequest) async -> PolicyRefusal? {
         let stream = request.path.primary.stream
         guard let application = hooks.hooks(for: stream.app), let endpoint = application.onPlay else { return nil }
-        return decide(await caller.call(endpoint, .play(request, nodeID: nodeID)), action: .onPlay, application: application, stream: "\(request.path)")
+        let answer = await caller.call(endpoint, .play(request, nodeID: nodeID))
+        if case .admitted(let instruction) = answer, let redirect = instruction.usableRedirect {
+            return PolicyRefusal(.redirected(to: redirect), metric: "hook_redirected", logged: "the on_play hook redirects to \(redirect)")
+        }
+        return decide(answer, action: .onPlay, application: application, stream: "\(request.path)")
     }
 
     private func decide(_ answer: HookCaller.Answer, action: HookAction, application: ApplicationHooks, stream: String) -> PolicyRefusal? {

@@ -44,10 +44,11 @@ extension RTMPServerConnectionHandler {
             // A publisher's reads grow with its bitrate (`ReceiveBuffers`).
             try? context?.channel.syncOptions?.setOption(.recvAllocator, value: ReceiveBuffers.publisher)
             try? context?.channel.syncOptions?.setOption(.maxMessagesPerRead, value: ReceiveBuffers.publisherReadsPerWakeUp)
-            streamName = "\(path)"
+            // The admission may have renamed the stream (a hook): the session's path is the one published.
+            streamName = "\(session.path)"
             log(.info, "publishing")
             send(UserControl.streamBegin(streamID: streamID).message())
-            status(.status, .publishStart, "\(path) is now published", streamID: streamID)
+            status(.status, .publishStart, "\(session.path) is now published", streamID: streamID)
             RTMPMetrics.publishes.increment()
             armIdleTimer()
             replayPending()
@@ -55,6 +56,11 @@ extension RTMPServerConnectionHandler {
             guard machine.refused(ticket: ticket) else { return }
             log(.notice, "publish of \(path) refused: \(refusal.publishStatus.rawValue)")
             RTMPMetrics.refusedPublishes.increment()
+            if let base = refusal.redirect, acceptsReconnectRequest {
+                // An Enhanced RTMP v2 publisher goes where the admission sends it.
+                let trimmed = base.hasSuffix("/") ? String(base.dropLast()) : base
+                send(CommandMessage.reconnectRequest(tcUrl: "\(trimmed)/\(path.app)", description: "Publish to another server.").message(chunkStreamID: Self.connectionChunkStreamID))
+            }
             status(.error, refusal.publishStatus, refusal.description, streamID: streamID)
             closeAfterFlush()
         }
