@@ -415,6 +415,8 @@ if Context.environment["ESTUARY_FUZZ"] != nil {
         ("FuzzMetadata", ["AMF0", "RTMP", nio]),
         // The RTMP client (edge pulls, forwards) against a hostile server, on an EmbeddedChannel.
         ("FuzzRTMPClient", ["RTMP", "Media", nio, .product(name: "NIOEmbedded", package: "swift-nio")]),
+        // Play and publish tokens from a hostile query (JWTs through jwt-kit, HMAC tokens).
+        ("FuzzToken", ["Tokens", "Media", "Session"]),
     ]
     package.targets.append(.target(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"))
     for target in fuzzTargets {
