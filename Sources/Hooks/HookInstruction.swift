@@ -19,9 +19,10 @@ public struct HookInstruction: Sendable, Equatable, Decodable {
         self = (try? JSONDecoder().decode(HookInstruction.self, from: Data(body.readableBytesView))) ?? HookInstruction()
     }
 
-    /// A redirect the node can send: an rtmp(s):// or http(s):// URL of at most 1024 bytes.
+    /// A redirect the node can send: an rtmp(s):// or http(s):// URL of at most 1024 bytes,
+    /// of visible ASCII only (it goes into a `Location` header and an AMF0 string).
     public var usableRedirect: String? {
-        guard let redirect, redirect.utf8.count <= 1024,
+        guard let redirect, redirect.utf8.count <= 1024, redirect.utf8.allSatisfy({ (0x21...0x7E).contains($0) }),
               let scheme = redirect.split(separator: ":", maxSplits: 1).first?.lowercased(),
               ["rtmp", "rtmps", "http", "https"].contains(scheme), redirect.contains("://") else { return nil }
         return redirect

@@ -20,6 +20,16 @@ struct HooksTests {
         #expect(own.endpoint(.onPublish)?.url == "http://own/publish" && own.endpoint(.onStop) == nil)
     }
 
+    @Test("A redirect is used only when it is an rtmp(s) or http(s) URL of visible ASCII, at most 1024 bytes")
+    func redirects() {
+        #expect(HookInstruction(redirect: "rtmp://other:1935").usableRedirect == "rtmp://other:1935")
+        #expect(HookInstruction(redirect: "https://edge-2.example/").usableRedirect == "https://edge-2.example/")
+        #expect(HookInstruction(redirect: "http://a\r\nSet-Cookie: x=1").usableRedirect == nil)
+        #expect(HookInstruction(redirect: "javascript:alert(1)").usableRedirect == nil)
+        #expect(HookInstruction(redirect: "http://" + String(repeating: "a", count: 1100)).usableRedirect == nil)
+        #expect(HookInstruction(redirect: "other:1935").usableRedirect == nil)
+    }
+
     @Test("The worst case of a hook is every attempt at its timeout and the pauses between")
     func worstCase() {
         #expect(HookEndpoint(url: "http://x", timeout: .seconds(2), retries: 0).worstCase == .seconds(2))
