@@ -93,6 +93,7 @@ struct NodeRuntime {
             + [.init(service: CertificateReloadService(certificates: context.tls, logger: logger))]
             + (coordinator?.services ?? []) + (listeners?.services ?? []) + (link?.services ?? [])
             + [.init(service: StreamShutdown(registry: context.registry))]
+            + [.init(service: StreamMetricsSampler(registry: context.registry, sessions: context.sessions))]
             + [.init(service: LivenessBeaconService(beacon: LivenessBeacon(bus: context.bus, nodeID: configuration.nodeID)))]
             + [.init(service: drainService, successTerminationBehavior: .gracefullyShutdownGroup)]
         let serviceGroup = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: sigtermDrains ? [.sigint] : [.sigterm, .sigint], logger: logger))

@@ -40,5 +40,40 @@ extension IntegrationTests {
                                "HTTP-FLV plays started (waitUntilLive's probe and the viewer) are not counted")
             }
         }
+
+        @Test("Per-stream metrics: a stream's ingest bitrate and video frame rate, its viewers by protocol and the bytes they were sent, every 5 s; the series go when the stream ends")
+        func perStreamMetrics() async throws {
+            try await Scenario.run("stream-metrics") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let node = try await scenario.startNode(label: "node")
+                let publisher = try scenario.publish(media, to: node.rtmpURL("live", "cam"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(node, "live", "cam")
+                let viewer = try await scenario.openViewer(node, "live", "cam")
+                try scenario.require(await viewer.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(10)), "the viewer got no media")
+                // Two samples (5 s apart) make a rate.
+                var metrics = try await node.metrics()
+                let sampled = await eventually(timeout: .seconds(15), interval: .milliseconds(500)) {
+                    metrics = (try? await node.metrics()) ?? metrics
+                    return metrics.sum("estuary_stream_video_frames_per_second", labels: ["stream": "live/cam"]) > 0
+                        && metrics.sum("estuary_stream_viewers", labels: ["stream": "live/cam", "protocol": "http-flv"]) >= 1
+                }
+                scenario.check(sampled, "no per-stream samples: \(metrics.describe("estuary_stream"))")
+                let fps = metrics.sum("estuary_stream_video_frames_per_second", labels: ["stream": "live/cam"])
+                let bits = metrics.sum("estuary_stream_ingest_bits_per_second", labels: ["stream": "live/cam"])
+                scenario.check((21...39).contains(fps), "video frames per second \(fps), the source has 30")
+                scenario.check(bits > 100_000 && bits < 20_000_000, "ingest bits per second \(bits)")
+                scenario.check(metrics.sum("estuary_stream_viewers", labels: ["stream": "live/cam", "protocol": "http-flv"]) == 1, "\(metrics.describe("estuary_stream_viewers"))")
+                scenario.check(metrics.sum("estuary_stream_viewer_bytes_out", labels: ["stream": "live/cam"]) > 20_000, "\(metrics.describe("estuary_stream_viewer_bytes_out"))")
+
+                // The stream ends (its grace is 1 s): its series go.
+                await viewer.close()
+                _ = await publisher.stop()
+                let gone = await eventually(timeout: .seconds(15), interval: .milliseconds(500)) {
+                    ((try? await node.metrics())?.text.contains("stream=\"live/cam\"")) == false
+                }
+                let left = (try? await node.metrics())?.describe("estuary_stream") ?? ""
+                scenario.check(gone, "the ended stream's series stay: \(left)")
+            }
+        }
     }
 }
