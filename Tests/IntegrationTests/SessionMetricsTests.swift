@@ -75,5 +75,37 @@ extension IntegrationTests {
                 scenario.check(gone, "the ended stream's series stay: \(left)")
             }
         }
+
+        @Test("The Grafana dashboard (docker/grafana/estuary-dashboard.json) is a dashboard whose every query names metrics a node with a publisher and a viewer exports")
+        func grafanaDashboardReadsExportedMetrics() async throws {
+            try await Scenario.run("grafana-dashboard") { scenario in
+                guard let root = TestEnvironment.repositoryRoot else { throw IntegrationFailure("the repository is not found") }
+                let data = try Data(contentsOf: root.appendingPathComponent("docker/grafana/estuary-dashboard.json"))
+                let dashboard = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "the dashboard is not a JSON object")
+                let panels = dashboard["panels"] as? [[String: Any]] ?? []
+                let expressions = panels.flatMap { ($0["targets"] as? [[String: Any]] ?? []).compactMap { $0["expr"] as? String } }
+                scenario.check(dashboard["title"] is String && panels.count >= 6 && expressions.count >= panels.count, "the dashboard: \(panels.count) panels, \(expressions.count) queries")
+                let names = Set(expressions.flatMap { expression in
+                    expression.matches(of: /estuary_[a-z_]+/).map { String($0.output) }
+                })
+
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let node = try await scenario.startNode(label: "node")
+                let publisher = try scenario.publish(media, to: node.rtmpURL("live", "cam"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(node, "live", "cam")
+                let viewer = try await scenario.openViewer(node, "live", "cam")
+                var exported: Set<String> = []
+                let all = await eventually(timeout: .seconds(15), interval: .milliseconds(500)) {
+                    let text = (try? await node.metrics())?.text ?? ""
+                    exported = Set(text.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { line in
+                        line.split(whereSeparator: { $0 == "{" || $0 == " " }).first.map(String.init)
+                    })
+                    return names.isSubset(of: exported)
+                }
+                scenario.check(all && !names.isEmpty, "the dashboard reads metrics the node does not export: \(names.subtracting(exported).sorted())")
+                await viewer.close()
+                _ = await publisher.stop()
+            }
+        }
     }
 }
