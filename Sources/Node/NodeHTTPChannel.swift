@@ -6,7 +6,6 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
-import NIOSSL
 import Relay
 
 /// A node's HTTP/1 connection: Hummingbird's `HTTP1Channel` pipeline, plus the
@@ -34,10 +33,7 @@ struct NodeHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             limits.maxHeaderListSize = 80 * 1024
             limits.maxHeaderFieldCount = 1000
             let pipeline = channel.pipeline.syncOperations
-            if let tls {
-                try pipeline.addHandler(NIOSSLServerHandler(context: tls.context))
-                try pipeline.addHandler(TLSHandshakeCounter(listener: "https"))
-            }
+            try tls?.addServerHandlers(to: pipeline, listener: "https")
             // Before the first read, or the pool keeps the default 2 KiB buffer.
             try channel.syncOptions?.setOption(.recvAllocator, value: ReceiveBuffers.http)
             try pipeline.configureHTTPServerPipeline(

@@ -1,4 +1,3 @@
-import Cluster
 import Media
 import Metrics
 import ServiceLifecycle
@@ -60,12 +59,7 @@ struct StreamMetricsSampler: Service {
     func sample(_ state: inout State) async {
         let hubs = await registry.streams
         let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
-        var viewers: [String: [String: Int]] = [:]
-        var bytesOut: [String: Int] = [:]
-        for session in sessions.list(SessionTable.Filter(path: nil, protocol: nil, kind: .play)) {
-            viewers[session.path, default: [:]][session.protocol, default: 0] += 1
-            bytesOut[session.path, default: 0] += session.bytesOut
-        }
+        let viewers = sessions.viewerTotals()
         var live: Set<String> = []
         for (path, hub) in hubs {
             let stream = "\(path)"
@@ -78,13 +72,13 @@ struct StreamMetricsSampler: Service {
                           to: Double(max(0, now.videoFramesIn - before.videoFramesIn)) / seconds)
             }
             state.previous[stream] = now
-            let byProtocol = viewers[stream] ?? [:]
+            let byProtocol = viewers[stream]?.byProtocol ?? [:]
             // Every protocol seen on the stream so far keeps its series (0 when its viewers left).
             let known = Set((state.gauges[stream] ?? [:]).keys.filter { $0.hasPrefix("viewers:") }.map { String($0.dropFirst(8)) })
             for name in known.union(byProtocol.keys) {
                 state.set(stream, "viewers:\(name)", label: "estuary_stream_viewers", dimensions: [("protocol", name)], to: Double(byProtocol[name] ?? 0))
             }
-            state.set(stream, "bytesOut", label: "estuary_stream_viewer_bytes_out", dimensions: [], to: Double(bytesOut[stream] ?? 0))
+            state.set(stream, "bytesOut", label: "estuary_stream_viewer_bytes_out", dimensions: [], to: Double(viewers[stream]?.bytesOut ?? 0))
         }
         state.forget(except: live)
     }

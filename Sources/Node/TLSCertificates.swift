@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Metrics
+import NIOCore
 import NIOSSL
 import Synchronization
 
@@ -26,6 +27,13 @@ final class TLSCertificates: Sendable {
 
     /// The context a new connection uses.
     var context: NIOSSLContext { current.withLock { $0 } }
+
+    /// Puts TLS first in a new connection's pipeline, with the current certificate, and
+    /// counts its handshake under `listener` (`rtmps`, `https`).
+    func addServerHandlers(to pipeline: ChannelPipeline.SynchronousOperations, listener: String) throws {
+        try pipeline.addHandler(NIOSSLServerHandler(context: context))
+        try pipeline.addHandler(TLSHandshakeCounter(listener: listener))
+    }
 
     /// Reads the files again; keeps the old context when they cannot be used.
     @discardableResult

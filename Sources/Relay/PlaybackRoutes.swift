@@ -59,7 +59,8 @@ public struct PlaybackRoutes: Sendable {
         }
         router.get("/:app/:name/:rendition/:file") { request, context in
             guard let hls = self.hls else { return HLSRoutes.status(.notFound) }
-            return try await hls.media(
+            // A media playlist naming no session opens one (through the admission) too.
+            return Self.redirecting(try await hls.media(
                 app: context.parameters.get("app") ?? "",
                 name: context.parameters.get("name") ?? "",
                 rendition: context.parameters.get("rendition") ?? "",
@@ -67,7 +68,7 @@ public struct PlaybackRoutes: Sendable {
                 query: request.uri.queryParameters,
                 rawQuery: request.uri.query ?? "",
                 remoteAddress: Self.describe(context.remoteAddress)
-            )
+            ), uri: request.uri)
         }
     }
 

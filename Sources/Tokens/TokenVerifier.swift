@@ -81,9 +81,10 @@ public final class TokenVerifier: Sendable {
         }
         let expires = Date(timeIntervalSince1970: TimeInterval(expiresSeconds))
         guard expires > now else { return .refused("the HMAC token expired") }
-        let expected = Self.hmac(secret: secret, action: action, path: path, expires: expiresSeconds)
-        // Compared in constant time: the secret must not leak through timing.
-        guard Self.constantTimeEqual(Array(expected.utf8), Array(token.lowercased().utf8)) else {
+        // swift-crypto compares the codes in constant time: the secret must not leak through timing.
+        guard let code = Self.bytes(hex: token),
+              HMAC<SHA256>.isValidAuthenticationCode(code, authenticating: Self.message(action, path: path, expires: expiresSeconds), using: SymmetricKey(data: Data(secret.utf8)))
+        else {
             return .refused("the HMAC token does not match")
         }
         return .valid(expires: expires, kick: kick)
@@ -92,16 +93,34 @@ public final class TokenVerifier: Sendable {
     /// The HMAC token of `action` on `path` until `expires` (unix seconds): lowercase hex of
     /// HMAC-SHA256(secret, "action:app/name:expires").
     public static func hmac(secret: String, action: TokenAction, path: StreamPath, expires: Int64) -> String {
-        let message = "\(action.rawValue):\(path.app)/\(path.name):\(expires)"
-        let code = HMAC<SHA256>.authenticationCode(for: Data(message.utf8), using: SymmetricKey(data: Data(secret.utf8)))
+        let code = HMAC<SHA256>.authenticationCode(for: message(action, path: path, expires: expires), using: SymmetricKey(data: Data(secret.utf8)))
         return code.map { String(format: "%02x", $0) }.joined()
     }
 
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
+    /// What an HMAC token signs: "action:app/name:expires".
+    static func message(_ action: TokenAction, path: StreamPath, expires: Int64) -> Data {
+        Data("\(action.rawValue):\(path.app)/\(path.name):\(expires)".utf8)
+    }
+
+    /// A SHA-256 code in hex (either case), or nil for anything else.
+    static func bytes(hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count == 2 * SHA256.byteCount else { return nil }
+        func value(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(SHA256.byteCount)
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return bytes
     }
 
     static func describe(_ error: any Error) -> String {

@@ -240,7 +240,7 @@ extension IntegrationTests {
             }
         }
 
-        @Test("A forward is a viewing session (protocol forward) with its target as address and growing bytes out; kicked, its connection drops and it returns as a new session after its backoff while the target's viewer keeps playing; it leaves the list when its stream ends")
+        @Test("A forward is a viewing session (protocol forward) with its target as address and growing bytes out; kicked, its connection drops and it returns as a new session after its backoff, and the target's viewer then stays 30 s with no gap over 500 ms; it leaves the list when its stream ends")
         func forwardsAreSessions() async throws {
             try await Scenario.run("sessions-forward") { scenario in
                 let media = try await MediaLibrary.shared.file(.gopAudioVideo)
@@ -285,9 +285,16 @@ extension IntegrationTests {
                 }
                 scenario.check(returned, "the forward did not come back as a new session: \(again)")
                 scenario.check(origin.log.contains("kicked: maintenance"), "the forward's end is not logged as a kick")
-                let received = viewer.receivedBytes
-                try await Task.sleep(for: .seconds(3))
-                scenario.check(viewer.receivedBytes > received + 20_000, "the target's viewer got \(viewer.receivedBytes - received) bytes in the 3 s after the forward came back")
+                // The target's viewer stays on the forwarded stream 30 s after it came back: never
+                // dropped, no wait over 500 ms, timestamps never backwards across the reconnect.
+                let gap = try await longestWait(for: .seconds(30), every: .milliseconds(50), from: viewer.receivedBytes) { viewer.receivedBytes }
+                scenario.check(gap < .milliseconds(500), "the target's viewer saw nothing for \(gap) after the forward came back")
+                scenario.check(!viewer.isClosed, "the target's viewer was dropped")
+                let flv = try viewer.flv()
+                scenario.check(flv.error == nil && flv.timestampRegressions().isEmpty && flv.videoFrames.count >= 900,
+                               "the target's viewer's FLV: \(flv.error ?? "") \(flv.timestampRegressions().count) regressions, \(flv.videoFrames.count) video frames")
+                let stillOne = try await Self.sessions(origin, "?protocol=forward")
+                scenario.check(stillOne.map { $0["id"] as? String } == again.map { $0["id"] as? String }, "the forward's session changed during the 30 s: \(again) → \(stillOne)")
 
                 // The stream ends: so does the forward's session.
                 _ = await publisher.stop()

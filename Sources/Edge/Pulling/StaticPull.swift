@@ -87,21 +87,19 @@ public final class StaticPull: Sendable {
             status.withLockedValue { $0.state = .connecting; $0.connects += 1 }
             let outcome = await pullOnce(logger: logger)
             guard !Task.isCancelled else { break }
-            let frames: Int
-            switch outcome {
-            case .ended(let delivered), .failed(_, let delivered): frames = delivered
+            let (frames, failure): (Int, String?) = switch outcome {
+            case .ended(let frames): (frames, nil)
+            case .failed(let why, let frames): (frames, why)
             }
             // It had been pulling: start again from the first step.
             if frames > 0 { backoff.reset() }
             let delay = backoff.next()
-            switch outcome {
-            case .ended:
-                status.withLockedValue { $0.lastError = "the origin ended the stream"; $0.state = .backingOff }
-                logger.notice("the origin ended the stream; asking again in \(delay)")
-            case .failed(let why, _):
+            status.withLockedValue { $0.lastError = failure ?? "the origin ended the stream"; $0.state = .backingOff }
+            if let failure {
                 PullMetrics.failures.increment()
-                status.withLockedValue { $0.lastError = why; $0.state = .backingOff }
-                logger.warning("pull failed; retrying in \(delay)", metadata: ["reason": "\(why)"])
+                logger.warning("pull failed; retrying in \(delay)", metadata: ["reason": "\(failure)"])
+            } else {
+                logger.notice("the origin ended the stream; asking again in \(delay)")
             }
             try? await Task.sleep(for: delay)
         }

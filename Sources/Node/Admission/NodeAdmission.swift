@@ -25,6 +25,14 @@ struct NodeAdmission: SessionAdmission {
     /// Told of every session's start and end, in this order.
     var observers: [any SessionObserver] = []
 
+    /// Tells every observer of a session's event, in order: the sink of every handle made here.
+    var tellObservers: SessionEventSink {
+        let observers = observers
+        return { event in
+            for observer in observers { await observer.observe(event) }
+        }
+    }
+
     /// The node's policies from its configuration, in the order they are asked.
     static func standardPolicies(
         drain: NodeDrain?, ladders: [String: Ladder], keys: StreamKeyVerifier?, registry: StreamRegistry?,
@@ -81,7 +89,7 @@ struct NodeAdmission: SessionAdmission {
         switch await admission.publish(owned) {
         case .accept(let hub, let id):
             let policies = policies
-            let observers = observers
+            let tell = tellObservers
             let session = PublishSession(
                 sessionID: request.sessionID, path: request.path, hub: hub, id: id, transport: request.transport, remoteAddress: request.remoteAddress,
                 requestReconnect: request.requestReconnect, query: request.query, traffic: request.traffic,
@@ -91,7 +99,7 @@ struct NodeAdmission: SessionAdmission {
                         for policy in policies { policy.ended(session) }
                         await admission.unpublished(session.path, id: session.id)
                     }
-                    for observer in observers { await observer.observe(event) }
+                    await tell(event)
                 }
             )
             taken.session = session
@@ -109,13 +117,9 @@ struct NodeAdmission: SessionAdmission {
     /// transcoder). No policy is asked: its source was admitted.
     func publishRendition(_ request: RenditionRequest) async -> PublishAnswer {
         await playback.registry.register(request.hub)
-        let observers = observers
         let session = PublishSession(
             path: request.hub.path.stream, hub: request.hub, id: request.publisherID, transport: request.transport,
-            remoteAddress: request.origin,
-            sink: { event in
-                for observer in observers { await observer.observe(event) }
-            }
+            remoteAddress: request.origin, sink: tellObservers
         )
         await session.start()
         return .accepted(session)
@@ -125,13 +129,9 @@ struct NodeAdmission: SessionAdmission {
     /// session table lists it with its target; the drain does not wait for it). No policy is
     /// asked: the stream was admitted and the operator configured the push.
     func playOutbound(_ request: OutboundRequest) async -> PlayAnswer {
-        let observers = observers
-        return .accepted(PlaySession(
+        .accepted(PlaySession(
             hub: request.hub, transport: request.transport, remoteAddress: request.target,
-            traffic: request.traffic, kick: request.kick,
-            sink: { event in
-                for observer in observers { await observer.observe(event) }
-            }
+            traffic: request.traffic, kick: request.kick, sink: tellObservers
         ))
     }
 
@@ -147,13 +147,9 @@ struct NodeAdmission: SessionAdmission {
         }
         switch await playback.play(request) {
         case .accept(let hub):
-            let observers = observers
             return .accepted(PlaySession(
                 id: request.sessionID, hub: hub, transport: request.transport, remoteAddress: request.remoteAddress,
-                query: request.query, traffic: request.traffic, kick: request.kick,
-                sink: { event in
-                    for observer in observers { await observer.observe(event) }
-                }
+                query: request.query, traffic: request.traffic, kick: request.kick, sink: tellObservers
             ))
         case .refuse(let refusal):
             return .refused(refusal)

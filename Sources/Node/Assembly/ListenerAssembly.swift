@@ -6,7 +6,6 @@ import Hummingbird
 import Ingest
 import Logging
 import Media
-import NIOSSL
 import RTMP
 import Relay
 import ServiceLifecycle
@@ -74,8 +73,7 @@ struct ListenerAssembly {
             var secure = configuration.rtmp
             secure.port = port
             rtmps = [.init(service: RTMPServer(configuration: secure, admission: timed, group: context.group, logger: context.logger, name: "RTMPS") { channel in
-                try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.context))
-                try channel.pipeline.syncOperations.addHandler(TLSHandshakeCounter(listener: "rtmps"))
+                try tls.addServerHandlers(to: channel.pipeline.syncOperations, listener: "rtmps")
             })]
         }
         services = [.init(service: RTMPServer(configuration: configuration.rtmp, admission: timed, group: context.group, logger: context.logger))] + rtmps

@@ -100,6 +100,19 @@ final class SessionTable: SessionObserver, Sendable {
         return entries.map { Self.snapshot($0, now: now) }.sorted { ($0.startedAt, $0.id) < ($1.startedAt, $1.id) }
     }
 
+    /// Per path, the live viewers by protocol and the bytes they were sent: one pass over the
+    /// table, without the snapshots and the sort of `list` (`StreamMetricsSampler`).
+    func viewerTotals() -> [String: (byProtocol: [String: Int], bytesOut: Int)] {
+        state.withLock { state in
+            var totals: [String: (byProtocol: [String: Int], bytesOut: Int)] = [:]
+            for entry in state.sessions.values where entry.info.kind == SessionKind.play.rawValue {
+                totals[entry.info.path, default: ([:], 0)].byProtocol[entry.info.protocol, default: 0] += 1
+                totals[entry.info.path, default: ([:], 0)].bytesOut += entry.traffic?.sent ?? 0
+            }
+            return totals
+        }
+    }
+
     func session(_ id: String) -> SessionReport? {
         state.withLock { $0.sessions[id] }.map { Self.snapshot($0, now: .now) }
     }
