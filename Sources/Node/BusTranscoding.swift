@@ -116,7 +116,7 @@ actor BusTranscoding {
 
     private let bus: any Bus
     private let registry: StreamRegistry
-    private let ladders: [String: Ladder]
+    private let ladders: Reloadable<[String: Ladder]>
     private let localPlayback: LocalPlayback?
     private let logger: Logger
     private var jobs: [StreamPath: Job] = [:]
@@ -126,7 +126,7 @@ actor BusTranscoding {
     /// - Parameter ladders: the node's configured ladders. A rung of an assignment that one
     ///   of them names is encoded with its full settings (a frame-rate cap, say); the
     ///   assignment carries only the name, height and bit rate.
-    init(bus: any Bus, registry: StreamRegistry, ladders: [String: Ladder], localPlayback: LocalPlayback?, logger: Logger) {
+    init(bus: any Bus, registry: StreamRegistry, ladders: Reloadable<[String: Ladder]>, localPlayback: LocalPlayback?, logger: Logger) {
         self.bus = bus
         self.registry = registry
         self.ladders = ladders
@@ -215,7 +215,7 @@ actor BusTranscoding {
             logger.warning("the source of a transcode job is not on the bus yet", metadata: ["stream": "\(path)"])
             return
         }
-        let configured = ladders[path.app]?.rungs ?? []
+        let configured = ladders.value[path.app]?.rungs ?? []
         let ladder = Ladder(rungs: assignment.rungs.map { spec in
             configured.first { $0.name == spec.name && $0.height == spec.height && $0.videoBitRate == spec.bitRate }
                 ?? LadderRung(name: spec.name, height: spec.height, videoBitRate: spec.bitRate)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Configuration
 import Edge
 import Cluster
 import Foundation
@@ -53,7 +54,7 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (default info).")
     var logLevel: String?
 
-    @Option(help: "JSON configuration file, see docs/configuration.md (default none).")
+    @Option(help: "Configuration file, YAML or JSON, see docs/configuration.md; reloaded on SIGHUP and when it changes (default none).")
     var config: String?
 
     @Option(help: "NATS server URLs for cluster roles, comma-separated, nats://host:4222 (default none: a node alone).")
@@ -86,76 +87,47 @@ struct NodeCommand: AsyncParsableCommand {
     @Flag(help: "Check the arguments and configuration, print the resolved role, and exit.")
     var checkConfig = false
 
+    /// The flags given, under the keys of the configuration file (`ConfigurationSources`).
+    private var flagValues: [String: ConfigContent] {
+        var values: [String: ConfigContent] = [:]
+        if let bind { values["bindHost"] = .string(bind) }
+        if let rtmpPort { values["rtmpPort"] = .int(rtmpPort) }
+        if let httpPort { values["httpPort"] = .int(httpPort) }
+        if let rtmpsPort { values["rtmpsPort"] = .int(rtmpsPort) }
+        if let httpsPort { values["httpsPort"] = .int(httpsPort) }
+        if let tlsCertificate { values["tls.certificateFile"] = .string(tlsCertificate) }
+        if let tlsKey { values["tls.keyFile"] = .string(tlsKey) }
+        if let dataDir { values["dataDir"] = .string(dataDir) }
+        if let logFormat { values["logFormat"] = .string(logFormat) }
+        if let logLevel { values["logLevel"] = .string(logLevel) }
+        if let nats { values["nats.servers"] = .stringArray(Self.list(nats)) }
+        if let upstream { values["upstreams"] = .stringArray(Self.list(upstream)) }
+        if let nodeId { values["nodeID"] = .string(nodeId) }
+        if let advertiseHost { values["advertiseHost"] = .string(advertiseHost) }
+        if let coordinatorNode { values["coordinatorNode"] = .string(coordinatorNode) }
+        if let adminToken { values["adminToken"] = .string(adminToken) }
+        if let database { values["database"] = .string(database) }
+        if let drainGrace { values["drainGraceSeconds"] = .double(drainGrace) }
+        if let drainReconnectTo { values["drainReconnectTo"] = .string(drainReconnectTo) }
+        return values
+    }
+
+    private static func list(_ value: String) -> [String] {
+        value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
     func run() async throws {
         LargeAllocations.returnToTheSystem()
-        var settings = NodeConfiguration()
-        var fileLogLevel: String?
-        var fileLogFormat: String?
-        var fileHTTPPort: Int?
-        if let config {
-            let file = try NodeConfigurationFile.load(from: config)
-            try settings.apply(file)
-            fileLogLevel = file.logLevel
-            fileLogFormat = file.logFormat
-            fileHTTPPort = file.httpPort
-        }
-        if let bind { settings.bindHost = bind }
-        if let rtmpPort { settings.rtmp.port = rtmpPort }
-        if let rtmpsPort { settings.rtmpsPort = rtmpsPort }
-        if let httpsPort { settings.httpsPort = httpsPort }
-        if let tlsCertificate { settings.tlsCertificateFile = tlsCertificate }
-        if let tlsKey { settings.tlsKeyFile = tlsKey }
-        // Roles that serve players or operators take 8080; an ingest (health and metrics only)
-        // 8081 and a transcoder 8082, so roles started side by side on one host do not collide.
-        settings.httpPort = httpPort ?? fileHTTPPort ?? role.defaultHTTPPort
-        if let dataDir { settings.dataDir = dataDir }
-        settings.rtmp.host = settings.bindHost
-        if let nats {
-            let servers = nats.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            var bus = settings.nats ?? NATSBusConfiguration(servers: [])
-            bus.servers = servers
-            settings.nats = bus
-        }
-        // The NATS token from the environment (compose, systemd), so it need not be in the
-        // URL, the command line or a file; a token in the URL or the file wins.
-        if var bus = settings.nats, bus.token == nil, !bus.servers.contains(where: { $0.contains("@") }),
-           let token = ProcessInfo.processInfo.environment["ESTUARY_NATS_TOKEN"], !token.isEmpty {
-            bus.token = token
-            settings.nats = bus
-        }
-        if let upstream {
-            do {
-                settings.upstreams = try Upstream.list(upstream)
-            } catch {
-                throw ValidationError("--upstream: \(error)")
-            }
-        }
-        if let nodeId { settings.nodeID = nodeId }
-        if let advertiseHost { settings.advertiseHost = advertiseHost }
-        if let adminToken { settings.adminToken = adminToken }
-        if let coordinatorNode { settings.coordinatorNode = coordinatorNode }
-        if let database { settings.database = database }
-        if let drainGrace {
-            guard drainGrace.isFinite, (0...DrainRoutes.longestGrace).contains(drainGrace) else {
-                throw ValidationError("--drain-grace must be within 0…\(Int(DrainRoutes.longestGrace)) seconds")
-            }
-            settings.drainGrace = .milliseconds(Int64(drainGrace * 1000))
-        }
-        if let drainReconnectTo { settings.drainReconnectTo = try NodeConfiguration.drainTarget(drainReconnectTo) }
-        settings.nats?.name = settings.nodeID
-        try settings.validate(role: role)
-        let levelName = logLevel ?? fileLogLevel ?? "info"
-        guard let level = Logger.Level(rawValue: levelName) else {
-            throw ValidationError("unknown log level '\(levelName)': expected trace, debug, info, notice, warning, error or critical")
-        }
-        let format = logFormat ?? fileLogFormat ?? "text"
-        guard ["text", "json"].contains(format) else {
-            throw ValidationError("unknown log format '\(format)': expected text or json")
-        }
+        let loader = ConfigurationLoader(role: role, sources: ConfigurationSources(flags: flagValues), path: config)
+        let loaded = try loader.load(try loader.readDocument())
+        let settings = loaded.configuration
+        let level = Logger.Level(rawValue: loaded.resolved.logLevel ?? "info") ?? .info
+        let format = loaded.resolved.logFormat ?? "text"
         if checkConfig {
             // The keys of `tokens` parse (a JWKS whose keys cannot be used fails here).
             _ = try await NodeRuntime.tokenVerifier(settings)
             _ = try NodeRuntime.certificates(settings, logger: Logger(label: "check-config"))
+            print(NodeConfiguration.printable(settings.effectiveSettings(resolved: loaded.resolved)))
             print("ok: role \(role.rawValue), node \(settings.nodeID), RTMP :\(settings.rtmp.port), HTTP :\(settings.httpPort)\(settings.nats.map { ", bus \($0.redactedServers)" } ?? "")")
             return
         }
@@ -176,6 +148,6 @@ struct NodeCommand: AsyncParsableCommand {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: metrics))
 
         try FileManager.default.createDirectory(atPath: settings.dataDir, withIntermediateDirectories: true)
-        try await NodeRuntime(role: role, configuration: settings, metrics: metrics).run()
+        try await NodeRuntime(role: role, configuration: settings, metrics: metrics, loader: loader, resolved: loaded.resolved).run()
     }
 }

@@ -34,9 +34,15 @@ enum NodeHTTP {
     }
 
     /// The HTTP listener, or with `tls` the HTTPS one on `port`: the same routes either way.
-    static func application(router: Router<NodeRequestContext>, configuration: NodeConfiguration, logger: Logger, tls: TLSCertificates? = nil, port: Int? = nil) -> some ApplicationProtocol {
+    /// With `live`, a reload gives connections accepted afterwards its connection limits,
+    /// header timeout and write-stall timeout; the idle timeout and the address stay.
+    static func application(router: Router<NodeRequestContext>, configuration: NodeConfiguration, logger: Logger, tls: TLSCertificates? = nil, port: Int? = nil, live: LiveConfiguration? = nil) -> some ApplicationProtocol {
         let limiter = ConnectionLimiter(limits: configuration.httpConnectionLimits)
-        let settings = configuration.httpGuard
+        let settings = Reloadable(configuration.httpGuard)
+        live?.subscribe { new, _ in
+            limiter.setLimits(new.httpConnectionLimits)
+            settings.set(new.httpGuard)
+        }
         return Application(
             router: router,
             // Keep-alive connections idle for `httpIdleTimeout` are closed (Hummingbird's
@@ -45,7 +51,7 @@ enum NodeHTTP {
             server: HTTPServerBuilder { responder in
                 NodeHTTPChannel(
                     responder: responder,
-                    connectionHandlers: { [HTTPConnectionGuard(settings: settings, limiter: limiter, logger: logger)] },
+                    connectionHandlers: { [HTTPConnectionGuard(settings: settings.value, limiter: limiter, logger: logger)] },
                     idleTimeout: configuration.httpIdleTimeout,
                     tls: tls
                 )

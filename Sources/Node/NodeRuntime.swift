@@ -45,6 +45,10 @@ struct NodeRuntime {
     let role: NodeRole
     let configuration: NodeConfiguration
     let metrics: PrometheusCollectorRegistry
+    /// Reads the configuration again on a reload (`ConfigurationReloader`).
+    let loader: ConfigurationLoader
+    /// The settings as the file, the environment and the flags gave them.
+    let resolved: NodeConfigurationFile
 
     /// The roles a process of `role` hosts. `all` alone is its own coordinator; `all`
     /// joining a cluster (`--nats`) uses the cluster's (`--coordinator-node`) and hosts it
@@ -80,17 +84,29 @@ struct NodeRuntime {
 
         let configuration = context.configuration
         let logger = context.logger
+        // A reload: new hubs take the new hub settings, the coordinator the new ladders.
+        let registry = context.registry
+        context.live.subscribe { new, _ in
+            registry.reconfigure(hubConfiguration: new.hub, publisherGrace: new.publisherGrace)
+        }
+        if let state = coordinator?.state {
+            context.live.subscribe { new, _ in
+                await state.setLadders(CoordinatorAssembly.rungSpecs(new.ladders))
+            }
+        }
+        let reloader = try await ConfigurationReloader.make(loader: loader, live: context.live, logger: logger)
         // With a grace period, SIGTERM drains (`DrainService`); without, it stops at once.
         let sigtermDrains = configuration.drainGrace > .zero
         let drainDefaults = NodeDrain.Request(grace: configuration.drainGrace, reconnectTo: configuration.drainReconnectTo, reason: "SIGTERM")
         DrainRoutes(drain: context.drain, defaults: drainDefaults, adminToken: configuration.adminToken).register(on: context.router)
         let drainService = DrainService(drain: context.drain, onSigterm: sigtermDrains ? drainDefaults : nil, logger: logger)
         let services: [ServiceGroupConfiguration.ServiceConfiguration] =
-            [.init(service: NodeHTTP.application(router: context.router, configuration: configuration, logger: logger))]
+            [.init(service: NodeHTTP.application(router: context.router, configuration: configuration, logger: logger, live: context.live))]
             + (context.tls.flatMap { tls in configuration.httpsPort.map { port in
-                ServiceGroupConfiguration.ServiceConfiguration(service: NodeHTTP.application(router: context.router, configuration: configuration, logger: logger, tls: tls, port: port))
+                ServiceGroupConfiguration.ServiceConfiguration(service: NodeHTTP.application(router: context.router, configuration: configuration, logger: logger, tls: tls, port: port, live: context.live))
             } }.map { [$0] } ?? [])
             + [.init(service: CertificateReloadService(certificates: context.tls, logger: logger))]
+            + (reloader.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? [])
             + (coordinator?.services ?? []) + (listeners?.services ?? []) + (link?.services ?? [])
             + [.init(service: StreamShutdown(registry: context.registry))]
             + [.init(service: StreamMetricsSampler(registry: context.registry, sessions: context.sessions))]
@@ -174,7 +190,8 @@ struct NodeRuntime {
             coordinator: try $CoordinatorAPI.resolve(id: CoordinatorAddress.id(onNode: coordinatorNode), using: system),
             coordinatorStatus: coordinatorStatus, drain: drain, sessions: SessionTable(logger: logger),
             tokens: try await Self.tokenVerifier(configuration),
-            tls: try Self.certificates(configuration, logger: logger)
+            tls: try Self.certificates(configuration, logger: logger),
+            live: LiveConfiguration(configuration, resolved: resolved)
         )
     }
 

@@ -11,15 +11,21 @@ import Synchronization
 /// accepted play holds nothing until the protocol starts serving it.)
 public struct TimeLimitedAdmission: SessionAdmission {
     public let inner: any SessionAdmission
-    public let timeout: Duration
+    /// A reload may change it (`setTimeout`) for the decisions asked afterwards.
+    public var timeout: Duration { timeoutSetting.value }
+    private let timeoutSetting: Reloadable<Duration>
     /// Told of each decision that timed out (`publish` or `play`, and the request's path), for
     /// a log line and a metric.
     public let onTimeout: @Sendable (_ kind: SessionKind, _ path: String) -> Void
 
     public init(_ inner: any SessionAdmission, timeout: Duration, onTimeout: @escaping @Sendable (_ kind: SessionKind, _ path: String) -> Void = { _, _ in }) {
         self.inner = inner
-        self.timeout = timeout
+        timeoutSetting = Reloadable(timeout)
         self.onTimeout = onTimeout
+    }
+
+    public func setTimeout(_ timeout: Duration) {
+        timeoutSetting.set(timeout)
     }
 
     static func refusal(_ timeout: Duration) -> SessionRefusal {

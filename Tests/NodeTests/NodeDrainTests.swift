@@ -75,7 +75,7 @@ struct NodeDrainTests {
     @Test func whileDrainingTheAdmissionRefusesPublishesAndPlays() async throws {
         let registry = StreamRegistry(serializers: [])
         let drain = NodeDrain(logger: Logger(label: "drain-tests"))
-        var admission = NodeAdmissionTests.admission(registry: registry)
+        let admission = NodeAdmissionTests.admission(registry: registry)
         admission.policies.insert(DrainPolicy(drain: drain), at: 0)
         guard try await NodeAdmissionTests.publish(admission, "live", "before").session != nil else {
             Issue.record("a publish before the drain was refused")

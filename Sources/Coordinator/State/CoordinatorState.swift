@@ -17,7 +17,7 @@ import Logging
 /// threshold.
 public actor CoordinatorState {
     public let store: CoordinatorStore
-    public let configuration: CoordinatorConfiguration
+    public private(set) var configuration: CoordinatorConfiguration
     let now: @Sendable () -> Date
     let logger: Logger
 
@@ -179,5 +179,13 @@ extension Duration {
     var timeInterval: TimeInterval {
         let (seconds, attoseconds) = components
         return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}
+
+extension CoordinatorState {
+    /// The ladders of streams that start from now on (a configuration reload); jobs already
+    /// placed keep their rungs.
+    public func setLadders(_ ladders: [String: [RungSpec]]) {
+        configuration.ladders = ladders
     }
 }

@@ -7,7 +7,13 @@ import Session
 /// `maxForwards` run at once; beyond it a stream is not forwarded (and that is logged).
 public actor StreamForwards {
     private var forwards: [StreamPath: [StreamForward]] = [:]
-    private let targets: [String: [ForwardTarget]]
+    private var targets: [String: [ForwardTarget]]
+    /// Every live stream published here, so that targets a reload adds reach streams already
+    /// live; weak, and swept when their hubs end.
+    private var live: [StreamPath: WeakHub] = [:]
+    private struct WeakHub {
+        weak var hub: StreamHub?
+    }
     private let maxForwards: Int
     private let logger: Logger
     /// Makes each push connection a session (`StreamForward`); set once the node's
@@ -27,8 +33,9 @@ public actor StreamForwards {
     /// Starts forwarding `hub`'s stream to its application's targets, unless it already is
     /// (a publisher that reconnects within the grace period keeps its forwards).
     public func start(_ path: StreamPath, hub: StreamHub) {
-        guard let targets = targets[path.app], !targets.isEmpty else { return }
         sweep()
+        if live.count < maxForwards { live[path] = WeakHub(hub: hub) }
+        guard let targets = targets[path.app], !targets.isEmpty else { return }
         if let running = forwards[path], running.contains(where: { !$0.isStopped }) { return }
         let count = forwards.values.reduce(0) { $0 + $1.count }
         guard count + targets.count <= maxForwards else {
@@ -36,6 +43,28 @@ public actor StreamForwards {
             return
         }
         forwards[path] = targets.map { StreamForward(path: path, hub: hub, target: $0, admission: admission, logger: logger) }
+    }
+
+    /// New targets (a configuration reload), applied to the streams live now as well as to
+    /// those published later: a forward whose target is gone stops, a target added starts
+    /// for every live stream of its application, and a forward that stays keeps running.
+    public func setTargets(_ new: [String: [ForwardTarget]]) {
+        targets = new
+        sweep()
+        for (path, running) in forwards {
+            let wanted = Set(new[path.app] ?? [])
+            for forward in running where !wanted.contains(forward.target) { forward.stop() }
+        }
+        sweep()
+        for (path, entry) in live {
+            guard let hub = entry.hub, !hub.isEnded, let wanted = new[path.app], !wanted.isEmpty else { continue }
+            let running = Set((forwards[path] ?? []).filter { !$0.isStopped }.map(\.target))
+            let missing = wanted.filter { !running.contains($0) }
+            let count = forwards.values.reduce(0) { $0 + $1.count }
+            guard !missing.isEmpty, count + missing.count <= maxForwards else { continue }
+            forwards[path, default: []] += missing.map { StreamForward(path: path, hub: hub, target: $0, admission: admission, logger: logger) }
+        }
+        logger.info("forwards reconfigured", metadata: ["applications": "\(new.keys.sorted())"])
     }
 
     /// What every forward is doing, for the admin API.
@@ -50,6 +79,10 @@ public actor StreamForwards {
     }
 
     private func sweep() {
-        forwards = forwards.filter { !$0.value.allSatisfy(\.isStopped) }
+        forwards = forwards.compactMapValues { running in
+            let left = running.filter { !$0.isStopped }
+            return left.isEmpty ? nil : left
+        }
+        live = live.filter { $0.value.hub.map { !$0.isEnded } ?? false }
     }
 }

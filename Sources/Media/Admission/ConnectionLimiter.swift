@@ -34,17 +34,24 @@ public final class ConnectionLimiter: Sendable {
         case addressFull = "address_connection_limit"
     }
 
-    public let limits: ConnectionLimits
+    /// The limits new connections are held to (a reload may change them; connections already
+    /// counted stay).
+    public var limits: ConnectionLimits { state.withLockedValue { $0.limits } }
     private struct State {
+        var limits: ConnectionLimits
         var total = 0
         var perAddress: [String: Int] = [:]
         var lastLog: NIODeadline = .uptimeNanoseconds(0)
         var refusedSinceLog = 0
     }
-    private let state = NIOLockedValueBox(State())
+    private let state: NIOLockedValueBox<State>
 
     public init(limits: ConnectionLimits) {
-        self.limits = limits
+        state = NIOLockedValueBox(State(limits: limits))
+    }
+
+    public func setLimits(_ limits: ConnectionLimits) {
+        state.withLockedValue { $0.limits = limits }
     }
 
     /// Open connections now.
@@ -54,13 +61,13 @@ public final class ConnectionLimiter: Sendable {
     /// Every admitted connection must be given back with ``release(address:)`` when it closes.
     public func admit(address: String) -> Refusal? {
         self.state.withLockedValue { state in
-            if let limit = self.limits.maxConnections, state.total >= limit {
+            if let limit = state.limits.maxConnections, state.total >= limit {
                 state.refusedSinceLog += 1
                 return .nodeFull
             }
             let current = state.perAddress[address, default: 0]
-            if let limit = self.limits.maxConnectionsPerAddress, current >= limit,
-               self.limits.limitLoopback || !Self.isLoopback(address) {
+            if let limit = state.limits.maxConnectionsPerAddress, current >= limit,
+               state.limits.limitLoopback || !Self.isLoopback(address) {
                 state.refusedSinceLog += 1
                 return .addressFull
             }

@@ -6,9 +6,12 @@
 /// SDKs do after every network change) finds its viewers still attached.
 public actor StreamRegistry {
     public nonisolated let serializers: [any FrameSerializer]
-    public nonisolated let hubConfiguration: HubConfiguration
+    /// What a new hub is made with; a reload (`reconfigure`) changes it for streams that
+    /// start afterwards, and a live hub keeps its own.
+    public nonisolated var hubConfiguration: HubConfiguration { settings.value.hub }
     /// How long a stream without a publisher keeps its viewers before it ends.
-    public nonisolated let publisherGrace: Duration
+    public nonisolated var publisherGrace: Duration { settings.value.grace }
+    private nonisolated let settings: Reloadable<(hub: HubConfiguration, grace: Duration)>
     private var hubs: [RenditionPath: StreamHub] = [:]
     /// Bumped whenever a publisher leaves, so a grace timer knows whether it is stale.
     private var departures: [RenditionPath: UInt64] = [:]
@@ -16,8 +19,12 @@ public actor StreamRegistry {
 
     public init(serializers: [any FrameSerializer], hubConfiguration: HubConfiguration = .init(), publisherGrace: Duration = .seconds(10)) {
         self.serializers = serializers
-        self.hubConfiguration = hubConfiguration
-        self.publisherGrace = publisherGrace
+        settings = Reloadable((hubConfiguration, publisherGrace))
+    }
+
+    /// The hub configuration and grace of streams that start from now on.
+    public nonisolated func reconfigure(hubConfiguration: HubConfiguration, publisherGrace: Duration) {
+        settings.set((hubConfiguration, publisherGrace))
     }
 
     /// Where streams not published here come from (a relay's bus), if anywhere.

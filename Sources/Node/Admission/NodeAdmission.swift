@@ -20,10 +20,23 @@ struct NodeAdmission: SessionAdmission {
     let admission: PublishAdmission?
     let playback: Playback
     let logger: Logger
-    /// In order; the first refusal answers.
-    var policies: [any AdmissionPolicy] = []
+    /// In order; the first refusal answers. A reload replaces them (`policies`'s setter) for
+    /// the requests that come after; each request keeps the list it started with.
+    var policies: [any AdmissionPolicy] {
+        get { policySet.value }
+        nonmutating set { policySet.set(newValue) }
+    }
+    private let policySet: Reloadable<[any AdmissionPolicy]>
     /// Told of every session's start and end, in this order.
     var observers: [any SessionObserver] = []
+
+    init(admission: PublishAdmission?, playback: Playback, logger: Logger, policies: [any AdmissionPolicy] = [], observers: [any SessionObserver] = []) {
+        self.admission = admission
+        self.playback = playback
+        self.logger = logger
+        policySet = Reloadable(policies)
+        self.observers = observers
+    }
 
     /// Tells every observer of a session's event, in order: the sink of every handle made here.
     var tellObservers: SessionEventSink {
@@ -54,6 +67,7 @@ struct NodeAdmission: SessionAdmission {
         }
         var passed: [any AdmissionPolicy] = []
         var request = request
+        let policies = policies
         for policy in policies {
             switch await policy.verdict(request) {
             case .pass:

@@ -6,14 +6,19 @@ import NIOConcurrencyHelpers
 /// holds its slot from its publish until its publisher leaves; a publisher resuming its own
 /// stream reuses the slot.
 final class TranscodeSlots: Sendable {
-    let limit: Int?
+    /// A reload may change it; streams holding slots keep them.
+    var limit: Int? {
+        get { limitSetting.value }
+        set { limitSetting.set(newValue) }
+    }
+    private let limitSetting: Reloadable<Int?>
     private struct Slot {
         var publisher: StreamHub.PublisherID?
     }
     private let slots = NIOLockedValueBox<[StreamPath: Slot]>([:])
 
     init(limit: Int?) {
-        self.limit = limit
+        limitSetting = Reloadable(limit)
     }
 
     /// Holds a slot for `path` (or finds it held already); false when every slot is taken.

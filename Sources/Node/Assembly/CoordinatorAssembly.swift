@@ -10,6 +10,8 @@ import ServiceLifecycle
 /// it as they start.
 struct CoordinatorAssembly {
     let store: CoordinatorStore
+    /// Its state, which a configuration reload gives new ladders.
+    let state: CoordinatorState
     /// Kept alive for the node's lifetime: the actor system holds actors weakly.
     let actor: Coordinator
     let services: [ServiceGroupConfiguration.ServiceConfiguration]
@@ -20,12 +22,10 @@ struct CoordinatorAssembly {
         let configuration = context.configuration
         let store = try await CoordinatorStore.open(at: configuration.databasePath)
         self.store = store
-        let ladders = configuration.ladders.mapValues { ladder in
-            ladder.rungs.map { RungSpec(name: $0.name, width: 0, height: $0.height, bitRate: $0.videoBitRate) }
-        }
-        var coordinatorConfiguration = CoordinatorConfiguration(ladders: ladders)
+        var coordinatorConfiguration = CoordinatorConfiguration(ladders: Self.rungSpecs(configuration.ladders))
         coordinatorConfiguration.localNodeID = configuration.nodeID
         let state = try await CoordinatorState.load(store: store, configuration: coordinatorConfiguration, logger: context.logger)
+        self.state = state
         await state.setDispatch(NodeDispatch(system: context.system))
         // Liveness from beacons: recorded on the bus's delivery thread, judged by the sweep.
         let leases = LeaseTable()
@@ -60,5 +60,12 @@ struct CoordinatorAssembly {
 
     func close() async {
         try? await store.close()
+    }
+
+    /// The coordinator's view of ladders: each rung's name, height and bit rate.
+    static func rungSpecs(_ ladders: [String: Ladder]) -> [String: [RungSpec]] {
+        ladders.mapValues { ladder in
+            ladder.rungs.map { RungSpec(name: $0.name, width: 0, height: $0.height, bitRate: $0.videoBitRate) }
+        }
     }
 }

@@ -12,22 +12,23 @@ import Session
 /// put every accepted stream on the bus and announce it to the coordinator.
 struct IngestAssembly {
     let admission: PublishAdmission
-    let keys: StreamKeyVerifier?
+    let keys: StreamKeyVerifier
     let node: IngestNode
     let observers: [any SessionObserver]
     /// Push-forwarding of this node's streams (`forwards`), nil when none is configured.
-    let forwards: StreamForwards?
+    let forwards: StreamForwards
 
     init(_ context: NodeContext) throws {
         let registry = context.registry
         let logger = context.logger
         admission = PublishAdmission(registry: registry, logger: logger)
         let coordinator = context.coordinator
-        let keys = context.configuration.requireStreamKeys ? StreamKeyVerifier(logger: logger) { path, key in
+        // Asked only while `requireStreamKeys` is set (a reload may set it); made either way.
+        let keys = StreamKeyVerifier(logger: logger) { path, key in
             try await NodeActorSystem.$callTimeout.withValue(.seconds(1)) {
                 try await coordinator.verifyStreamKey(app: path.app, name: path.name, key: key)
             }
-        } : nil
+        }
         self.keys = keys
         let reporter = IngestReporter()
         let published = PublishedHubs()
@@ -35,18 +36,23 @@ struct IngestAssembly {
         node = try system.makeActor(named: RoleAddress.ingest) {
             IngestNode(registry: registry, reporter: reporter, published: published, keys: keys, sessions: context.sessions, logger: logger, actorSystem: system)
         }
-        let forwards = context.configuration.forwards.isEmpty ? nil : StreamForwards(targets: context.configuration.forwards, logger: logger)
+        // Made with or without targets: a reload may add some (`StreamForwards.setTargets`).
+        let forwards = StreamForwards(targets: context.configuration.forwards, logger: logger)
         self.forwards = forwards
+        context.live.subscribe { new, _ in
+            await forwards.setTargets(new.forwards)
+        }
         observers = [
             BusPublishing(publications: BusPublications(bus: context.bus, logger: logger), published: published),
             CoordinatorAnnouncement(coordinator: coordinator, nodeID: context.configuration.nodeID, logger: logger),
-        ] + (forwards.map { [Forwarding(forwards: $0)] } ?? [])
+            Forwarding(forwards: forwards),
+        ]
         // GET /api/v1/forwards: what every forward is doing, behind the admin token (an empty
         // list on an ingest without any).
         context.router.group("/api/v1")
             .add(middleware: BearerTokenMiddleware<NodeRequestContext>(token: context.configuration.adminToken ?? ""))
             .get("/forwards") { _, _ in
-                ForwardList(forwards: await forwards?.statuses() ?? [])
+                ForwardList(forwards: await forwards.statuses())
             }
     }
 }

@@ -34,49 +34,57 @@ struct ListenerAssembly {
         if !context.roles.contains(.coordinator) {
             SessionRoutes(table: sessions, adminToken: configuration.adminToken).register(on: context.router)
         }
-        // Signed URLs: checked after stream keys, and their expiry kicks live sessions.
-        let expiry = context.tokens.map { _ in TokenExpiry(logger: context.logger) }
-        expiry?.start()
-        var tokens: TokenPolicy?
-        if let verifier = context.tokens, let expiry { tokens = TokenPolicy(verifier: verifier, expiry: expiry) }
-        var policies = NodeAdmission.standardPolicies(
-            drain: context.drain, ladders: configuration.ladders, keys: ingest?.keys,
-            registry: ingest?.admission.registry, maxStreams: configuration.maxStreams,
-            transcodes: TranscodeSlots(limit: configuration.maxTranscodes), tokens: tokens
+        // Signed URLs' expiry kicks live sessions; hooks hear every end. Both are in place
+        // whether configured or not, so that a reload can turn them on.
+        let expiry = TokenExpiry(logger: context.logger)
+        expiry.start()
+        let hookCaller = HookCaller()
+        let hooks = Reloadable(configuration.hooks)
+        let policies = AdmissionPolicies(
+            drain: context.drain, keys: ingest?.keys, registry: ingest?.admission.registry,
+            transcodes: TranscodeSlots(limit: configuration.maxTranscodes), expiry: expiry,
+            hookCaller: hookCaller, nodeID: configuration.nodeID, logger: context.logger
         )
-        var hookObservers: [any SessionObserver] = []
-        if !configuration.hooks.isEmpty {
-            // The operator's backend decides last (`WebhookPolicy`) and hears every end.
-            let caller = HookCaller()
-            policies.append(WebhookPolicy(hooks: configuration.hooks, caller: caller, nodeID: configuration.nodeID, logger: context.logger))
-            hookObservers = [WebhookNotifications(hooks: configuration.hooks, notifier: HookNotifier(caller: caller, logger: context.logger), nodeID: configuration.nodeID)]
-        }
+        let notifications = WebhookNotifications(hooks: hooks, notifier: HookNotifier(caller: hookCaller, logger: context.logger), nodeID: configuration.nodeID)
         admission = NodeAdmission(
             admission: ingest?.admission, playback: relay?.playback ?? Playback(registry: context.registry),
             logger: context.logger,
-            policies: policies,
+            policies: policies.make(configuration, tokens: context.tokens),
             // In order: HLS segments a stream before the bus and the coordinator hear of it.
-            observers: [SessionMetrics(), sessions] + (relay?.observers ?? []) + (ingest?.observers ?? []) + hookObservers + (expiry.map { [$0] } ?? []) + [context.drain]
+            observers: [SessionMetrics(), sessions] + (relay?.observers ?? []) + (ingest?.observers ?? []) + [notifications, expiry, context.drain]
         )
         // The clients' protocols get their decisions within the admission timeout.
         let logger = context.logger
         let timed = TimeLimitedAdmission(admission, timeout: configuration.admissionTimeout) { kind, path in
-            logger.warning("\(kind) refused: no admission decision within the timeout", metadata: ["stream": "\(path)", "timeout": "\(configuration.admissionTimeout)"])
+            logger.warning("\(kind) refused: no admission decision within the timeout", metadata: ["stream": "\(path)"])
             NodeMetrics.admissionTimeouts(kind: kind.rawValue)
         }
         relay?.hlsSessions.setAdmission(timed)
         PlaybackRoutes(flv: HTTPFLVRoutes(admission: timed, logger: context.logger), hls: relay?.routes)
             .register(on: context.router)
-        var rtmps: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        let rtmp = RTMPServer(configuration: configuration.rtmp, admission: timed, group: context.group, logger: context.logger)
+        let rtmps: RTMPServer?
         if let tls = context.tls, let port = configuration.rtmpsPort {
             // RTMPS: the same connections behind TLS, each taking the certificate current at its accept.
             var secure = configuration.rtmp
             secure.port = port
-            rtmps = [.init(service: RTMPServer(configuration: secure, admission: timed, group: context.group, logger: context.logger, name: "RTMPS") { channel in
+            rtmps = RTMPServer(configuration: secure, admission: timed, group: context.group, logger: context.logger, name: "RTMPS") { channel in
                 try tls.addServerHandlers(to: channel.pipeline.syncOperations, listener: "rtmps")
-            })]
+            }
+        } else {
+            rtmps = nil
         }
-        services = [.init(service: RTMPServer(configuration: configuration.rtmp, admission: timed, group: context.group, logger: context.logger))] + rtmps
+        // A reload: new policies for the requests that come, new limits for the connections
+        // accepted from now on. Sessions already admitted keep what they were admitted with.
+        let admission = admission
+        context.live.subscribe { new, tokens in
+            admission.policies = policies.make(new, tokens: tokens)
+            hooks.set(new.hooks)
+            timed.setTimeout(new.admissionTimeout)
+            rtmp.reconfigure(new.rtmp)
+            rtmps?.reconfigure(new.rtmp)
+        }
+        services = [.init(service: rtmp)] + (rtmps.map { [.init(service: $0)] } ?? [])
             + (relay.map { [ServiceGroupConfiguration.ServiceConfiguration(service: HLSSessionSweeper(sessions: $0.hlsSessions))] } ?? [])
             + Self.pulls(context, admission: ingest != nil ? admission : nil)
     }
@@ -85,14 +93,18 @@ struct ListenerAssembly {
     /// `GET /api/v1/pulls` shows them (admin token). They stop before the streams end.
     private static func pulls(_ context: NodeContext, admission: NodeAdmission?) -> [ServiceGroupConfiguration.ServiceConfiguration] {
         guard let admission else { return [] }
-        let pulls = context.configuration.pulls.isEmpty ? nil : StaticPulls(context.configuration.pulls, admission: admission, logger: context.logger)
+        // Made with or without pulls: a reload may add some.
+        let pulls = StaticPulls(context.configuration.pulls, admission: admission, logger: context.logger)
+        context.live.subscribe { new, _ in
+            await pulls.update(new.pulls)
+        }
         // An empty list on an ingest without pulls.
         context.router.group("/api/v1")
             .add(middleware: BearerTokenMiddleware<NodeRequestContext>(token: context.configuration.adminToken ?? ""))
             .get("/pulls") { _, _ in
-                PullList(pulls: pulls?.statuses() ?? [])
+                PullList(pulls: pulls.statuses())
             }
-        return pulls.map { [.init(service: StaticPullsService(pulls: $0))] } ?? []
+        return [.init(service: StaticPullsService(pulls: pulls))]
     }
 }
 

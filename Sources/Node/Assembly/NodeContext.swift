@@ -37,4 +37,6 @@ struct NodeContext {
     let tokens: TokenVerifier?
     /// The RTMPS and HTTPS certificate (`tls`), nil without one.
     let tls: TLSCertificates?
+    /// What a configuration reload gives the running parts (`ConfigurationReloader`).
+    let live: LiveConfiguration
 }

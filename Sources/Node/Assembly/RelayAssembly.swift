@@ -36,7 +36,7 @@ struct RelayAssembly {
                 rungs: RungDirectory(
                     // An edge outside a cluster has no coordinator to ask.
                     coordinator: context.roles.contains(.edge) && context.nats == nil ? nil : context.coordinator,
-                    ladders: context.configuration.ladders
+                    ladders: context.live.ladders
                 )
             )
         }

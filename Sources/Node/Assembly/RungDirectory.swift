@@ -20,7 +20,7 @@ final class RungDirectory: Sendable {
     }
 
     private let coordinator: $CoordinatorAPI?
-    private let ladders: [String: Ladder]
+    private let ladders: Reloadable<[String: Ladder]>
     private let entries = Mutex<[StreamPath: Entry]>([:])
 
     /// The most streams remembered. HLS requests need no credentials and every name one
@@ -29,7 +29,7 @@ final class RungDirectory: Sendable {
     /// would not bound it under a flood of new names).
     static let capacity = 4096
 
-    init(coordinator: $CoordinatorAPI?, ladders: [String: Ladder]) {
+    init(coordinator: $CoordinatorAPI?, ladders: Reloadable<[String: Ladder]>) {
         self.coordinator = coordinator
         self.ladders = ladders
     }
@@ -60,7 +60,7 @@ final class RungDirectory: Sendable {
     private func ask(_ path: StreamPath) async -> [String] {
         var names: [String]
         guard let coordinator else {
-            names = ladders[path.app]?.rungs.map(\.name) ?? []
+            names = ladders.value[path.app]?.rungs.map(\.name) ?? []
             entries.withLock { entries in
                 if entries[path] != nil { entries[path] = .known(names, until: .now + .seconds(5)) }
             }
@@ -75,7 +75,7 @@ final class RungDirectory: Sendable {
             names = location?.renditions.map(\.rung.name) ?? []
             if !names.isEmpty { keep = .seconds(5) }
         } catch {
-            names = ladders[path.app]?.rungs.map(\.name) ?? []
+            names = ladders.value[path.app]?.rungs.map(\.name) ?? []
         }
         let until = ContinuousClock.now + keep
         entries.withLock { entries in

@@ -13,7 +13,7 @@ struct TranscodeAssembly {
     init(_ context: NodeContext) throws {
         let playsLocally = context.roles.contains(.relay) || context.roles.contains(.ingest)
         let jobs = BusTranscoding(
-            bus: context.bus, registry: context.registry, ladders: context.configuration.ladders,
+            bus: context.bus, registry: context.registry, ladders: context.live.ladders,
             localPlayback: playsLocally ? .init(renditions: renditions) : nil, logger: context.logger
         )
         transcoding = jobs

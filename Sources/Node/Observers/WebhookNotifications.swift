@@ -7,17 +7,18 @@ import Session
 /// bytes and reason. Sessions the node makes itself without asking a hook (a transcoder's
 /// rungs, forwards) are not told.
 struct WebhookNotifications: SessionObserver {
-    let hooks: HookConfiguration
+    /// The hooks in force (a reload replaces them).
+    let hooks: Reloadable<HookConfiguration>
     let notifier: HookNotifier
     let nodeID: String
 
     func observe(_ event: SessionEvent) async {
         switch event {
         case .publishEnded(let session) where session.transport != .transcode:
-            guard let endpoint = hooks.hooks(for: session.path.app)?.onUnpublish else { return }
+            guard let endpoint = hooks.value.hooks(for: session.path.app)?.onUnpublish else { return }
             notifier.notify(endpoint, .unpublished(session, nodeID: nodeID))
         case .playEnded(let session) where session.transport != .forward:
-            guard let endpoint = hooks.hooks(for: session.path.stream.app)?.onStop else { return }
+            guard let endpoint = hooks.value.hooks(for: session.path.stream.app)?.onStop else { return }
             notifier.notify(endpoint, .stopped(session, nodeID: nodeID))
         default:
             break

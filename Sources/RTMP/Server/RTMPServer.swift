@@ -11,6 +11,10 @@ import ServiceLifecycle
 /// stream is over (`onStatus`), and closes the connections.
 public final class RTMPServer: Service, Sendable {
     private let configuration: RTMPServerConfiguration
+    /// What a connection accepted now is given: the limits and timeouts of the latest
+    /// configuration (`reconfigure`); a connection keeps those it was accepted with.
+    private let environment: Reloadable<RTMPServerConnectionHandler.Environment>
+    private let limiter: ConnectionLimiter
     private let admission: any SessionAdmission
     private let group: any EventLoopGroup
     private let logger: Logger
@@ -36,6 +40,20 @@ public final class RTMPServer: Service, Sendable {
         self.group = group
         self.logger = logger
         self.onBound = onBound
+        environment = Reloadable(RTMPServerConnectionHandler.Environment(configuration: configuration, admission: admission, logger: logger))
+        limiter = ConnectionLimiter(limits: configuration.connectionLimits)
+    }
+
+    /// Limits and timeouts for the connections accepted from now on. The address, the port,
+    /// the socket options and the node's reassembly budget are the listener's and stay.
+    public func reconfigure(_ new: RTMPServerConfiguration) {
+        var applied = new
+        applied.host = configuration.host
+        applied.port = configuration.port
+        applied.socketSendBufferBytes = configuration.socketSendBufferBytes
+        applied.chunkLimits.nodeBudget = configuration.chunkLimits.nodeBudget
+        environment.set(RTMPServerConnectionHandler.Environment(configuration: applied, admission: admission, logger: logger))
+        limiter.setLimits(applied.connectionLimits)
     }
 
     public var port: Int? { boundPort.withLockedValue { $0 } }
@@ -46,8 +64,8 @@ public final class RTMPServer: Service, Sendable {
         let logger = logger
         let connections = connections
         let prepare = prepare
-        let limiter = ConnectionLimiter(limits: configuration.connectionLimits)
-        let environment = RTMPServerConnectionHandler.Environment(configuration: configuration, admission: admission, logger: logger)
+        let limiter = limiter
+        let environment = environment
         var bootstrap = ServerBootstrap(group: group)
         if let bytes = configuration.socketSendBufferBytes {
             bootstrap = bootstrap.childChannelOption(.socketOption(.so_sndbuf), value: SocketOptionValue(clamping: bytes))
@@ -82,7 +100,7 @@ public final class RTMPServer: Service, Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     try prepare?(channel)
                     try channel.pipeline.syncOperations.addHandler(
-                        RTMPServerConnectionHandler(environment: environment)
+                        RTMPServerConnectionHandler(environment: environment.value)
                     )
                 }
             }

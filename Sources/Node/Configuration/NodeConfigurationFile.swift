@@ -6,12 +6,16 @@ import RTMP
 import Relay
 import Transcode
 
-/// Settings read from `--config FILE` (JSON). Every field is optional; command-line flags
-/// override the file, and the file overrides the built-in defaults. Durations are seconds.
+/// The settings a configuration file may hold (`--config FILE`, YAML or JSON), which are
+/// also what `ESTUARY_…` variables and flags override, key by key (`ConfigurationSources`).
+/// Every field is optional; the built-in defaults are `NodeConfiguration`'s. Durations are
+/// seconds.
 ///
-/// ```json
-/// { "rtmpPort": 1935, "httpPort": 8080, "maxMessageSize": 16777216, "maxChunkSize": 65536,
-///   "subscriberQueueBytes": 4194304, "publisherIdleTakeoverSeconds": 2, "publisherGraceSeconds": 10 }
+/// ```yaml
+/// rtmpPort: 1935
+/// subscriberQueueBytes: 4194304
+/// ladders:
+///   abr: [{name: 480p, height: 480, videoBitRate: 1400000}]
 /// ```
 struct NodeConfigurationFile: Codable, Sendable {
     var bindHost: String?
@@ -166,20 +170,16 @@ struct NodeConfigurationFile: Codable, Sendable {
         var keyFile: String?
     }
 
-    static func load(from path: String) throws -> NodeConfigurationFile {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
+    /// The file at `path`, YAML or JSON (`ConfigurationDocument`).
+    static func load(from path: String) throws(ConfigurationError) -> NodeConfigurationFile {
+        guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigurationError.invalidFile(path, "cannot read the file")
         }
-        let json: Any
-        do {
-            json = try JSONSerialization.jsonObject(with: data)
-        } catch {
-            throw ConfigurationError.invalidFile(path, "not valid JSON")
-        }
-        guard let object = json as? [String: Any] else { throw ConfigurationError.invalidFile(path, "expected a JSON object at the top") }
+        return try ConfigurationDocument(bytes: data, path: path).file
+    }
+
+    /// The settings of a parsed file's top-level mapping: every key known, every value typed.
+    static func decode(_ object: [String: Any], path: String) throws(ConfigurationError) -> NodeConfigurationFile {
         // A misspelt key would otherwise be ignored in silence, and its setting left at the default.
         try Self.checkKeys(object, known: Self.keys(of: NodeConfigurationFile()), path: path, prefix: "")
         if let nats = object["nats"] as? [String: Any] {
@@ -197,6 +197,15 @@ struct NodeConfigurationFile: Codable, Sendable {
                 try Self.checkKeys(settings, known: Self.keys(of: TokenSettings()), path: path, prefix: "tokens.\(app).")
             }
         }
+        if let ladders = object["ladders"] as? [String: Any] {
+            let known = Self.keys(of: LadderRung(name: "", height: 0, videoBitRate: 0))
+            for (app, rungs) in ladders {
+                for (index, rung) in (rungs as? [Any] ?? []).enumerated() {
+                    guard let rung = rung as? [String: Any] else { continue }
+                    try Self.checkKeys(rung, known: known, path: path, prefix: "ladders.\(app)[\(index)].")
+                }
+            }
+        }
         if let hooks = object["hooks"] as? [String: Any] {
             for (app, value) in hooks {
                 guard let settings = value as? [String: Any] else { continue }
@@ -208,6 +217,7 @@ struct NodeConfigurationFile: Codable, Sendable {
             }
         }
         do {
+            let data = try JSONSerialization.data(withJSONObject: object)
             return try JSONDecoder().decode(NodeConfigurationFile.self, from: data)
         } catch let error as DecodingError {
             throw ConfigurationError.invalidFile(path, Self.describe(error, in: object))
@@ -221,7 +231,7 @@ struct NodeConfigurationFile: Codable, Sendable {
         Set(Mirror(reflecting: value).children.compactMap(\.label))
     }
 
-    private static func checkKeys(_ object: [String: Any], known: Set<String>, path: String, prefix: String) throws {
+    private static func checkKeys(_ object: [String: Any], known: Set<String>, path: String, prefix: String) throws(ConfigurationError) {
         if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
             throw ConfigurationError.invalidFile(path, "unknown key '\(prefix)\(unknown)'")
         }
@@ -230,7 +240,13 @@ struct NodeConfigurationFile: Codable, Sendable {
     /// One line: the key, what was expected, what the file has.
     private static func describe(_ error: DecodingError, in object: [String: Any]) -> String {
         func keyPath(_ context: DecodingError.Context) -> String {
-            context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            context.codingPath.reduce(into: "") { path, key in
+                if let index = key.intValue {
+                    path += "[\(index)]"
+                } else {
+                    path += path.isEmpty ? key.stringValue : ".\(key.stringValue)"
+                }
+            }
         }
         func found(_ context: DecodingError.Context) -> String {
             var value: Any? = object

@@ -59,7 +59,7 @@ struct NodeConfiguration: Sendable {
     /// How other nodes and players reach this node.
     var advertiseHost = ProcessInfo.processInfo.hostName
     /// Coordinator: the admin API's bearer token; nil refuses every admin request.
-    var adminToken: String? = ProcessInfo.processInfo.environment["ESTUARY_ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+    var adminToken: String?
     /// Ingest: refuse publishers without a valid stream key (cluster only: keys live in
     /// the coordinator).
     var requireStreamKeys = false
@@ -87,7 +87,7 @@ struct NodeConfiguration: Sendable {
     }
 
     mutating func apply(_ file: NodeConfigurationFile) throws {
-        if let value = file.bindHost { bindHost = value }
+        if let value = file.bindHost { bindHost = try Self.bindAddress(value) }
         if let value = file.rtmpPort { rtmp.port = value }
         if let value = file.httpPort { httpPort = value }
         if let value = file.rtmpsPort { rtmpsPort = value }
@@ -195,7 +195,7 @@ struct NodeConfiguration: Sendable {
             }
             pulls = parsed
         }
-        if let value = file.upstreams {
+        if let value = file.upstreams?.filter({ !$0.isEmpty }) {
             upstreams = try value.map { string throws(ConfigurationError) in
                 do {
                     return try Upstream(string)
@@ -217,9 +217,11 @@ struct NodeConfiguration: Sendable {
             }
             ladders = value.mapValues { Ladder(rungs: $0) }
         }
-        if let value = file.nats {
-            var bus = NATSBusConfiguration(servers: value.servers ?? [])
-            bus.token = value.token
+        // A token alone (`ESTUARY_NATS_TOKEN` on a node without servers) joins no bus.
+        if let value = file.nats, let servers = value.servers, !servers.isEmpty {
+            var bus = NATSBusConfiguration(servers: servers)
+            // A token in a server URL (`nats://TOKEN@host`) wins over one given apart.
+            bus.token = servers.contains(where: { $0.contains("@") }) ? nil : value.token.flatMap { $0.isEmpty ? nil : $0 }
             bus.user = value.user
             bus.password = value.password
             bus.credentialsFile = value.credentialsFile
@@ -232,7 +234,7 @@ struct NodeConfiguration: Sendable {
         if let value = file.advertiseHost { advertiseHost = value }
         if let value = file.coordinatorNode { coordinatorNode = value }
         if let value = file.requireStreamKeys { requireStreamKeys = value }
-        if let value = file.adminToken { adminToken = value }
+        if let value = file.adminToken, !value.isEmpty { adminToken = value }
         if let value = file.database { database = value }
         if let value = file.hooks {
             hooks = try Self.hooks(value)

@@ -1,3 +1,5 @@
+import Foundation
+import NIOCore
 import RTMP
 
 extension NodeConfiguration {
@@ -19,5 +21,20 @@ extension NodeConfiguration {
         if rtmpsPort != nil || httpsPort != nil, tlsCertificateFile == nil || tlsKeyFile == nil {
             throw ConfigurationError.invalidValue("rtmpsPort and httpsPort need tls (certificateFile and keyFile, or --tls-certificate and --tls-key)")
         }
+    }
+}
+
+extension NodeConfiguration {
+    /// A listening address: an IPv4 or IPv6 literal, or a host name the system resolves
+    /// (`localhost`); `999.1.1.1` would otherwise be tried as a name at bind time.
+    static func bindAddress(_ value: String) throws(ConfigurationError) -> String {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if (try? SocketAddress(ipAddress: trimmed, port: 0)) != nil { return trimmed }
+        let looksNumeric = !trimmed.isEmpty && trimmed.allSatisfy { $0.isNumber || $0 == "." }
+        guard !looksNumeric, !trimmed.isEmpty, trimmed.utf8.count <= 253,
+              (try? SocketAddress.makeAddressResolvingHost(trimmed, port: 0)) != nil else {
+            throw .invalidValue("bindHost: '\(value.prefix(80))' is not an address of this machine's (an IPv4 or IPv6 address, or a name that resolves)")
+        }
+        return trimmed
     }
 }

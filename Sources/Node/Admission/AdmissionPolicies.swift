@@ -1,0 +1,36 @@
+import Hooks
+import Ingest
+import Logging
+import Media
+import Tokens
+
+/// Makes the node's admission policies from a configuration: at start, and again on each
+/// reload (`ListenerAssembly`). What outlives a reload is held here and shared by every
+/// list made: the transcode slots streams hold, the token expiry's watch, the hook caller.
+struct AdmissionPolicies: Sendable {
+    let drain: NodeDrain?
+    /// The ingest's stream-key verifier; asked only while `requireStreamKeys` is set.
+    let keys: StreamKeyVerifier?
+    let registry: StreamRegistry?
+    let transcodes: TranscodeSlots
+    let expiry: TokenExpiry
+    let hookCaller: HookCaller
+    let nodeID: String
+    let logger: Logger
+
+    /// The policies, in the order they are asked; `tokens` is the configuration's verifier
+    /// (its keys already read).
+    func make(_ configuration: NodeConfiguration, tokens: TokenVerifier?) -> [any AdmissionPolicy] {
+        transcodes.limit = configuration.maxTranscodes
+        var policies = NodeAdmission.standardPolicies(
+            drain: drain, ladders: configuration.ladders, keys: configuration.requireStreamKeys ? keys : nil,
+            registry: registry, maxStreams: configuration.maxStreams, transcodes: transcodes,
+            tokens: tokens.map { TokenPolicy(verifier: $0, expiry: expiry) }
+        )
+        if !configuration.hooks.isEmpty {
+            // The operator's backend decides last.
+            policies.append(WebhookPolicy(hooks: configuration.hooks, caller: hookCaller, nodeID: nodeID, logger: logger))
+        }
+        return policies
+    }
+}
