@@ -371,7 +371,8 @@ let package = Package(
         .testTarget(
             name: "NodeTests",
             dependencies: [
-                "Node", "Media", "Session", "Ingest", "Relay", "Cluster", "Transcode",
+                "Node", "Media", "Session", "Ingest", "Relay", "Cluster", "Transcode", "RTMP",
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
