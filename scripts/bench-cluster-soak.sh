@@ -146,7 +146,7 @@ alive() { # pid: running (not exited, not a zombie)
 }
 
 # --- the cluster -----------------------------------------------------------------------------
-declare -A node_pid=() node_http=() node_rtmp=() node_role=() node_runs=() node_env=() node_log=()
+declare -A node_pid=() node_http=() node_admin=() node_rtmp=() node_role=() node_runs=() node_env=() node_log=()
 node_ids=(coordinator ingest-1 transcode-1 transcode-2 relay-1 relay-2)
 
 # soak_node ID [ROLE [ENV…]]: starts (or restarts) node ID; its ports are picked once and kept
@@ -158,6 +158,7 @@ soak_node() {
     node_env[$id]="${*:3}"
     pick_port "node_http[$id]" 29800
     pick_port "node_rtmp[$id]" 29900
+    pick_port "node_admin[$id]" 29700
   fi
   node_runs[$id]=$((${node_runs[$id]:-0} + 1))
   log=$id
@@ -165,7 +166,7 @@ soak_node() {
   node_log[$id]=$log
   # shellcheck disable=SC2086 # node_env holds VAR=value words without spaces
   start "$log" env ${node_env[$id]} "$node" --role "${node_role[$id]}" --node-id "$id" \
-    --http-port "${node_http[$id]}" --rtmp-port "${node_rtmp[$id]}" --data-dir "$tmp/data-$id" "${bus[@]}"
+    --http-port "${node_http[$id]}" --rtmp-port "${node_rtmp[$id]}" --admin-port "${node_admin[$id]}" --data-dir "$tmp/data-$id" "${bus[@]}"
   pid=$started
   node_pid[$id]=$pid
   event start "$id" "$pid" "run=${node_runs[$id]}"
@@ -226,7 +227,7 @@ prefer=transcode-1
 placement() { # prints `victim<TAB>known=…;streams=…;unplaced=…<TAB>placement` (cluster_soak.py placement)
   local line
   line=$(ESTUARY_ADMIN_TOKEN=$admin_token timeout 10 "$python" scripts/lib/cluster_soak.py placement \
-    "http://127.0.0.1:${node_http[coordinator]}/api/v1/streams" --transcoders transcode-1,transcode-2 --prefer "$prefer" \
+    "http://127.0.0.1:${node_admin[coordinator]}/api/v1/streams" --transcoders transcode-1,transcode-2 --prefer "$prefer" \
     2>>"$tmp/placement.log" || true)
   printf '%s %s\n' "$(date +%T)" "$line" >>"$tmp/placement.log"
   printf '%s\n' "$line"

@@ -105,7 +105,7 @@ hop_stage() {
   # --- 1. embedded ----------------------------------------------------------------------------
   RTMP=$(free_port 29461)
   HTTP=$(free_port 29191)
-  start embedded "$node" --bind 127.0.0.1 --rtmp-port "$RTMP" --http-port "$HTTP" --data-dir "$tmp/embedded" --log-level warning
+  start embedded "$node" --bind 127.0.0.1 --rtmp-port "$RTMP" --http-port "$HTTP" --admin-port 0 --data-dir "$tmp/embedded" --log-level warning
   embedded_pid=$started
   wait_port "$RTMP" && wait_port "$HTTP" || die "the embedded node did not listen"
   measure embedded "$RTMP" "$HTTP" "$embedded_pid"
@@ -119,11 +119,11 @@ hop_stage() {
   bus=(--nats "nats://127.0.0.1:$NATS" --log-level warning --bind 127.0.0.1)
   INGEST_RTMP=$(free_port 29561)
   INGEST_HTTP=$(free_port 29291)
-  start ingest "$node" --role ingest --node-id ingest-1 --rtmp-port "$INGEST_RTMP" --http-port "$INGEST_HTTP" --data-dir "$tmp/ingest" "${bus[@]}"
+  start ingest "$node" --role ingest --node-id ingest-1 --rtmp-port "$INGEST_RTMP" --http-port "$INGEST_HTTP" --admin-port 0 --data-dir "$tmp/ingest" "${bus[@]}"
   local ingest_pid=$started
   RELAY_RTMP=$(free_port 29661)
   RELAY_HTTP=$(free_port 29391)
-  start relay "$node" --role relay --node-id relay-1 --rtmp-port "$RELAY_RTMP" --http-port "$RELAY_HTTP" --data-dir "$tmp/relay" "${bus[@]}"
+  start relay "$node" --role relay --node-id relay-1 --rtmp-port "$RELAY_RTMP" --http-port "$RELAY_HTTP" --admin-port 0 --data-dir "$tmp/relay" "${bus[@]}"
   relay_pid=$started
   wait_port "$INGEST_RTMP" && wait_port "$RELAY_HTTP" || die "the cluster nodes did not listen"
   measure_cluster
@@ -173,25 +173,27 @@ PY
 
 # fo_node NAME NODE-ID ROLE [ENV…]: starts `estuary --role ROLE` on the failover bus, logs in
 # $tmp/NAME.log, fresh ports each time, and waits (30 s) for its /readyz. Sets `started`
-# and `fo_http` (its HTTP port).
+# `fo_http` (its HTTP port) and `fo_admin` (its admin plane's).
 fo_node() {
-  local name=$1 id=$2 role=$3 http rtmp pid
+  local name=$1 id=$2 role=$3 http rtmp admin pid
   shift 3
   pick_port http 29800
   pick_port rtmp 29900
-  start "$name" env "$@" "$node" --role "$role" --node-id "$id" --http-port "$http" --rtmp-port "$rtmp" \
+  pick_port admin 29700
+  start "$name" env "$@" "$node" --role "$role" --node-id "$id" --http-port "$http" --rtmp-port "$rtmp" --admin-port "$admin" \
     --data-dir "$tmp/fo-$id" "${fo_bus[@]}"
   pid=$started
   wait_http "$name" "http://127.0.0.1:$http/readyz" "$pid" 30
   started=$pid
   fo_http=$http
+  fo_admin=$admin
   fo_rtmp=$rtmp
 }
 
 # fo_owner: the transcoder that runs most of abr/fo's renditions once every one of them runs
 # (coordinator's admin API), or nothing; the whole placement goes to $tmp/fo-owner.log.
 fo_owner() {
-  FO_ADMIN_TOKEN=$fo_token timeout 10 "$python" - "http://127.0.0.1:$fo_coordinator_http/api/v1/streams" 2>>"$tmp/fo-owner.log" <<'PY' || true
+  FO_ADMIN_TOKEN=$fo_token timeout 10 "$python" - "http://127.0.0.1:$fo_coordinator_admin/api/v1/streams" 2>>"$tmp/fo-owner.log" <<'PY' || true
 import collections, json, os, sys, urllib.request
 request = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer " + os.environ["FO_ADMIN_TOKEN"]})
 with urllib.request.urlopen(request, timeout=3) as response:
@@ -231,7 +233,7 @@ failover_stage() {
   fo_token=$(od -An -v -tx1 -N16 /dev/urandom | tr -d ' \n')
   # The admin token in the coordinator's environment, as in docker-compose.yml, not on its command line.
   fo_node fo-coordinator coordinator coordinator "ESTUARY_ADMIN_TOKEN=$fo_token"
-  fo_coordinator_http=$fo_http
+  fo_coordinator_admin=$fo_admin
   fo_node fo-ingest ingest-1 ingest
   rtmp_url="rtmp://127.0.0.1:$fo_rtmp/abr/fo"
   fo_node fo-transcode-1 transcode-1 transcode

@@ -58,7 +58,7 @@ hop() { # name upstream-port
   wait_port "$hop_port" || die "the delay proxy $1 did not listen"
 }
 
-common=(--bind 127.0.0.1 --log-level warning)
+common=(--bind 127.0.0.1 --log-level warning --admin-port 0)
 
 # --- 1. latency per tier: origin → edge-1 → edge-2 --------------------------------------------
 ORIGIN_RTMP=$(free_port 29471)

@@ -95,7 +95,7 @@ start_publisher() { # url
 
 start_estuary() { # run name
   mkdir -p "$tmp/data-$1"
-  "$node" --bind 127.0.0.1 --rtmp-port "$RTMP_PORT" --http-port "$HTTP_PORT" \
+  "$node" --bind 127.0.0.1 --rtmp-port "$RTMP_PORT" --http-port "$HTTP_PORT" --admin-port 0 \
     --data-dir "$tmp/data-$1" --log-level warning ${ESTUARY_ARGS:-} >"$tmp/estuary-$1.log" 2>&1 &
   server_pid=$!
   wait_port "$RTMP_PORT" && wait_port "$HTTP_PORT" || die "Estuary did not listen (see $tmp/estuary-$1.log)"

@@ -51,7 +51,7 @@ for n in $N_LIST; do
     name="$mode-$n"
     RTMP=$(free_port 29481)
     HTTP=$(free_port 29211)
-    "$node" --bind 127.0.0.1 --rtmp-port "$RTMP" --http-port "$HTTP" --data-dir "$tmp/$name" --log-level warning \
+    "$node" --bind 127.0.0.1 --rtmp-port "$RTMP" --http-port "$HTTP" --admin-port 0 --data-dir "$tmp/$name" --log-level warning \
       --config "$tmp/$mode.json" >"$tmp/$name.log" 2>&1 &
     pid=$!
     pids+=("$pid")

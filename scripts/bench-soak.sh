@@ -70,7 +70,7 @@ cat >"$tmp/soak.json" <<EOF
 { "maxConnections": $((SOAK_VIEWERS + 1000)), "maxStreams": 1000 }
 EOF
 mkdir -p "$tmp/data"
-"$node" --bind 127.0.0.1 --rtmp-port "$RTMP_PORT" --http-port "$HTTP_PORT" --data-dir "$tmp/data" \
+"$node" --bind 127.0.0.1 --rtmp-port "$RTMP_PORT" --http-port "$HTTP_PORT" --admin-port 0 --data-dir "$tmp/data" \
   --log-level warning --config "$tmp/soak.json" >"$tmp/node.log" 2>&1 &
 server_pid=$!
 wait_port "$RTMP_PORT" && wait_port "$HTTP_PORT" || die "the node did not listen (see $tmp/node.log)"

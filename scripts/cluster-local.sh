@@ -311,7 +311,8 @@ local_command() {
         interpolate "$arg"
         value="$interpolated"
         case "$previous" in
-            --http-port|--rtmp-port) value="$(map_port "$service" "$value")" ;;
+            --http-port|--rtmp-port|--admin-port) value="$(map_port "$service" "$value")" ;;
+            --admin-bind) value=127.0.0.1 ;;
             --advertise-host) is_service "$value" && value=127.0.0.1 ;;
             --upstream) value="$(map_upstreams "$value")" ;;
             --nats) map_nats "$value"; value="$mapped_nats" ;;
@@ -326,6 +327,7 @@ local_command() {
     has --bind || cmd+=(--bind 127.0.0.1)
     has --rtmp-port || cmd+=(--rtmp-port "$(map_port "$service" 1935)")
     has --http-port || cmd+=(--http-port "$(map_port "$service" 8080)")
+    has --admin-port || cmd+=(--admin-port "$(map_port "$service" 8090)")
     has --data-dir || cmd+=(--data-dir "$dir/$service")
 }
 

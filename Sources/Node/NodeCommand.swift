@@ -30,8 +30,14 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "RTMP listening port, publish and play (default 1935).")
     var rtmpPort: Int?
 
-    @Option(help: "HTTP listening port: HTTP-FLV, HLS, the API, /metrics, /healthz (default 8080; ingest 8081, transcode 8082).")
+    @Option(help: "HTTP listening port: HTTP-FLV, HLS, /healthz, /readyz (default 8080; ingest 8081, transcode 8082).")
     var httpPort: Int?
+
+    @Option(help: "Address of the admin plane: the API, /metrics, the session endpoints (default 127.0.0.1).")
+    var adminBind: String?
+
+    @Option(help: "Port of the admin plane (default 8090; ingest 8091, transcode 8092).")
+    var adminPort: Int?
 
     @Option(help: "RTMPS listening port (RTMP over TLS; needs --tls-certificate and --tls-key). Off by default.")
     var rtmpsPort: Int?
@@ -93,6 +99,8 @@ struct NodeCommand: AsyncParsableCommand {
         if let bind { values["bindHost"] = .string(bind) }
         if let rtmpPort { values["rtmpPort"] = .int(rtmpPort) }
         if let httpPort { values["httpPort"] = .int(httpPort) }
+        if let adminBind { values["adminBind"] = .string(adminBind) }
+        if let adminPort { values["adminPort"] = .int(adminPort) }
         if let rtmpsPort { values["rtmpsPort"] = .int(rtmpsPort) }
         if let httpsPort { values["httpsPort"] = .int(httpsPort) }
         if let tlsCertificate { values["tls.certificateFile"] = .string(tlsCertificate) }
@@ -128,7 +136,7 @@ struct NodeCommand: AsyncParsableCommand {
             _ = try await NodeRuntime.tokenVerifier(settings)
             _ = try NodeRuntime.certificates(settings, logger: Logger(label: "check-config"))
             print(NodeConfiguration.printable(settings.effectiveSettings(resolved: loaded.resolved)))
-            print("ok: role \(role.rawValue), node \(settings.nodeID), RTMP :\(settings.rtmp.port), HTTP :\(settings.httpPort)\(settings.nats.map { ", bus \($0.redactedServers)" } ?? "")")
+            print("ok: role \(role.rawValue), node \(settings.nodeID), RTMP :\(settings.rtmp.port), HTTP :\(settings.httpPort), admin \(settings.adminHost):\(settings.adminPort)\(settings.nats.map { ", bus \($0.redactedServers)" } ?? "")")
             return
         }
 

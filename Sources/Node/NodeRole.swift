@@ -17,4 +17,8 @@ extension NodeRole {
         case .transcode: 8082
         }
     }
+
+    /// The admin plane's port (the API, `/metrics`): ten above the HTTP port, so roles on one
+    /// host do not collide here either.
+    var defaultAdminPort: Int { defaultHTTPPort + 10 }
 }

@@ -98,12 +98,22 @@ struct NodeRuntime {
         // With a grace period, SIGTERM drains (`DrainService`); without, it stops at once.
         let sigtermDrains = configuration.drainGrace > .zero
         let drainDefaults = NodeDrain.Request(grace: configuration.drainGrace, reconnectTo: configuration.drainReconnectTo, reason: "SIGTERM")
-        DrainRoutes(drain: context.drain, defaults: drainDefaults, adminToken: configuration.adminToken).register(on: context.router)
+        DrainRoutes(drain: context.drain, defaults: drainDefaults, adminToken: configuration.adminToken).register(on: context.adminRouter)
         let drainService = DrainService(drain: context.drain, onSigterm: sigtermDrains ? drainDefaults : nil, logger: logger)
         let services: [ServiceGroupConfiguration.ServiceConfiguration] =
-            [.init(service: NodeHTTP.application(router: context.router, configuration: configuration, logger: logger, live: context.live))]
+            [.init(service: HTTPListener(
+                name: "HTTP", address: "\(configuration.bindHost):\(configuration.httpPort)", flag: "--http-port",
+                application: NodeHTTP.application(router: context.router, configuration: configuration, logger: logger, live: context.live)
+            ))]
+            + [.init(service: HTTPListener(
+                name: "the admin plane", address: "\(configuration.adminHost):\(configuration.adminPort)", flag: "--admin-port",
+                application: NodeHTTP.application(router: context.adminRouter, configuration: configuration, logger: logger, host: configuration.adminHost, port: configuration.adminPort, live: context.live)
+            ))]
             + (context.tls.flatMap { tls in configuration.httpsPort.map { port in
-                ServiceGroupConfiguration.ServiceConfiguration(service: NodeHTTP.application(router: context.router, configuration: configuration, logger: logger, tls: tls, port: port, live: context.live))
+                ServiceGroupConfiguration.ServiceConfiguration(service: HTTPListener(
+                    name: "HTTPS", address: "\(configuration.bindHost):\(port)", flag: "--https-port",
+                    application: NodeHTTP.application(router: context.router, configuration: configuration, logger: logger, tls: tls, port: port, live: context.live)
+                ))
             } }.map { [$0] } ?? [])
             + [.init(service: CertificateReloadService(certificates: context.tls, logger: logger))]
             + (reloader.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? [])
@@ -115,14 +125,11 @@ struct NodeRuntime {
         let serviceGroup = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: sigtermDrains ? [.sigint] : [.sigterm, .sigint], logger: logger))
         let listens = listeners != nil ? "RTMP :\(configuration.rtmp.port), " : ""
         let busName = configuration.nats?.redactedServers ?? "in-process"
-        logger.info("Estuary node (role \(role.rawValue), id \(configuration.nodeID)): \(listens)HTTP :\(configuration.httpPort), bus \(busName)")
+        logger.info("Estuary node (role \(role.rawValue), id \(configuration.nodeID)): \(listens)HTTP :\(configuration.httpPort), admin \(configuration.adminHost):\(configuration.adminPort), bus \(busName)")
         do {
             try await serviceGroup.run()
         } catch let error as RTMPListenerBindError {
             throw NodeStartupError.cannotListen("RTMP", "\(error.host):\(error.port)", flag: "--rtmp-port", Self.reason(error.underlying))
-        } catch let error as IOError where [EADDRINUSE, EACCES, EADDRNOTAVAIL].contains(error.errnoCode) {
-            // Hummingbird's bind error: the only other listener.
-            throw NodeStartupError.cannotListen("HTTP", "\(configuration.bindHost):\(configuration.httpPort)", flag: "--http-port", Self.reason(error))
         }
         // The actor system holds actors weakly: the assemblies keep them until here.
         withExtendedLifetime((coordinator?.actor, ingest?.node, transcode?.worker, relay?.node, edge, listeners?.sessionsNode)) {}
@@ -179,13 +186,15 @@ struct NodeRuntime {
         let coordinatorStatus = CoordinatorLink.Status()
         let linked = Self.isLinked(roles, clustered: nats != nil)
         let drain = NodeDrain(logger: logger)
-        let router = NodeHTTP.router(metrics: metrics) {
+        let ready: @Sendable () -> Bool = {
             (nats?.isConnected ?? true) && (!linked || coordinatorStatus.hasAnswered) && !drain.isDraining
         }
+        let router = NodeHTTP.router(ready: ready)
+        let adminRouter = NodeHTTP.adminRouter(metrics: metrics, ready: ready)
         return NodeContext(
             role: role, roles: roles, configuration: configuration, logger: logger,
             nats: nats, bus: bus, system: system, registry: registry, remote: remote,
-            router: router, group: MultiThreadedEventLoopGroup.singleton,
+            router: router, adminRouter: adminRouter, group: MultiThreadedEventLoopGroup.singleton,
             coordinatorNode: coordinatorNode,
             coordinator: try $CoordinatorAPI.resolve(id: CoordinatorAddress.id(onNode: coordinatorNode), using: system),
             coordinatorStatus: coordinatorStatus, drain: drain, sessions: SessionTable(logger: logger),
@@ -230,7 +239,7 @@ struct NodeRuntime {
     }
 
     /// The system's words for a socket error (`Address already in use`), without NIO's call name.
-    private static func reason(_ error: any Error) -> String {
+    static func reason(_ error: any Error) -> String {
         if let io = error as? IOError { return String(cString: strerror(io.errnoCode)) }
         return "\(error)"
     }

@@ -78,7 +78,8 @@ struct ComposeTests {
         }
 
         let coordinator = try #require(compose["coordinator"])
-        #expect(coordinator.argument("--http-port") == "8090")
+        #expect(coordinator.argument("--admin-port") == "8090" && coordinator.argument("--admin-bind") == "0.0.0.0", "the coordinator's admin plane is open inside compose's network")
+        #expect((coordinator.node["ports"]?.sequence?.compactMap(\.string) ?? []) == ["127.0.0.1:8090:8090"], "the admin plane is published on the host's loopback only")
         #expect(coordinator.argument("--database") == "/data/estuary.sqlite")
         let volumes = coordinator.node["volumes"]?.sequence?.compactMap(\.string) ?? []
         #expect(volumes.contains { $0.hasSuffix(":/data") }, "the coordinator's SQLite file lives on a volume")

@@ -75,6 +75,9 @@ struct LocalClusterTests {
             #expect(value("--data-dir") == "\(directory)/\(entry.service)")
             let containerHTTP = Int(service.argument("--http-port") ?? "8080")!
             #expect(value("--http-port") == String(containerHTTP + 20000 + 100 * index), "\(entry.service): port map")
+            let containerAdmin = Int(service.argument("--admin-port") ?? "8090")!
+            #expect(value("--admin-port") == String(containerAdmin + 20000 + 100 * index), "\(entry.service): admin port map")
+            #expect(service.argument("--admin-bind") == nil || value("--admin-bind") == "127.0.0.1", "\(entry.service): the admin plane stays on loopback")
             if let database = service.argument("--database") {
                 #expect(value("--database") == directory + "/" + entry.service + database.dropFirst("/data".count))
             }

@@ -569,7 +569,7 @@ extension IntegrationTests.ClusterFailoverTests {
             let ingest = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1), label: "ingest", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
             let relay = try await scenario.startNode(NodeConfig(), label: "relay", arguments: ["--role", "relay", "--node-id", "relay-1"] + bus)
 
-            let created = try await HTTPClient.request("POST", port: coordinator.httpPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(Self.token)"], body: #"{"app":"live","name":"one"}"#)
+            let created = try await HTTPClient.request("POST", port: coordinator.adminPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(Self.token)"], body: #"{"app":"live","name":"one"}"#)
             scenario.check(created.status == 201, "creating a key answered \(created.status): \(created.bodyText)")
             var viewers: [HTTPFLVViewer] = []
             for name in ["one", "two", "three"] {
@@ -628,7 +628,7 @@ extension IntegrationTests.ClusterFailoverTests {
         let coordinator = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", Self.token] + bus)
         let ingest = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1, requireStreamKeys: true), label: "ingest", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
         let created = try await HTTPClient.request(
-            "POST", port: coordinator.httpPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(Self.token)"],
+            "POST", port: coordinator.adminPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(Self.token)"],
             body: "{\"app\":\"live\",\"name\":\"\(name)\"}"
         )
         let json = (try? JSONSerialization.jsonObject(with: Data(created.bodyText.utf8)) as? [String: Any]) ?? [:]
@@ -643,7 +643,7 @@ extension IntegrationTests.ClusterFailoverTests {
         try await Scenario.run("cluster-stream-keys") { scenario in
             let media = try await MediaLibrary.shared.file(.small)
             let (coordinator, ingest, key, _) = try await Self.keyedCluster(scenario, keyFor: "secure")
-            let listed = try await HTTPClient.get(port: coordinator.httpPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(Self.token)"])
+            let listed = try await HTTPClient.get(port: coordinator.adminPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(Self.token)"])
             scenario.check(listed.status == 200 && !listed.bodyText.contains(key), "the key list shows the secret, or fails: \(listed.status)")
 
             func tryPublish(_ url: String, name: String) async throws -> ToolRun {
@@ -685,10 +685,10 @@ extension IntegrationTests.ClusterFailoverTests {
                 return (json["streams"] as? [[String: Any]])?.contains { $0["name"] as? String == "kicked" && $0["state"] as? String == "live" } == true
             }
             try scenario.require(live, "the coordinator never listed live/kicked")
-            let unauthorized = try await HTTPClient.request("POST", port: coordinator.httpPort, path: "/api/v1/streams/live/kicked/kick")
+            let unauthorized = try await HTTPClient.request("POST", port: coordinator.adminPort, path: "/api/v1/streams/live/kicked/kick")
             scenario.check(unauthorized.status == 401, "a kick without a token answered \(unauthorized.status)")
             scenario.check(publisher.isRunning, "the publisher stopped before the kick")
-            let kicked = try await HTTPClient.request("POST", port: coordinator.httpPort, path: "/api/v1/streams/live/kicked/kick", headers: ["Authorization": "Bearer \(Self.token)"])
+            let kicked = try await HTTPClient.request("POST", port: coordinator.adminPort, path: "/api/v1/streams/live/kicked/kick", headers: ["Authorization": "Bearer \(Self.token)"])
             scenario.check(kicked.status == 202, "the kick answered \(kicked.status): \(kicked.bodyText)")
             // Delivered with the ingest's next heartbeat (1 s): the publisher's connection closes.
             let exited = await publisher.waitForExit(timeout: .seconds(5))
@@ -713,7 +713,7 @@ extension IntegrationTests.ClusterFailoverTests {
             try await scenario.waitUntilLive(ingest, "live", "revoked")
             scenario.check(publisher.isRunning, "the publisher with a valid key stopped")
 
-            let revoked = try await HTTPClient.request("DELETE", port: coordinator.httpPort, path: "/api/v1/keys/\(id)", headers: authorization)
+            let revoked = try await HTTPClient.request("DELETE", port: coordinator.adminPort, path: "/api/v1/keys/\(id)", headers: authorization)
             scenario.check(revoked.status == 204, "revoking answered \(revoked.status): \(revoked.bodyText)")
             // Pushed during the request: the publisher is gone well before a heartbeat or the
             // 60 s the ingest trusts a verified key.

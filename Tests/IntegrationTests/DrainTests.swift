@@ -33,10 +33,10 @@ extension IntegrationTests {
                 scenario.check(publisher.report.serverCapsEx.first == 1, "connect's _result answered capsEx \(String(describing: publisher.report.serverCapsEx.first)), expected 1 (reconnect)")
                 let viewer = try await scenario.openViewer(node, "live", "moving")
 
-                let unauthorized = try await HTTPClient.request("POST", port: node.httpPort, path: "/api/v1/node/drain", body: "{}")
+                let unauthorized = try await HTTPClient.request("POST", port: node.adminPort, path: "/api/v1/node/drain", body: "{}")
                 scenario.check(unauthorized.status == 401, "POST /api/v1/node/drain without the token answered \(unauthorized.status)")
                 let invalid = try await HTTPClient.request(
-                    "POST", port: node.httpPort, path: "/api/v1/node/drain", headers: ["Authorization": "Bearer \(Self.token)"],
+                    "POST", port: node.adminPort, path: "/api/v1/node/drain", headers: ["Authorization": "Bearer \(Self.token)"],
                     body: #"{"reconnectTo": "http://elsewhere/"}"#
                 )
                 scenario.check(invalid.status == 400, "a drain to an http:// URL answered \(invalid.status): \(invalid.bodyText)")
@@ -46,11 +46,11 @@ extension IntegrationTests {
                 let destination = "\(target.rtmpBase)"
                 node.expectExit()
                 let started = try await HTTPClient.request(
-                    "POST", port: node.httpPort, path: "/api/v1/node/drain", headers: ["Authorization": "Bearer \(Self.token)"],
+                    "POST", port: node.adminPort, path: "/api/v1/node/drain", headers: ["Authorization": "Bearer \(Self.token)"],
                     body: #"{"reconnectTo": "\#(destination)"}"#
                 )
                 scenario.check(started.status == 202 && started.bodyText.contains("\"draining\":true"), "POST /api/v1/node/drain answered \(started.status): \(started.bodyText)")
-                let again = try await HTTPClient.request("POST", port: node.httpPort, path: "/api/v1/node/drain", headers: ["Authorization": "Bearer \(Self.token)"])
+                let again = try await HTTPClient.request("POST", port: node.adminPort, path: "/api/v1/node/drain", headers: ["Authorization": "Bearer \(Self.token)"])
                 scenario.check(again.status == 409, "a second drain answered \(again.status), expected 409")
 
                 // Draining: not ready, and new sessions are refused with a clear answer.
@@ -154,7 +154,7 @@ extension IntegrationTests {
 
                 draining.expectExit()
                 let started = try await HTTPClient.request(
-                    "POST", port: draining.httpPort, path: "/api/v1/node/drain", headers: ["Authorization": "Bearer \(Self.token)"],
+                    "POST", port: draining.adminPort, path: "/api/v1/node/drain", headers: ["Authorization": "Bearer \(Self.token)"],
                     body: #"{"reconnectTo": "\#(final.rtmpBase)"}"#
                 )
                 scenario.check(started.status == 202, "POST /api/v1/node/drain answered \(started.status): \(started.bodyText)")

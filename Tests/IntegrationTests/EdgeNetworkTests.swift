@@ -154,7 +154,7 @@ extension IntegrationTests {
                 let drained = try await net.run(
                     in: "clients", "curl",
                     ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-H", "Authorization: Bearer \(token)", "-H", "Content-Type: application/json",
-                     "-d", #"{"reconnectTo": "rtmp://\#(backupAddress):1935"}"#, "http://\(targetAddress):8080/api/v1/node/drain"],
+                     "-d", #"{"reconnectTo": "rtmp://\#(backupAddress):1935"}"#, "http://\(targetAddress):8090/api/v1/node/drain"],
                     name: "curl-drain", timeout: .seconds(10)
                 )
                 scenario.check(drained.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "202", "POST /api/v1/node/drain answered \(drained.stdout)")
@@ -167,7 +167,7 @@ extension IntegrationTests {
                 if moved {
                     try await Self.checkPlays(net, scenario, "rtmp://\(backupAddress):1935/relayed/cam", label: "backup")
                 }
-                let metrics = try await net.run(in: "clients", "curl", ["-s", "http://\(try net.address("origin")):8080/metrics"], name: "curl-metrics", timeout: .seconds(10))
+                let metrics = try await net.run(in: "clients", "curl", ["-s", "http://\(try net.address("origin")):8090/metrics"], name: "curl-metrics", timeout: .seconds(10))
                 let moves = metrics.stdout.split(separator: "\n").first { $0.hasPrefix("estuary_forward_moves_total") }
                 scenario.check(moves?.hasSuffix(" 1") == true, "the origin's forward moves: \(moves ?? "none")")
             }

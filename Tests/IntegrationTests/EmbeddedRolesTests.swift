@@ -83,7 +83,7 @@ extension IntegrationTests {
                 let (unknown, _) = try await Self.admin(node, "/api/v1/nodes/nobody/streams")
                 scenario.check(unknown == 404, "an unknown node answered \(unknown)")
 
-                let kicked = try await HTTPClient.request("POST", port: node.httpPort, path: "/api/v1/streams/abr/solo/kick", headers: ["Authorization": "Bearer \(Self.token)"])
+                let kicked = try await HTTPClient.request("POST", port: node.adminPort, path: "/api/v1/streams/abr/solo/kick", headers: ["Authorization": "Bearer \(Self.token)"])
                 scenario.check(kicked.status == 202, "the kick answered \(kicked.status): \(kicked.bodyText)")
                 let exited = await publisher.waitForExit(timeout: .seconds(5))
                 scenario.check(exited != nil, "the publisher was still connected 5 s after the kick")

@@ -34,10 +34,10 @@ extension IntegrationTests {
                 if let report = try await scenario.probeLive(target.flvURL("relayed", "cam"), name: "probe-target", seconds: 5) {
                     scenario.checkLivePlayback(report, "the forwarded stream", minVideoPackets: 120, width: media.width)
                 }
-                let status = try await HTTPClient.get(port: origin.httpPort, path: "/api/v1/forwards", headers: ["Authorization": "Bearer secret"])
+                let status = try await HTTPClient.get(port: origin.adminPort, path: "/api/v1/forwards", headers: ["Authorization": "Bearer secret"])
                 scenario.check(status.status == 200 && status.bodyText.contains("\"forwarding\"") && status.bodyText.contains("relayed"),
                                "GET /api/v1/forwards: \(status.status) \(status.bodyText)")
-                let unauthorized = try await HTTPClient.get(port: origin.httpPort, path: "/api/v1/forwards")
+                let unauthorized = try await HTTPClient.get(port: origin.adminPort, path: "/api/v1/forwards")
                 scenario.check(unauthorized.status == 401, "GET /api/v1/forwards without a token answered \(unauthorized.status)")
 
                 // The target dies: the origin's own viewer goes on, the forward backs off.

@@ -29,7 +29,7 @@ extension IntegrationTests {
                     (try? await HTTPClient.get(port: node.httpPort, path: "/live/mirror/index.m3u8"))?.status == 200
                 }
                 scenario.check(hls, "no HLS master playlist for the pulled stream within 15 s")
-                let status = try await HTTPClient.get(port: node.httpPort, path: "/api/v1/pulls", headers: ["Authorization": "Bearer secret"])
+                let status = try await HTTPClient.get(port: node.adminPort, path: "/api/v1/pulls", headers: ["Authorization": "Bearer secret"])
                 scenario.check(status.status == 200 && status.bodyText.components(separatedBy: "\"pulling\"").count == 3,
                                "GET /api/v1/pulls: \(status.status) \(status.bodyText)")
                 let sessions = try await node.metrics().sum("estuary_sessions_active", labels: ["kind": "publish", "protocol": "pull"])

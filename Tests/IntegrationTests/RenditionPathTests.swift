@@ -20,7 +20,7 @@ extension IntegrationTests {
                 let node = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1, requireStreamKeys: true), arguments: ["--admin-token", token])
                 func key(for name: String) async throws -> String {
                     let created = try await HTTPClient.request(
-                        "POST", port: node.httpPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(token)"],
+                        "POST", port: node.adminPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(token)"],
                         body: "{\"app\":\"abr\",\"name\":\"\(name)\"}"
                     )
                     let json = (try? JSONSerialization.jsonObject(with: Data(created.bodyText.utf8)) as? [String: Any]) ?? [:]

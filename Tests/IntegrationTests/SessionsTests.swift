@@ -16,7 +16,7 @@ extension IntegrationTests {
 
         static func kick(_ node: NodeProcess, _ id: String) async throws -> Int {
             try await HTTPClient.request(
-                "DELETE", port: node.httpPort, path: "/api/v1/sessions/\(id)?reason=maintenance",
+                "DELETE", port: node.adminPort, path: "/api/v1/sessions/\(id)?reason=maintenance",
                 headers: ["Authorization": "Bearer \(Self.token)"]
             ).status
         }
@@ -311,7 +311,7 @@ extension IntegrationTests {
                 let closed = try await scenario.startNode(label: "closed")
                 let open = try await scenario.startNode(label: "open", arguments: ["--admin-token", Self.token])
                 func error(_ node: NodeProcess, _ headers: [String: String]) async throws -> (Int, String) {
-                    let response = try await HTTPClient.get(port: node.httpPort, path: "/api/v1/sessions", headers: headers)
+                    let response = try await HTTPClient.get(port: node.adminPort, path: "/api/v1/sessions", headers: headers)
                     let json = (try? JSONSerialization.jsonObject(with: Data(response.bodyText.utf8))) as? [String: Any]
                     return (response.status, json?["error"] as? String ?? "not JSON: \(response.bodyText.prefix(200))")
                 }

@@ -16,8 +16,9 @@ extension IntegrationTests {
                 let node = try await scenario.startNode()
                 let binary = try TestEnvironment.nodeBinary()
                 for (listener, flag, arguments) in [
-                    ("HTTP", "--http-port", ["--http-port", String(node.httpPort), "--rtmp-port", "0"]),
-                    ("RTMP", "--rtmp-port", ["--rtmp-port", String(node.rtmpPort), "--http-port", "0"]),
+                    ("HTTP", "--http-port", ["--http-port", String(node.httpPort), "--rtmp-port", "0", "--admin-port", "0"]),
+                    ("RTMP", "--rtmp-port", ["--rtmp-port", String(node.rtmpPort), "--http-port", "0", "--admin-port", "0"]),
+                    ("the admin plane", "--admin-port", ["--admin-port", String(node.adminPort), "--rtmp-port", "0", "--http-port", "0"]),
                 ] {
                     let second = try scenario.launch(
                         executable: binary,
@@ -84,14 +85,39 @@ extension IntegrationTests {
             }
         }
 
+        @Test("The playback port serves media, /healthz and /readyz only; the API and /metrics are on the admin plane, on loopback unless opened, and need the token there")
+        func adminPlaneApart() async throws {
+            try await Scenario.run("admin-plane") { scenario in
+                let node = try await scenario.startNode(arguments: ["--admin-token", "plane-token"])
+                for path in ["/metrics", "/api/v1/sessions", "/api/v1/streams", "/api/v1/node/drain", "/api/v1/pulls", "/api/v1/forwards"] {
+                    let playback = try await HTTPClient.get(port: node.httpPort, path: path)
+                    scenario.check(playback.status == 404, "the playback port answered \(playback.status) to \(path)")
+                }
+                for path in ["/healthz", "/readyz"] {
+                    scenario.check(try await HTTPClient.get(port: node.httpPort, path: path).status == 200, "the playback port does not answer \(path)")
+                    scenario.check(try await HTTPClient.get(port: node.adminPort, path: path).status == 200, "the admin plane does not answer \(path)")
+                }
+                let metrics = try await HTTPClient.get(port: node.adminPort, path: "/metrics")
+                scenario.check(metrics.status == 200 && metrics.bodyText.contains("estuary_"), "the admin plane's /metrics answered \(metrics.status)")
+                let bare = try await HTTPClient.get(port: node.adminPort, path: "/api/v1/sessions")
+                scenario.check(bare.status == 401, "the admin API without a token answered \(bare.status)")
+                let (status, _) = try await node.admin("/api/v1/sessions", token: "plane-token")
+                scenario.check(status == 200, "the admin API with its token answered \(status)")
+                // Loopback by default: the check prints where it listens.
+                let check = try scenario.launch(executable: try TestEnvironment.nodeBinary(), ["--check-config"], name: "check-default")
+                _ = await check.waitForExit(timeout: .seconds(10))
+                scenario.check(check.stdoutText.contains("admin 127.0.0.1:8090"), "the admin plane's default address: \(check.stdoutText)")
+            }
+        }
+
         @Test("Roles on one host get HTTP ports that do not collide; a node whose coordinator never answers is not ready")
         func roleDefaultsAndReadiness() async throws {
             try await Scenario.run("role-defaults") { scenario in
                 let binary = try TestEnvironment.nodeBinary()
-                for (role, port) in [("all", "8080"), ("relay", "8080"), ("coordinator", "8080"), ("ingest", "8081"), ("transcode", "8082")] {
+                for (role, port) in [("all", 8080), ("relay", 8080), ("coordinator", 8080), ("ingest", 8081), ("transcode", 8082)] {
                     let check = try scenario.launch(executable: binary, ["--role", role, "--nats", "nats://127.0.0.1:4222", "--check-config"], name: "check-\(role)")
                     _ = await check.waitForExit(timeout: .seconds(10))
-                    scenario.check(check.stdoutText.contains("HTTP :\(port)"), "role \(role): \(check.stdoutText)")
+                    scenario.check(check.stdoutText.contains("HTTP :\(port), admin 127.0.0.1:\(port + 10)"), "role \(role): \(check.stdoutText)")
                 }
 
                 let nats = try await NATSServerProcess.start(scenario)

@@ -49,7 +49,7 @@ struct IngestAssembly {
         ]
         // GET /api/v1/forwards: what every forward is doing, behind the admin token (an empty
         // list on an ingest without any).
-        context.router.group("/api/v1")
+        context.adminRouter.group("/api/v1")
             .add(middleware: BearerTokenMiddleware<NodeRequestContext>(token: context.configuration.adminToken ?? ""))
             .get("/forwards") { _, _ in
                 ForwardList(forwards: await forwards.statuses())

@@ -32,7 +32,7 @@ struct ListenerAssembly {
         // A node that hosts the coordinator answers `/api/v1/sessions` with the whole
         // cluster's (its own included, through `NodeSessions`).
         if !context.roles.contains(.coordinator) {
-            SessionRoutes(table: sessions, adminToken: configuration.adminToken).register(on: context.router)
+            SessionRoutes(table: sessions, adminToken: configuration.adminToken).register(on: context.adminRouter)
         }
         // Signed URLs' expiry kicks live sessions; hooks hear every end. Both are in place
         // whether configured or not, so that a reload can turn them on.
@@ -99,7 +99,7 @@ struct ListenerAssembly {
             await pulls.update(new.pulls)
         }
         // An empty list on an ingest without pulls.
-        context.router.group("/api/v1")
+        context.adminRouter.group("/api/v1")
             .add(middleware: BearerTokenMiddleware<NodeRequestContext>(token: context.configuration.adminToken ?? ""))
             .get("/pulls") { _, _ in
                 PullList(pulls: pulls.statuses())

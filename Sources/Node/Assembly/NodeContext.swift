@@ -22,7 +22,10 @@ struct NodeContext {
     /// Streams not published here, fetched on demand: a relay's or transcoder's from the
     /// cluster bus (`BusStreamSource`), an edge's from its upstreams (`EdgeStreamSource`).
     let remote: (any RemoteStreamSource)?
+    /// The playback port's routes: media, `/healthz`, `/readyz`.
     let router: Router<NodeRequestContext>
+    /// The admin plane's routes: the API under `/api/v1`, `/metrics`.
+    let adminRouter: Router<NodeRequestContext>
     let group: any EventLoopGroup
     /// The node id of the coordinator, and its actor as seen from here.
     let coordinatorNode: String

@@ -26,6 +26,7 @@ struct ConfigurationLoader: Sendable {
         // Roles that serve players or operators take 8080; an ingest (health and metrics only)
         // 8081 and a transcoder 8082, so roles started side by side on one host do not collide.
         if resolved.httpPort == nil { configuration.httpPort = role.defaultHTTPPort }
+        if resolved.adminPort == nil { configuration.adminPort = role.defaultAdminPort }
         configuration.rtmp.host = configuration.bindHost
         configuration.nats?.name = configuration.nodeID
         try configuration.validate(role: role)

@@ -17,6 +17,8 @@ extension NodeConfiguration {
         file.bindHost = bindHost
         file.rtmpPort = rtmp.port
         file.httpPort = httpPort
+        file.adminBind = adminHost
+        file.adminPort = adminPort
         file.rtmpsPort = rtmpsPort
         file.httpsPort = httpsPort
         file.dataDir = dataDir
@@ -107,6 +109,8 @@ extension NodeConfiguration {
         kept.rtmp.host = running.rtmp.host
         kept.rtmp.port = running.rtmp.port
         kept.httpPort = running.httpPort
+        kept.adminHost = running.adminHost
+        kept.adminPort = running.adminPort
         kept.rtmpsPort = running.rtmpsPort
         kept.httpsPort = running.httpsPort
         kept.tlsCertificateFile = running.tlsCertificateFile

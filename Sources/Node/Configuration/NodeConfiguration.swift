@@ -19,6 +19,9 @@ struct NodeConfiguration: Sendable {
     /// Bytes in RTMP reassembly over all connections: 16 maximum-size messages at once.
     static let defaultReassemblyBytes = 256 * 1024 * 1024
     var httpPort = 8080
+    /// The admin plane's address and port: loopback unless the operator opens it.
+    var adminHost = "127.0.0.1"
+    var adminPort = 8090
     /// RTMPS and HTTPS listeners (`tls` needed), off when nil.
     var rtmpsPort: Int?
     var httpsPort: Int?
@@ -87,9 +90,11 @@ struct NodeConfiguration: Sendable {
     }
 
     mutating func apply(_ file: NodeConfigurationFile) throws {
-        if let value = file.bindHost { bindHost = try Self.bindAddress(value) }
+        if let value = file.bindHost { bindHost = try Self.bindAddress(value, key: "bindHost") }
         if let value = file.rtmpPort { rtmp.port = value }
         if let value = file.httpPort { httpPort = value }
+        if let value = file.adminBind { adminHost = try Self.bindAddress(value, key: "adminBind") }
+        if let value = file.adminPort { adminPort = value }
         if let value = file.rtmpsPort { rtmpsPort = value }
         if let value = file.httpsPort { httpsPort = value }
         if let tls = file.tls {

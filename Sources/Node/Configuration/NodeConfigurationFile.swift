@@ -21,6 +21,10 @@ struct NodeConfigurationFile: Codable, Sendable {
     var bindHost: String?
     var rtmpPort: Int?
     var httpPort: Int?
+    /// The admin plane: the API, `/metrics` and the session endpoints, apart from the
+    /// playback port (127.0.0.1 and 8090 by default; 8091 for an ingest, 8092 a transcoder).
+    var adminBind: String?
+    var adminPort: Int?
     /// RTMPS (RTMP over TLS) and HTTPS (HTTP-FLV, HLS, the API) listeners; both need `tls`.
     var rtmpsPort: Int?
     var httpsPort: Int?

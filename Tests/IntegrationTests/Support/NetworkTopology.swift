@@ -92,7 +92,7 @@ struct NetworkTopology: Sendable {
         try JSONEncoder().encode(config).write(to: configURL)
         let process = try launch(
             in: host, executable: try TestEnvironment.nodeBinary(),
-            ["--bind", address, "--rtmp-port", "1935", "--http-port", "8080", "--data-dir", data.path,
+            ["--bind", address, "--rtmp-port", "1935", "--http-port", "8080", "--admin-bind", address, "--admin-port", "8090", "--data-dir", data.path,
              "--log-level", "info", "--config", configURL.path] + arguments,
             name: label
         )

@@ -80,10 +80,13 @@ final class NodeProcess: Sendable {
     let process: Subprocess
     let rtmpPort: Int
     let httpPort: Int
+    /// The admin plane: the API, `/metrics`, the sessions.
+    let adminPort: Int
     let directory: URL
     private let stopping = Mutex(false)
 
-    private init(process: Subprocess, rtmpPort: Int, httpPort: Int, directory: URL) {
+    private init(process: Subprocess, rtmpPort: Int, httpPort: Int, adminPort: Int, directory: URL) {
+        self.adminPort = adminPort
         self.process = process
         self.rtmpPort = rtmpPort
         self.httpPort = httpPort
@@ -93,13 +96,18 @@ final class NodeProcess: Sendable {
     /// Starts a node and waits (bounded) until `/healthz` answers 200 and the RTMP port accepts
     /// connections. Retries on fresh ports if the process dies during startup (a port race).
     /// `arguments` are added to the command line (`--role relay --nats …`).
-    /// `ports` fixes the RTMP and HTTP ports (a node restarted where its peers expect it).
+    /// `ports` fixes the RTMP and HTTP ports, and the admin port when a third is given (a
+    /// node restarted where its peers expect it).
     static func start(config: NodeConfig, directory: URL, label: String = "node", arguments extra: [String] = [], ports fixed: [Int]? = nil) async throws -> NodeProcess {
         let binary = try TestEnvironment.nodeBinary()
         var lastFailure = ""
         for attempt in 1...3 {
             let ports: [Int]
-            if let fixed { ports = fixed } else { ports = try await FreePorts.allocate(2) }
+            if let fixed {
+                ports = fixed.count >= 3 ? fixed : fixed + (try await FreePorts.allocate(1))
+            } else {
+                ports = try await FreePorts.allocate(3)
+            }
             let dataDirectory = directory.appendingPathComponent("\(label)-data-\(attempt)", isDirectory: true)
             try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
             let configURL = directory.appendingPathComponent("\(label)-config-\(attempt).json")
@@ -111,6 +119,7 @@ final class NodeProcess: Sendable {
                 [
                     "--rtmp-port", String(ports[0]),
                     "--http-port", String(ports[1]),
+                    "--admin-port", String(ports[2]),
                     "--data-dir", dataDirectory.path,
                     "--log-level", "info",
                     "--config", configURL.path,
@@ -119,7 +128,7 @@ final class NodeProcess: Sendable {
                 name: "\(label)-\(attempt)",
                 directory: directory
             )
-            let node = NodeProcess(process: process, rtmpPort: ports[0], httpPort: ports[1], directory: directory)
+            let node = NodeProcess(process: process, rtmpPort: ports[0], httpPort: ports[1], adminPort: ports[2], directory: directory)
             // Transcoders and the coordinator have no RTMP listener.
             let rtmp = !(extra.contains("transcode") || extra.contains("coordinator"))
             let ready = await eventually(timeout: .seconds(20), interval: .milliseconds(50)) {
@@ -156,7 +165,7 @@ final class NodeProcess: Sendable {
 
     /// Scrapes `/metrics`.
     func metrics() async throws -> PrometheusSample {
-        let response = try await HTTPClient.get(port: self.httpPort, path: "/metrics", timeout: .seconds(5))
+        let response = try await HTTPClient.get(port: self.adminPort, path: "/metrics", timeout: .seconds(5))
         guard response.status == 200 else {
             throw IntegrationFailure("GET /metrics answered \(response.status)")
         }
