@@ -8,7 +8,7 @@
 #   --test   the default: everything `make test` needs (`make build`, `make fuzz` too): --run,
 #            plus ffmpeg, rtmpdump, librtmp-dev, nats-server, srt-tools, curl, openssl, chromium,
 #            gcc + libc6-dev, python3-venv, and the virtualenv .venv/ with Playwright for Python
-#            and `cryptography`, pip-installed into it with .venv/bin/pip.
+#            and `cryptography` and schemathesis, pip-installed into it with .venv/bin/pip.
 #   --bench  --test plus nginx and nginx-rtmp, the fan-out benchmark's reference, strace and perf.
 #
 # Python packages never go into the system python (Debian 12 refuses: externally-managed-
@@ -79,4 +79,10 @@ fi
 if ! "$venv/bin/python3" -c "import playwright.sync_api, cryptography" 2>/dev/null; then
   echo "installing into $venv: playwright cryptography"
   "$venv/bin/pip" install --quiet playwright cryptography
+fi
+# `make test` runs schemathesis with docs/openapi.yaml against a running node
+# (Tests/IntegrationTests/AdminAPIConformanceTests.swift).
+if ! "$venv/bin/python3" -c "import schemathesis" 2>/dev/null; then
+  echo "installing into $venv: schemathesis"
+  "$venv/bin/pip" install --quiet "schemathesis>=4,<5"
 fi

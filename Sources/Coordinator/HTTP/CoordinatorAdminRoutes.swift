@@ -30,6 +30,9 @@ public struct CoordinatorAdminRoutes: Sendable {
         self.bearerToken = bearerToken
     }
 
+    /// The protocols a session may have (`StreamProtocol`'s names).
+    static let sessionProtocols = ["rtmp", "http-flv", "hls", "srt", "pull", "transcode", "forward"]
+
     public func register<Context: RequestContext>(on router: Router<Context>) {
         let api = router.group("/api/v1").add(middleware: BearerTokenMiddleware<Context>(token: bearerToken))
         let state = state
@@ -84,6 +87,13 @@ public struct CoordinatorAdminRoutes: Sendable {
             let proto = query["protocol"].map(String.init)
             let kind = query["kind"].map(String.init)
             let node = query["node"].map(String.init)
+            // The values docs/openapi.yaml lists; anything else is a client's mistake, said so.
+            if let proto, !Self.sessionProtocols.contains(proto) {
+                return AdminJSON.error(status: .badRequest, message: "protocol must be one of \(Self.sessionProtocols.joined(separator: ", "))")
+            }
+            if let kind, !["publish", "play"].contains(kind) {
+                return AdminJSON.error(status: .badRequest, message: "kind must be publish or play")
+            }
             let filtered = sessions.filter { session in
                 (path.map { session.path == $0 || session.path.hasPrefix($0 + "/") } ?? true)
                     && (proto.map { session.protocol == $0 } ?? true)
@@ -101,7 +111,11 @@ public struct CoordinatorAdminRoutes: Sendable {
         }
         api.delete("/sessions/:id") { request, context in
             let id = context.parameters.get("id") ?? ""
-            let reason = request.uri.queryParameters["reason"].map { String($0.prefix(200)) } ?? "kicked by an operator"
+            let given = request.uri.queryParameters["reason"].map(String.init)
+            if let given, given.count > 200 {
+                return AdminJSON.error(status: .badRequest, message: "reason is at most 200 characters")
+            }
+            let reason = given ?? "kicked by an operator"
             guard SessionReport.isValidID(id) else {
                 return AdminJSON.error(status: .notFound, message: "no such session")
             }
