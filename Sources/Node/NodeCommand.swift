@@ -133,7 +133,7 @@ struct NodeCommand: AsyncParsableCommand {
         let format = loaded.resolved.logFormat ?? "text"
         if checkConfig {
             // The keys of `tokens` parse (a JWKS whose keys cannot be used fails here).
-            _ = try await NodeRuntime.tokenVerifier(settings)
+            _ = try await NodeRuntime.tokenVerifier(settings, requireRemoteKeys: true)
             _ = try NodeRuntime.certificates(settings, logger: Logger(label: "check-config"))
             print(NodeConfiguration.printable(settings.effectiveSettings(resolved: loaded.resolved)))
             print("ok: role \(role.rawValue), node \(settings.nodeID), RTMP :\(settings.rtmp.port), HTTP :\(settings.httpPort), admin \(settings.adminHost):\(settings.adminPort)\(settings.nats.map { ", bus \($0.redactedServers)" } ?? "")")

@@ -198,7 +198,7 @@ struct NodeRuntime {
             coordinatorNode: coordinatorNode,
             coordinator: try $CoordinatorAPI.resolve(id: CoordinatorAddress.id(onNode: coordinatorNode), using: system),
             coordinatorStatus: coordinatorStatus, drain: drain, sessions: SessionTable(logger: logger),
-            tokens: try await Self.tokenVerifier(configuration),
+            tokens: try await Self.tokenVerifier(configuration, logger: logger),
             tls: try Self.certificates(configuration, logger: logger),
             live: LiveConfiguration(configuration, resolved: resolved)
         )
@@ -215,11 +215,18 @@ struct NodeRuntime {
         }
     }
 
-    /// The signed-URL checks of `tokens`, keys parsed; nil without any.
-    static func tokenVerifier(_ configuration: NodeConfiguration) async throws -> TokenVerifier? {
+    /// The signed-URL checks of `tokens`, keys parsed and JWKS URLs fetched; nil without
+    /// any. With `requireRemoteKeys` (`--check-config`) a JWKS URL that cannot be fetched is
+    /// an error; otherwise it is logged and asked again (tokens only it could verify are
+    /// refused as unavailable meanwhile).
+    static func tokenVerifier(_ configuration: NodeConfiguration, requireRemoteKeys: Bool = false, logger: Logger? = nil) async throws -> TokenVerifier? {
         guard !configuration.tokens.isEmpty else { return nil }
         do {
-            return try await TokenVerifier.make(configuration.tokens)
+            let verifier = try await TokenVerifier.make(configuration.tokens, requireRemoteKeys: requireRemoteKeys)
+            for failure in verifier.remoteFailures {
+                logger?.error("\(failure); asked again on demand, tokens it alone would verify are refused as unavailable meanwhile")
+            }
+            return verifier
         } catch {
             throw ConfigurationError.invalidValue(error.description)
         }

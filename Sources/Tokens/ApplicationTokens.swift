@@ -13,10 +13,14 @@ public struct ApplicationTokens: Sendable {
     public var jwtSecret: String?
     /// A JWKS document (RS256, ES256 and other public keys, by `kid`).
     public var jwks: String?
+    /// Where an identity provider publishes its JWKS (`RemoteJWKS`): fetched, refreshed, and
+    /// asked again when a token names a key it lacks.
+    public var jwksURL: String?
     /// What happens when a live session's token expires: it is kicked (the default) or kept.
     public var kickOnExpiry: Bool
 
-    public init(actions: Set<TokenAction> = Set(TokenAction.allCases), hmacSecret: String? = nil, jwtSecret: String? = nil, jwks: String? = nil, kickOnExpiry: Bool = true) {
+    public init(actions: Set<TokenAction> = Set(TokenAction.allCases), hmacSecret: String? = nil, jwtSecret: String? = nil, jwks: String? = nil, jwksURL: String? = nil, kickOnExpiry: Bool = true) {
+        self.jwksURL = jwksURL
         self.actions = actions
         self.hmacSecret = hmacSecret
         self.jwtSecret = jwtSecret

@@ -8,4 +8,7 @@ public enum TokenVerdict: Sendable, Equatable {
     case valid(expires: Date, kick: Bool)
     /// Refused, with the reason logged (the client is told only that its token was refused).
     case refused(String)
+    /// Not decided: the keys that would verify it cannot be had now (a JWKS URL that is
+    /// down); the client is told to try again later, the log says why.
+    case unavailable(String)
 }

@@ -11,6 +11,10 @@ public final class TokenVerifier: Sendable {
     private struct Application: Sendable {
         var rules: ApplicationTokens
         var keys: JWTKeyCollection?
+        /// The application's JWKS URL, whose keys (with the application's own) replace `keys`.
+        var remote: RemoteJWKS?
+        /// The `kid`s of its JWKS file.
+        var kids: Set<String> = []
     }
 
     private let applications: [String: Application]
@@ -21,15 +25,33 @@ public final class TokenVerifier: Sendable {
     /// The longest token read; longer ones are refused unread.
     public static let maxTokenBytes = 8192
 
-    private init(applications: [String: Application]) {
+    private init(applications: [String: Application], remoteFailures: [String]) {
         self.applications = applications
+        self.remoteFailures = remoteFailures
     }
 
-    /// Parses every application's keys. Throws a message naming the application when a
-    /// JWKS document or a key cannot be used.
-    public static func make(_ rules: [String: ApplicationTokens]) async throws(TokenConfigurationError) -> TokenVerifier {
+    /// Why the JWKS URLs that could not be fetched when the verifier was made could not be
+    /// (they are asked again; tokens only they could verify are unavailable until then).
+    public let remoteFailures: [String]
+
+    /// Parses every application's keys and fetches its JWKS URL. Throws a message naming the
+    /// application when a JWKS document or a key cannot be used, or, with `requireRemoteKeys`
+    /// (`--check-config`), when a JWKS URL cannot be fetched.
+    public static func make(_ rules: [String: ApplicationTokens], requireRemoteKeys: Bool = false) async throws(TokenConfigurationError) -> TokenVerifier {
         var applications: [String: Application] = [:]
+        var failures: [String] = []
         for (app, rule) in rules {
+            var remote: RemoteJWKS?
+            if let url = rule.jwksURL {
+                let fetcher = RemoteJWKS(url: url, jwtSecret: rule.jwtSecret, jwksFile: rule.jwks)
+                do {
+                    try await fetcher.fetchNow()
+                } catch {
+                    if requireRemoteKeys { throw TokenConfigurationError(application: app, reason: "jwksURL: \(error.reason)") }
+                    failures.append("tokens.\(app).jwksURL: \(error.reason)")
+                }
+                remote = fetcher
+            }
             var keys: JWTKeyCollection?
             if rule.jwtSecret != nil || rule.jwks != nil {
                 let collection = JWTKeyCollection()
@@ -45,9 +67,9 @@ public final class TokenVerifier: Sendable {
                 }
                 keys = collection
             }
-            applications[app] = Application(rules: rule, keys: keys)
+            applications[app] = Application(rules: rule, keys: keys, remote: remote, kids: rule.jwks.map(kids(ofJWKS:)) ?? [])
         }
-        return TokenVerifier(applications: applications)
+        return TokenVerifier(applications: applications, remoteFailures: failures)
     }
 
     public var isEmpty: Bool { applications.isEmpty }
@@ -61,12 +83,10 @@ public final class TokenVerifier: Sendable {
         guard token.utf8.count <= Self.maxTokenBytes else { return .refused("a token of \(token.utf8.count) bytes") }
         let kick = application.rules.kickOnExpiry
         if token.split(separator: ".", omittingEmptySubsequences: false).count == 3 {
-            guard let keys = application.keys else { return .refused("a JWT, and the application takes none") }
             let claims: TokenClaims
-            do {
-                claims = try await keys.verify(token, as: TokenClaims.self)
-            } catch {
-                return .refused("the JWT does not verify: \(Self.describe(error))")
+            switch await Self.verifyJWT(token, application) {
+            case .success(let verified): claims = verified
+            case .failure(let refusal): return refusal.verdict
             }
             if let actions = claims.actions, !actions.contains(action.rawValue) {
                 return .refused("the JWT allows \(actions.joined(separator: ", ")), not \(action.rawValue)")
@@ -88,6 +108,75 @@ public final class TokenVerifier: Sendable {
             return .refused("the HMAC token does not match")
         }
         return .valid(expires: expires, kick: kick)
+    }
+
+    /// A JWT's claims, or the verdict that refuses it. With a JWKS URL, a key the fetched
+    /// document lacks has the URL asked again (a rotation) before the token is refused.
+    private static func verifyJWT(_ token: String, _ application: Application) async -> Result<TokenClaims, VerdictError> {
+        // jwt-kit verifies a token whose `kid` it lacks with its default key: a kid is
+        // checked against the documents' own first.
+        let kid = kid(ofJWT: token)
+        guard let remote = application.remote else {
+            guard let keys = application.keys else { return .failure(VerdictError(.refused("a JWT, and the application takes none"))) }
+            if let kid, !application.kids.contains(kid) {
+                return .failure(VerdictError(.refused("the JWT's kid \(kid.prefix(64)) is not in the JWKS")))
+            }
+            do {
+                return .success(try await keys.verify(token, as: TokenClaims.self))
+            } catch {
+                return .failure(VerdictError(.refused("the JWT does not verify: \(describe(error))")))
+            }
+        }
+        // Before a first fetch succeeded: ask again in the background (at most every 5 s) and
+        // answer now; a fetch from a URL that is down can take its whole 5 s.
+        var available = remote.keys()
+        if available == nil { available = remote.keys(missingKey: true) }
+        guard var current = available else {
+            return .failure(VerdictError(.unavailable(remote.unavailableReason ?? "the JWKS at \(remote.url) is not fetched yet")))
+        }
+        if let kid, !remote.kids.contains(kid) {
+            // A rotation: the provider may have published the key since the last fetch.
+            _ = remote.keys(missingKey: true)
+            await remote.settle()
+            guard remote.kids.contains(kid), let fresher = remote.keys() else {
+                return .failure(VerdictError(.refused("the JWT's kid \(kid.prefix(64)) is not in the JWKS at \(remote.url)")))
+            }
+            current = fresher
+        }
+        for attempt in 0..<2 {
+            do {
+                return .success(try await current.verify(token, as: TokenClaims.self))
+            } catch let error as JWTError where error.errorType == .unknownKID && attempt == 0 {
+                _ = remote.keys(missingKey: true)
+                await remote.settle()
+                guard let fresher = remote.keys() else { break }
+                current = fresher
+            } catch {
+                return .failure(VerdictError(.refused("the JWT does not verify: \(describe(error))")))
+            }
+        }
+        return .failure(VerdictError(.refused("the JWT does not verify: its key is not in the JWKS at \(remote.url)")))
+    }
+
+    /// The `kid` of a JWT's header, if it names one.
+    static func kid(ofJWT token: String) -> String? {
+        guard let header = token.split(separator: ".", maxSplits: 1).first, header.utf8.count <= 4096 else { return nil }
+        var base64 = header.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+        return object["kid"] as? String
+    }
+
+    /// The `kid`s a JWKS document names.
+    static func kids(ofJWKS document: String) -> Set<String> {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(document.utf8)) as? [String: Any],
+              let keys = object["keys"] as? [[String: Any]] else { return [] }
+        return Set(keys.compactMap { $0["kid"] as? String })
+    }
+
+    struct VerdictError: Error {
+        let verdict: TokenVerdict
+        init(_ verdict: TokenVerdict) { self.verdict = verdict }
     }
 
     /// The HMAC token of `action` on `path` until `expires` (unix seconds): lowercase hex of

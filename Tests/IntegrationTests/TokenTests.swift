@@ -143,13 +143,63 @@ extension IntegrationTests {
             return (client, try await client.play(name: name, streamID: try await client.createStream()))
         }
 
+        @Test("Keys from a JWKS URL: an RS256 JWT plays once the provider's JWKS is fetched; while the URL is down a JWT is refused as unavailable (503, logged with the URL) and --check-config fails naming it; once the URL answers, the same JWT plays without a restart; a kid it lacks is refused")
+        func jwksFromAURL() async throws {
+            try await Scenario.run("tokens-jwks-url") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let keys = scenario.directory.appendingPathComponent("idp")
+                _ = try await Self.issue(scenario, ["keys", "--dir", keys.path])
+                let port = try await FreePorts.allocate(1)[0]
+                let url = "http://127.0.0.1:\(port)/jwks.json"
+                let config = scenario.file("jwks-url.yaml")
+                try Data("""
+                adminToken: \(SessionsTests.token)
+                tokens:
+                  live: {actions: [play], jwksURL: "\(url)"}
+                """.utf8).write(to: config)
+                // The provider is down: the check says so, the node starts anyway.
+                try await scenario.checkConfigFails(["--config", config.path], saying: "tokens.live: jwksURL: \(url) cannot be reached")
+                let node = try await scenario.startNode(label: "node", arguments: ["--config", config.path])
+                scenario.check(node.log.contains("tokens.live.jwksURL"), "the failed first fetch is not logged")
+                let publisher = try scenario.publish(media, to: node.rtmpURL("live", "cam"), name: "publisher", loop: true)
+                let live = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) {
+                    ((try? await SessionsTests.sessions(node, "?kind=publish")) ?? []).contains { $0["path"] as? String == "live/cam" }
+                }
+                try scenario.require(live, "ffmpeg is not publishing: \(publisher.stderrText.suffix(300))")
+                let now = Int(Date().timeIntervalSince1970)
+                let claims = String(decoding: try JSONSerialization.data(withJSONObject: ["exp": now + 600]), as: UTF8.self)
+                let token = try await Self.issue(scenario, ["jwt", "--dir", keys.path, "--alg", "RS256", "--claims", claims])
+                let down = try await HTTPClient.get(port: node.httpPort, path: "/live/cam.flv?token=\(token)")
+                scenario.check(down.status == 503, "with the JWKS URL down a JWT got \(down.status), expected 503")
+                scenario.check(node.log.contains("the JWKS at \(url) cannot be reached"), "the log does not say the JWKS URL cannot be reached")
+
+                // The provider comes up: the same token plays, no restart.
+                let server = try scenario.launch(executable: try TestEnvironment.python3(), ["-m", "http.server", "--bind", "127.0.0.1", "--directory", keys.path, String(port)], name: "idp")
+                let served = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) {
+                    (try? await HTTPClient.get(port: port, path: "/jwks.json", timeout: .seconds(1)))?.status == 200
+                }
+                try scenario.require(served, "the JWKS server did not start: \(server.stderrText.suffix(300))")
+                let plays = await eventually(timeout: .seconds(15), interval: .milliseconds(500)) {
+                    guard let viewer = try? await HTTPFLVViewer.open(port: node.httpPort, path: "/live/cam.flv?token=\(token)") else { return false }
+                    defer { Task { await viewer.close() } }
+                    return await viewer.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(3))
+                }
+                scenario.check(plays, "once the JWKS URL answered, the JWT still did not play")
+                let unknown = try await Self.issue(scenario, ["jwt", "--dir", keys.path, "--alg", "RS256", "--claims", claims, "--kid", "rotated-away"])
+                let refused = try await HTTPClient.get(port: node.httpPort, path: "/live/cam.flv?token=\(unknown)")
+                scenario.check(refused.status == 403, "a JWT with a kid the JWKS lacks got \(refused.status)")
+                try await scenario.checkConfigPasses(yaml: String(decoding: try Data(contentsOf: config), as: UTF8.self))
+            }
+        }
+
         @Test("--check-config refuses a token configuration without a secret or keys, a short secret (HS256 under 32 bytes), an unknown action, a JWKS file that is not JSON, and an unknown key, naming it")
         func badTokenConfigurations() async throws {
             try await Scenario.run("tokens-config") { scenario in
                 let notJSON = scenario.file("jwks.txt")
                 try Data("not json".utf8).write(to: notJSON)
                 for (json, expected) in [
-                    (#"{"tokens": {"live": {"actions": ["play"]}}}"#, "tokens.live: needs hmacSecret, jwtSecret or jwksFile"),
+                    (#"{"tokens": {"live": {"actions": ["play"]}}}"#, "tokens.live: needs hmacSecret, jwtSecret, jwksFile or jwksURL"),
+                    (#"{"tokens": {"live": {"jwksURL": "ftp://idp/jwks.json"}}}"#, "tokens.live.jwksURL: expected an http:// or https:// URL"),
                     (#"{"tokens": {"live": {"hmacSecret": "short"}}}"#, "tokens.live.hmacSecret must be at least 16 bytes"),
                     (#"{"tokens": {"live": {"jwtSecret": "0123456789abcdef"}}}"#, "tokens.live.jwtSecret must be at least 32 bytes"),
                     (#"{"tokens": {"live": {"hmacSecret": "0123456789abcdef", "actions": ["watch"]}}}"#, "tokens.live.actions: expected play or publish"),

@@ -30,6 +30,8 @@ struct TokenPolicy: AdmissionPolicy {
             return nil
         case .refused(let why):
             return PolicyRefusal(.denied("token refused"), metric: "token", logged: "token: \(why)")
+        case .unavailable(let why):
+            return PolicyRefusal(.unavailable("token keys unavailable; try again later"), metric: "token_keys_unavailable", logged: "token: \(why)")
         }
     }
 }

@@ -68,7 +68,7 @@ struct ConfigurationReloader: Service {
         let tokens: TokenVerifier?
         do {
             loaded = try loader.load(document)
-            tokens = try await NodeRuntime.tokenVerifier(loaded.configuration)
+            tokens = try await NodeRuntime.tokenVerifier(loaded.configuration, logger: logger)
         } catch {
             logger.error("configuration not reloaded: \(error); the running configuration stays")
             Counter(label: "estuary_config_reloads_total", dimensions: [("result", "failed")]).increment()

@@ -35,8 +35,13 @@ extension NodeConfiguration {
                 }
                 jwks = text
             }
-            guard value.hmacSecret != nil || value.jwtSecret != nil || jwks != nil else {
-                throw ConfigurationError.invalidValue("tokens.\(app): needs hmacSecret, jwtSecret or jwksFile")
+            if let url = value.jwksURL {
+                guard url.utf8.count <= 2048, let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased()), parsed.host?.isEmpty == false else {
+                    throw ConfigurationError.invalidValue("tokens.\(app).jwksURL: expected an http:// or https:// URL, got '\(url.prefix(80))'")
+                }
+            }
+            guard value.hmacSecret != nil || value.jwtSecret != nil || jwks != nil || value.jwksURL != nil else {
+                throw ConfigurationError.invalidValue("tokens.\(app): needs hmacSecret, jwtSecret, jwksFile or jwksURL")
             }
             let kick: Bool
             switch value.onExpiry ?? "kick" {
@@ -44,7 +49,7 @@ extension NodeConfiguration {
             case "keep": kick = false
             case let other: throw ConfigurationError.invalidValue("tokens.\(app).onExpiry: expected kick or keep, got '\(other.prefix(40))'")
             }
-            tokens[app] = ApplicationTokens(actions: actions, hmacSecret: value.hmacSecret, jwtSecret: value.jwtSecret, jwks: jwks, kickOnExpiry: kick)
+            tokens[app] = ApplicationTokens(actions: actions, hmacSecret: value.hmacSecret, jwtSecret: value.jwtSecret, jwks: jwks, jwksURL: value.jwksURL, kickOnExpiry: kick)
         }
         return tokens
     }

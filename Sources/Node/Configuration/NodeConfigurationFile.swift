@@ -138,6 +138,9 @@ struct NodeConfigurationFile: Codable, Sendable {
         var hmacSecret: String?
         var jwtSecret: String?
         var jwksFile: String?
+        /// An identity provider's JWKS (`https://idp.example/.well-known/jwks.json`), fetched
+        /// at start, every 5 min, and when a token names a key it lacks.
+        var jwksURL: String?
         /// `kick` (the default) or `keep` a live session whose token expires.
         var onExpiry: String?
     }

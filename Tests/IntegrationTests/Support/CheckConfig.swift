@@ -29,12 +29,12 @@ extension Scenario {
         )
     }
 
-    /// Runs `estuary … --check-config` with `json` as the file and checks that it passes.
-    func checkConfigPasses(json: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        let file = self.file("config-\(UUID().uuidString.prefix(6)).json")
-        try Data(json.utf8).write(to: file)
+    /// Runs `estuary … --check-config` with `json` (or `yaml`) as the file and checks that it passes.
+    func checkConfigPasses(json: String? = nil, yaml: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let file = self.file("config-\(UUID().uuidString.prefix(6)).\(yaml != nil ? "yaml" : "json")")
+        try Data((yaml ?? json ?? "").utf8).write(to: file)
         let run = try self.launch(executable: try TestEnvironment.nodeBinary(), ["--config", file.path, "--check-config"], name: "check-config")
         let ended = await run.waitForExit(timeout: .seconds(10))
-        self.check(ended == .exited(0), "\(json): --check-config ended with \(ended.map(\.description) ?? "no exit"): \(run.stderrText)", sourceLocation: sourceLocation)
+        self.check(ended == .exited(0), "\(yaml ?? json ?? ""): --check-config ended with \(ended.map(\.description) ?? "no exit"): \(run.stderrText)", sourceLocation: sourceLocation)
     }
 }
