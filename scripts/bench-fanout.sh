@@ -6,7 +6,11 @@
 #   2. Estuary, N RTMP viewers
 #   3. Estuary, N HTTP-FLV viewers
 #   4. nginx-rtmp (Debian libnginx-mod-rtmp), N RTMP viewers
-# and prints a markdown table (see docs/benchmarks.md for how to read it).
+#   5. Estuary, N RTMPS viewers (RTMP over TLS; `rtmps`)
+#   6. Estuary, N HTTPS-FLV viewers (`https`)
+# and prints a markdown table (see docs/benchmarks.md for how to read it), with the TLS cost
+# (CPU per Gbit over TLS / without) when 5 or 6 ran beside 2 or 3. The TLS runs use a
+# certificate made for the run with openssl; the publisher still pushes plain RTMP.
 #
 # Environment (all optional):
 #   N_LIST="100 500 1000"  viewer counts          DURATION=20   measurement window, seconds
@@ -14,7 +18,7 @@
 #   SKIP_BUILD=1           use the existing .build/release binaries
 #   RESULTS_DIR=dir        also keep the JSON results and the table there
 #   KEEP_TMP=1             keep the temporary directory (logs, nginx.conf)
-#   RUNS="mixed rtmp flv nginx"  which configurations (1–4 above), in this order
+#   RUNS="mixed rtmp flv nginx"  which configurations (1–6 above: mixed rtmp flv nginx rtmps https), in this order
 #   RTMP_PORT HTTP_PORT NGINX_PORT   loopback ports (default: the first free ones from 29351, 29081, 29451)
 set -euo pipefail
 export LC_ALL=C
@@ -68,7 +72,9 @@ bench=.build/release/fanout-bench
 RTMP_PORT=${RTMP_PORT:-$(free_port 29351)}
 HTTP_PORT=${HTTP_PORT:-$(free_port 29081)}
 NGINX_PORT=${NGINX_PORT:-$(free_port 29451)}
-for port in "$RTMP_PORT" "$HTTP_PORT" "$NGINX_PORT"; do port_free "$port" || die "port $port is in use"; done
+RTMPS_PORT=${RTMPS_PORT:-$(free_port 29361)}
+HTTPS_PORT=${HTTPS_PORT:-$(free_port 29091)}
+for port in "$RTMP_PORT" "$HTTP_PORT" "$NGINX_PORT" "$RTMPS_PORT" "$HTTPS_PORT"; do port_free "$port" || die "port $port is in use"; done
 
 # Every viewer is a socket in the generator and in the server.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -93,9 +99,19 @@ start_publisher() { # url
   publisher_pid=$!
 }
 
-start_estuary() { # run name
+# The TLS runs' certificate (ECDSA P-256, as a CDN would serve), made once per run of the script.
+tls_args=()
+if [[ " $RUNS " == *" rtmps "* || " $RUNS " == *" https "* ]]; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=127.0.0.1 \
+    -keyout "$tmp/tls.key" -out "$tmp/tls.pem" >/dev/null 2>&1 || die "openssl could not make the TLS certificate"
+  tls_args=(--rtmps-port "$RTMPS_PORT" --https-port "$HTTPS_PORT" --tls-certificate "$tmp/tls.pem" --tls-key "$tmp/tls.key")
+fi
+
+start_estuary() { # run name [tls]
+  local extra=()
+  if [[ ${2:-} == tls ]]; then extra=("${tls_args[@]}"); fi
   mkdir -p "$tmp/data-$1"
-  "$node" --bind 127.0.0.1 --rtmp-port "$RTMP_PORT" --http-port "$HTTP_PORT" --admin-port 0 \
+  "$node" --bind 127.0.0.1 --rtmp-port "$RTMP_PORT" --http-port "$HTTP_PORT" --admin-port 0 "${extra[@]}" \
     --data-dir "$tmp/data-$1" --log-level warning ${ESTUARY_ARGS:-} >"$tmp/estuary-$1.log" 2>&1 &
   server_pid=$!
   wait_port "$RTMP_PORT" && wait_port "$HTTP_PORT" || die "Estuary did not listen (see $tmp/estuary-$1.log)"
@@ -140,22 +156,30 @@ run() { # server rtmp-viewers flv-viewers
   if [[ -s $tmp/$name.json ]]; then results+=("$tmp/$name.json"); fi
 }
 run_once() { # server rtmp-viewers flv-viewers
-  local server=$1 rtmp=$2 flv=$3 name="$1-$2-$3" rtmp_url args=()
+  local server=$1 rtmp=$2 flv=$3 name="$1-$2-$3" rtmp_url view_url args=()
   wait_quiet
   if [[ $server == estuary ]]; then
     start_estuary "$name"
     rtmp_url="rtmp://127.0.0.1:$RTMP_PORT/$STREAM"
+    view_url=$rtmp_url
     args=(--flv-url "http://127.0.0.1:$HTTP_PORT/$STREAM.flv" --flv-viewers "$flv")
+  elif [[ $server == estuary-tls ]]; then
+    start_estuary "$name" tls
+    wait_port "$RTMPS_PORT" && wait_port "$HTTPS_PORT" || die "Estuary's TLS listeners did not listen (see $tmp/estuary-$name.log)"
+    rtmp_url="rtmp://127.0.0.1:$RTMP_PORT/$STREAM"
+    view_url="rtmps://127.0.0.1:$RTMPS_PORT/$STREAM"
+    args=(--flv-url "https://127.0.0.1:$HTTPS_PORT/$STREAM.flv" --flv-viewers "$flv")
   else
     start_nginx "$name"
     rtmp_url="rtmp://127.0.0.1:$NGINX_PORT/$STREAM"
+    view_url=$rtmp_url
   fi
   start_publisher "$rtmp_url"
-  wait_stream "$server"
+  wait_stream "${server%-tls}"
   log "$name: measuring ${DURATION}s"
   watch_builds "$tmp/$name.busy" &
   watcher_pid=$!
-  timeout $((DURATION + 120)) "$bench" --rtmp-url "$rtmp_url" --rtmp-viewers "$rtmp" "${args[@]}" \
+  timeout $((DURATION + 120)) "$bench" --rtmp-url "$view_url" --rtmp-viewers "$rtmp" "${args[@]}" \
     --duration "$DURATION" --ramp-ms "$RAMP_MS" --threads "$GEN_THREADS" \
     --server-pid "$server_pid" --label "$server" --json >"$tmp/$name.json" 2>"$tmp/$name.log" ||
     log "warning: $name: fanout-bench failed (exit $?): $(tail -3 "$tmp/$name.log")"
@@ -176,7 +200,9 @@ for n in $N_LIST; do
       rtmp) run estuary "$n" 0 ;;
       flv) run estuary 0 "$n" ;;
       nginx) run nginx "$n" 0 ;;
-      *) die "unknown run '$config' in RUNS (mixed rtmp flv nginx)" ;;
+      rtmps) run estuary-tls "$n" 0 ;;
+      https) run estuary-tls 0 "$n" ;;
+      *) die "unknown run '$config' in RUNS (mixed rtmp flv nginx rtmps https)" ;;
     esac
   done
 done
@@ -238,6 +264,24 @@ table() {
       fi
     done
   done
+  local tls plain kind
+  if [[ " $RUNS " == *" rtmps "* || " $RUNS " == *" https "* ]]; then
+    echo
+    echo "TLS cost, CPU per delivered Gbit over TLS / without, in this run (target ≤ 1.5), and the burst of TLS viewers (RAMP_MS=$RAMP_MS):"
+    echo
+    for n in $N_LIST; do
+      for kind in RTMPS HTTPS-FLV; do
+        if [[ $kind == RTMPS ]]; then tls=$tmp/estuary-tls-$n-0.json plain=$tmp/estuary-$n-0.json; else tls=$tmp/estuary-tls-0-$n.json plain=$tmp/estuary-0-$n.json; fi
+        if [[ -s $tls && -s $plain ]]; then
+          awk -v n="$n" -v k="$kind" -v a="$(field "$tls" serverCPUSecondsPerGbit)" -v b="$(field "$plain" serverCPUSecondsPerGbit)" \
+            -v p="$(field "$tls" ttffMaxMilliseconds)" -v m="$(field "$tls" rssPerViewerKiB)" \
+            'BEGIN { if (b > 0 && a != "") printf "- N = %d, %s: %.3f / %.3f = **%.2f**; %.1f KiB per viewer; the slowest of %d viewers had its first frame (TLS and RTMP or HTTP handshakes done) %.0f ms after its connect: ≥ %.0f handshakes/s with RAMP_MS=0\n", n, k, a, b, a / b, m, n, p, (p > 0 ? n * 1000 / p : 0); else printf "- N = %d, %s: n/a\n", n, k }'
+        else
+          echo "- N = $n, $kind: n/a (a run failed, or its plain run was not in RUNS)"
+        fi
+      done
+    done
+  fi
 }
 table | tee "$tmp/table.md"
 for file in "${results[@]}"; do

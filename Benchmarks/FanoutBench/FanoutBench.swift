@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NIOCore
 import NIOPosix
+import NIOSSL
 import RTMP
 
 /// The fan-out load generator: many RTMP and HTTP-FLV viewers of one stream in one process,
@@ -135,13 +136,16 @@ struct FanoutBench: AsyncParsableCommand {
             slots.append(LoopSlot(loop: loop, registry: registry))
         }
 
+        var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
+        tlsConfiguration.certificateVerification = .none
+        let tls = try NIOSSLContext(configuration: tlsConfiguration)
         // Connect with a ramp so the server's accept queue is not what is measured.
         let rampNanoseconds = UInt64(self.rampMilliseconds * 1_000_000)
         var connects: [EventLoopFuture<any Channel>] = []
         connects.reserveCapacity(plan.count)
         for (id, target) in plan.enumerated() {
             connects.append(
-                Self.connect(id: id, target: target, slot: slots[id % slots.count], firstFrameTrack: self.firstFrameTrack)
+                Self.connect(id: id, target: target, slot: slots[id % slots.count], firstFrameTrack: self.firstFrameTrack, tls: tls)
             )
             if rampNanoseconds > 0 { try await Task.sleep(nanoseconds: rampNanoseconds) }
         }
@@ -330,7 +334,8 @@ struct FanoutBench: AsyncParsableCommand {
         id: Int,
         target: ViewerTarget,
         slot: LoopSlot,
-        firstFrameTrack: FirstFrameTrack
+        firstFrameTrack: FirstFrameTrack,
+        tls: NIOSSLContext
     ) -> EventLoopFuture<any Channel> {
         let connectStart = NIODeadline.now().uptimeNanoseconds
         let registry = slot.registry
@@ -350,6 +355,11 @@ struct FanoutBench: AsyncParsableCommand {
                         firstFrameTrack: firstFrameTrack
                     )
                     registry.value.add(stats)
+                    // rtmps:// and https://: the handshake is part of the viewer's cost, as
+                    // in production (the server's certificate is not checked here).
+                    if target.usesTLS {
+                        try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: nil))
+                    }
                     switch target {
                     case .rtmp(let url, _):
                         try channel.pipeline.syncOperations.addHandlers(
@@ -402,6 +412,13 @@ enum ViewerTarget: Sendable {
     var address: SocketAddress {
         switch self {
         case .rtmp(_, let address), .httpFLV(_, let address): return address
+        }
+    }
+
+    var usesTLS: Bool {
+        switch self {
+        case .rtmp(let url, _): url.tls
+        case .httpFLV(let url, _): url.tls
         }
     }
 }

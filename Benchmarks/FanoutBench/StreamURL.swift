@@ -1,5 +1,7 @@
-/// The parts of `rtmp://host[:port]/app/name` the RTMP viewer needs.
+/// The parts of `rtmp://host[:port]/app/name` (or `rtmps://`) the RTMP viewer needs.
 struct RTMPURL: Sendable {
+    /// `rtmps://`: the viewer speaks TLS first.
+    var tls = false
     var host: String
     var port: Int
     var app: String
@@ -8,25 +10,29 @@ struct RTMPURL: Sendable {
     var tcURL: String
 
     init(parsing text: String) throws(URLError) {
-        let (host, port, path) = try splitURL(text, scheme: "rtmp", defaultPort: 1935)
+        tls = text.lowercased().hasPrefix("rtmps://")
+        let (host, port, path) = try splitURL(text, scheme: tls ? "rtmps" : "rtmp", defaultPort: tls ? 443 : 1935)
         let segments = path.split(separator: "/", omittingEmptySubsequences: true)
         guard segments.count >= 2 else { throw .missingPath(text) }
         self.host = host
         self.port = port
         self.app = segments.dropLast().joined(separator: "/")
         self.streamName = String(segments.last!)
-        self.tcURL = "rtmp://\(host):\(port)/\(self.app)"
+        self.tcURL = "\(tls ? "rtmps" : "rtmp")://\(host):\(port)/\(self.app)"
     }
 }
 
-/// The parts of `http://host[:port]/path` the HTTP-FLV viewer needs.
+/// The parts of `http://host[:port]/path` (or `https://`) the HTTP-FLV viewer needs.
 struct HTTPURL: Sendable {
+    /// `https://`: the viewer speaks TLS first.
+    var tls = false
     var host: String
     var port: Int
     var path: String
 
     init(parsing text: String) throws(URLError) {
-        let (host, port, path) = try splitURL(text, scheme: "http", defaultPort: 80)
+        tls = text.lowercased().hasPrefix("https://")
+        let (host, port, path) = try splitURL(text, scheme: tls ? "https" : "http", defaultPort: tls ? 443 : 80)
         guard !path.isEmpty else { throw .missingPath(text) }
         self.host = host
         self.port = port
