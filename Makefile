@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-hls bench-transcode bench-transcode-churn bench-cluster bench-cluster-soak bench-edge bench-latency bench-syscalls bench-profile clean
+.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-reload bench-hls bench-transcode bench-transcode-churn bench-cluster bench-cluster-soak bench-edge bench-latency bench-syscalls bench-profile clean
 
 ## Everything `make test` needs: Debian packages (test tools, chromium) and the Python
 ## virtualenv .venv/ with Playwright and cryptography (scripts/install-deps.sh --test).
@@ -43,6 +43,11 @@ fuzz-long: deps
 bench-fanout:
 	@scripts/install-deps.sh --bench
 	scripts/bench-fanout.sh
+
+## Reload under load: 10 publishers and 1000 viewers while the configuration is reloaded 10 times.
+bench-reload:
+	@scripts/install-deps.sh --bench
+	scripts/bench-reload.sh
 
 ## HLS / LL-HLS availability latency and CPU per 100 HLS viewers; figures for docs/benchmarks.md.
 bench-hls: deps

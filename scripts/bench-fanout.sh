@@ -275,7 +275,7 @@ table() {
         if [[ -s $tls && -s $plain ]]; then
           awk -v n="$n" -v k="$kind" -v a="$(field "$tls" serverCPUSecondsPerGbit)" -v b="$(field "$plain" serverCPUSecondsPerGbit)" \
             -v p="$(field "$tls" ttffMaxMilliseconds)" -v m="$(field "$tls" rssPerViewerKiB)" \
-            'BEGIN { if (b > 0 && a != "") printf "- N = %d, %s: %.3f / %.3f = **%.2f**; %.1f KiB per viewer; the slowest of %d viewers had its first frame (TLS and RTMP or HTTP handshakes done) %.0f ms after its connect: ≥ %.0f handshakes/s with RAMP_MS=0\n", n, k, a, b, a / b, m, n, p, (p > 0 ? n * 1000 / p : 0); else printf "- N = %d, %s: n/a\n", n, k }'
+            'BEGIN { if (b > 0 && a != "") printf "- N = %d, %s: %.3f / %.3f = **%.2f**; %.1f KiB per viewer; the slowest of %d viewers had its first frame (TLS and RTMP or HTTP handshakes done) %.0f ms after its connect: (with RAMP_MS=0, all connecting at once: ≥ %.0f handshakes/s)\n", n, k, a, b, a / b, m, n, p, (p > 0 ? n * 1000 / p : 0); else printf "- N = %d, %s: n/a\n", n, k }'
         else
           echo "- N = $n, $kind: n/a (a run failed, or its plain run was not in RUNS)"
         fi

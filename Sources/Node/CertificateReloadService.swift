@@ -22,7 +22,9 @@ struct CertificateReloadService: Service {
                         if let certificates {
                             certificates.reload(reason: "SIGHUP")
                         } else {
-                            logger.notice("SIGHUP: no TLS certificate to reload")
+                            // SIGHUP also reloads the configuration file (`ConfigurationReloader`),
+                            // which logs what it did.
+                            logger.debug("SIGHUP: no TLS certificate to reload")
                         }
                     }
                 }

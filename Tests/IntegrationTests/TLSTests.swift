@@ -145,6 +145,57 @@ extension IntegrationTests {
             }
         }
 
+        @Test("Headless Chromium plays LL-HLS over https:// when it trusts the test's CA (served in the chain), and refuses the same page without that trust", .enabled(if: BrowserSupport.missing == nil, "needs chromium and Playwright for Python"))
+        func chromiumOverHTTPS() async throws {
+            try await Scenario.run("tls-chromium") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let script = try #require(BrowserSupport.script)
+                let pki = scenario.directory.appendingPathComponent("pki")
+                try FileManager.default.createDirectory(at: pki, withIntermediateDirectories: true)
+                let issued = try await Self.certificate(scenario, serial: 4242, into: pki)
+                // The chain as a deployment serves it: the server's certificate, then the CA's.
+                let chain = pki.appendingPathComponent("fullchain.pem")
+                try (try Data(contentsOf: issued.certificate) + Data(contentsOf: pki.appendingPathComponent("ca.pem"))).write(to: chain)
+                let spki = try await scenario.run(
+                    "sh", ["-c", "openssl x509 -in '\(pki.appendingPathComponent("ca.pem").path)' -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"],
+                    name: "spki", timeout: .seconds(15)
+                ).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                try scenario.require(spki.count == 44, "the CA's SPKI hash: '\(spki)'")
+                let httpsPort = try await FreePorts.allocate(1)[0]
+                let node = try await scenario.startNode(label: "node", arguments: [
+                    "--https-port", String(httpsPort), "--tls-certificate", chain.path, "--tls-key", issued.key.path,
+                ])
+                _ = try scenario.publish(media, to: node.rtmpURL("live", "cam"), name: "publisher", loop: true)
+                let url = "https://127.0.0.1:\(httpsPort)/live/cam/llhls.m3u8"
+                let ready = await eventually(timeout: .seconds(20), interval: .milliseconds(500)) {
+                    (try? await scenario.run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", pki.appendingPathComponent("ca.pem").path, url], name: "curl-llhls", timeout: .seconds(5)))?.stdout == "200"
+                }
+                try scenario.require(ready, "the LL-HLS playlist is not served over https")
+                // Chromium's native player needs a few complete segments to start (status.md).
+                let curl = ["-s", "--cacert", pki.appendingPathComponent("ca.pem").path]
+                let master = try await scenario.run("curl", curl + [url], name: "curl-master", timeout: .seconds(5)).stdout
+                let mediaName = try #require(master.split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty }, "no media playlist in \(master)")
+                let mediaURL = "https://127.0.0.1:\(httpsPort)/live/cam/\(mediaName)"
+                let segments = await eventually(timeout: .seconds(30), interval: .milliseconds(500)) {
+                    let playlist = (try? await scenario.run("curl", curl + [mediaURL], name: "curl-media", timeout: .seconds(5)))?.stdout ?? ""
+                    return playlist.components(separatedBy: "#EXTINF").count - 1 >= 3
+                }
+                try scenario.require(segments, "the media playlist \(mediaURL) did not reach three segments")
+                let trusted = try await Subprocess.run(
+                    TestEnvironment.python3(),
+                    [script.path, url, scenario.file("https-trusted.png").path, "--advance", "3", "--within", "6", "--trust-spki", spki],
+                    name: "chromium-https", directory: scenario.directory, timeout: .seconds(60)
+                )
+                scenario.check(trusted.succeeded, "Chromium trusting the test's CA did not play LL-HLS over https: \(trusted)\nstdout: \(trusted.stdout)")
+                let untrusted = try await Subprocess.run(
+                    TestEnvironment.python3(),
+                    [script.path, url, scenario.file("https-untrusted.png").path, "--advance", "3", "--within", "6", "--start-timeout", "8"],
+                    name: "chromium-https-untrusted", directory: scenario.directory, timeout: .seconds(60)
+                )
+                scenario.check(untrusted.termination == .exited(1), "Chromium without the CA's trust was expected to fail to play (exit 1): \(untrusted)")
+            }
+        }
+
         @Test("A TLS port without a certificate, a certificate file that does not parse, and two listeners on one port are refused at --check-config")
         func badTLSConfigurations() async throws {
             try await Scenario.run("tls-config") { scenario in

@@ -188,40 +188,8 @@ struct NodeConfigurationFile: Codable, Sendable {
     /// The settings of a parsed file's top-level mapping: every key known, every value typed.
     static func decode(_ object: [String: Any], path: String) throws(ConfigurationError) -> NodeConfigurationFile {
         // A misspelt key would otherwise be ignored in silence, and its setting left at the default.
-        try Self.checkKeys(object, known: Self.keys(of: NodeConfigurationFile()), path: path, prefix: "")
-        if let nats = object["nats"] as? [String: Any] {
-            try Self.checkKeys(nats, known: Self.keys(of: NATSSettings()), path: path, prefix: "nats.")
-            if let tls = nats["tls"] as? [String: Any] {
-                try Self.checkKeys(tls, known: Self.keys(of: TLSSettings()), path: path, prefix: "nats.tls.")
-            }
-        }
-        if let tls = object["tls"] as? [String: Any] {
-            try Self.checkKeys(tls, known: Self.keys(of: ServerTLSSettings()), path: path, prefix: "tls.")
-        }
-        if let tokens = object["tokens"] as? [String: Any] {
-            for (app, value) in tokens {
-                guard let settings = value as? [String: Any] else { continue }
-                try Self.checkKeys(settings, known: Self.keys(of: TokenSettings()), path: path, prefix: "tokens.\(app).")
-            }
-        }
-        if let ladders = object["ladders"] as? [String: Any] {
-            let known = Self.keys(of: LadderRung(name: "", height: 0, videoBitRate: 0))
-            for (app, rungs) in ladders {
-                for (index, rung) in (rungs as? [Any] ?? []).enumerated() {
-                    guard let rung = rung as? [String: Any] else { continue }
-                    try Self.checkKeys(rung, known: known, path: path, prefix: "ladders.\(app)[\(index)].")
-                }
-            }
-        }
-        if let hooks = object["hooks"] as? [String: Any] {
-            for (app, value) in hooks {
-                guard let settings = value as? [String: Any] else { continue }
-                try Self.checkKeys(settings, known: Self.keys(of: HookSettings()), path: path, prefix: "hooks.\(app).")
-                for (action, endpoint) in settings {
-                    guard let endpoint = endpoint as? [String: Any] else { continue }
-                    try Self.checkKeys(endpoint, known: Self.keys(of: HookEndpointSettings()), path: path, prefix: "hooks.\(app).\(action).")
-                }
-            }
+        for (place, known) in Self.sections {
+            try Self.checkKeys(at: place[...], in: object, known: known, path: path, prefix: "")
         }
         do {
             let data = try JSONSerialization.data(withJSONObject: object)
@@ -230,6 +198,42 @@ struct NodeConfigurationFile: Codable, Sendable {
             throw ConfigurationError.invalidFile(path, Self.describe(error, in: object))
         } catch {
             throw ConfigurationError.invalidFile(path, "\(error)")
+        }
+    }
+
+    /// Where in the file each kind of settings object is, and its keys: `*` is any
+    /// application, `[]` any element of a list.
+    private static let sections: [([String], Set<String>)] = [
+        ([], keys(of: NodeConfigurationFile())),
+        (["nats"], keys(of: NATSSettings())),
+        (["nats", "tls"], keys(of: TLSSettings())),
+        (["tls"], keys(of: ServerTLSSettings())),
+        (["tokens", "*"], keys(of: TokenSettings())),
+        (["ladders", "*", "[]"], keys(of: LadderRung(name: "", height: 0, videoBitRate: 0))),
+        (["hooks", "*"], keys(of: HookSettings())),
+        (["hooks", "*", "*"], keys(of: HookEndpointSettings())),
+    ]
+
+    /// Checks the objects at `place` under `value` (named `prefix` so far) for unknown keys.
+    private static func checkKeys(at place: ArraySlice<String>, in value: Any, known: Set<String>, path: String, prefix: String) throws(ConfigurationError) {
+        guard let step = place.first else {
+            guard let object = value as? [String: Any] else { return }
+            try checkKeys(object, known: known, path: path, prefix: prefix)
+            return
+        }
+        let rest = place.dropFirst()
+        switch step {
+        case "[]":
+            for (index, element) in (value as? [Any] ?? []).enumerated() {
+                try checkKeys(at: rest, in: element, known: known, path: path, prefix: "\(prefix.dropLast())[\(index)].")
+            }
+        case "*":
+            for (key, element) in value as? [String: Any] ?? [:] {
+                try checkKeys(at: rest, in: element, known: known, path: path, prefix: "\(prefix)\(key).")
+            }
+        default:
+            guard let element = (value as? [String: Any])?[step] else { return }
+            try checkKeys(at: rest, in: element, known: known, path: path, prefix: "\(prefix)\(step).")
         }
     }
 

@@ -2,11 +2,15 @@
 """Plays an HLS URL in headless Chromium's native <video> and checks that it advances.
 
 Usage: play_hls.py URL SCREENSHOT [--advance SECONDS] [--within SECONDS] [--start-timeout SECONDS]
+                   [--trust-spki BASE64]
 
 Launches Debian's `chromium` (found on PATH, never a Playwright-downloaded browser) through
 Playwright, loads a page with `<video muted autoplay playsinline src=URL>` and waits until
 `currentTime` has advanced by at least --advance seconds (default 3) within --within seconds
 (default 6) of wall time after playback started. Saves a screenshot either way.
+--trust-spki trusts, over https://, a chain that holds a certificate with that public key
+(base64 of the SHA-256 of its SubjectPublicKeyInfo: a test's own CA, served in the chain);
+without it, Chromium trusts what the system trusts.
 Exit 0 on success; 1 with a message on stderr otherwise; 2 when chromium or playwright is
 missing (the caller may skip). Playwright lives in the project virtualenv .venv/ (made by
 scripts/install-deps.sh); the script re-runs itself with .venv/bin/python3 when that exists.
@@ -37,6 +41,7 @@ def main() -> int:
     parser.add_argument("--advance", type=float, default=3.0)
     parser.add_argument("--within", type=float, default=6.0)
     parser.add_argument("--start-timeout", type=float, default=15.0, help="seconds to wait for playback to start")
+    parser.add_argument("--trust-spki", default=None, help="base64 SHA-256 of a trusted certificate's SubjectPublicKeyInfo")
     args = parser.parse_args()
 
     executable = shutil.which("chromium")
@@ -64,7 +69,8 @@ def main() -> int:
         browser = playwright.chromium.launch(
             executable_path=executable,
             headless=True,
-            args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required", "--mute-audio"],
+            args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required", "--mute-audio"]
+            + ([f"--ignore-certificate-errors-spki-list={args.trust_spki}"] if args.trust_spki else []),
         )
         try:
             page = browser.new_page(viewport={"width": 640, "height": 360})
