@@ -79,6 +79,10 @@ struct StreamMetricsSampler: Service {
                 state.set(stream, "viewers:\(name)", label: "estuary_stream_viewers", dimensions: [("protocol", name)], to: Double(byProtocol[name] ?? 0))
             }
             state.set(stream, "bytesOut", label: "estuary_stream_viewer_bytes_out", dimensions: [], to: Double(viewers[stream]?.bytesOut ?? 0))
+            // A slow viewer's queue overflowing: it skipped to the next keyframe (the stream's
+            // total since it started, every subscriber's; a rising line is viewers who cannot keep up).
+            state.set(stream, "skips", label: "estuary_stream_viewer_keyframe_skips", dimensions: [], to: Double(now.viewerSkips))
+            state.set(stream, "dropped", label: "estuary_stream_viewer_dropped_frames", dimensions: [], to: Double(now.viewerDroppedFrames))
         }
         state.forget(except: live)
     }

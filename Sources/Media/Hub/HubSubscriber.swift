@@ -92,6 +92,8 @@ public final class HubSubscriber: Sendable {
         /// (in its replay, or published before it): bursts deliver only what came after.
         var joinedAfter: UInt64 = 0
         var statistics = Statistics()
+        /// The hub's totals, which a skip also counts in (set when it joins).
+        var hubLosses: HubLossCounters?
     }
 
     /// - Parameters:
@@ -149,8 +151,11 @@ public final class HubSubscriber: Sendable {
 
     /// Records where this subscriber joined the hub's sequence (under the hub's lock, before
     /// its replay is queued).
-    func joined(after sequence: UInt64) {
-        state.withLockedValue { $0.joinedAfter = sequence }
+    func joined(after sequence: UInt64, losses: HubLossCounters? = nil) {
+        state.withLockedValue { state in
+            state.joinedAfter = sequence
+            state.hubLosses = losses
+        }
     }
 
     /// Hands over a viewer's share of `burst`: the whole burst as one entry when it fits the
@@ -251,6 +256,7 @@ public final class HubSubscriber: Sendable {
         state.queuedBytes = bytes
         state.statistics.skips &+= 1
         state.statistics.droppedFrames &+= dropped
+        state.hubLosses?.record(droppedFrames: dropped)
         return media
     }
 

@@ -32,6 +32,10 @@ extension StreamHub {
         /// check reads.
         public var holders = 0
         public var hasPublisher = false
+        /// Times any subscriber's queue overflowed and it skipped to the next keyframe, and
+        /// the media frames dropped doing so (`HubSubscriber.Statistics`, over all of them).
+        public var viewerSkips = 0
+        public var viewerDroppedFrames = 0
         public var timestampRebases = 0
         public var gopFrames = 0
     }

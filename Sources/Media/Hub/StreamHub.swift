@@ -343,7 +343,7 @@ public final class StreamHub: Sendable {
             guard !state.ended else { return false }
             guard state.subscribers.updateValue(subscriber, forKey: ObjectIdentifier(subscriber)) == nil else { return true }
             state.listSubscriber(subscriber)
-            subscriber.joined(after: state.sequence)
+            subscriber.joined(after: state.sequence, losses: losses)
             state.statistics.subscribers = state.subscribers.count
             if subscriber.keepsStreamOpen { state.statistics.holders += 1 }
             if subscriber.isViewer {
@@ -460,7 +460,13 @@ public final class StreamHub: Sendable {
         return publisher != nil
     }
 
-    public var statistics: Statistics { state.withLockedValue { $0.statistics } }
+    public var statistics: Statistics {
+        var statistics = state.withLockedValue { $0.statistics }
+        (statistics.viewerSkips, statistics.viewerDroppedFrames) = losses.totals
+        return statistics
+    }
+    /// Every subscriber's overflow skips, counted where they happen.
+    private let losses = HubLossCounters()
 
     /// What a new subscriber would be sent now, in order: the metadata, the audio and video
     /// configuration records and the cached GOP (empty once the hub has ended). This is

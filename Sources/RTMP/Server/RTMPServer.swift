@@ -60,7 +60,6 @@ public final class RTMPServer: Service, Sendable {
 
     public func run() async throws {
         let configuration = configuration
-        let admission = admission
         let logger = logger
         let connections = connections
         let prepare = prepare
