@@ -78,7 +78,7 @@ public final class ConnectionLimiter: Sendable {
     }
 
     /// 127.0.0.0/8, ::1 and IPv4-mapped loopback.
-    static func isLoopback(_ address: String) -> Bool {
+    public static func isLoopback(_ address: String) -> Bool {
         address.hasPrefix("127.") || address == "::1" || address.hasPrefix("::ffff:127.")
     }
 

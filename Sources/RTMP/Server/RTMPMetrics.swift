@@ -3,6 +3,8 @@ import Metrics
 /// Counters of the RTMP listener. Labels have bounded cardinality (no stream names).
 enum RTMPMetrics {
     static let connectionsOpened = Counter(label: "estuary_rtmp_connections_opened_total")
+    /// Connection log lines not written: one client address over its burst (`LogRateLimiter`).
+    static let logLinesHeldBack = Counter(label: "estuary_log_lines_held_back_total", dimensions: [("source", "rtmp")])
     static let publishes = Counter(label: "estuary_rtmp_publishes_total")
     static let refusedPublishes = Counter(label: "estuary_rtmp_publishes_refused_total")
     static let plays = Counter(label: "estuary_rtmp_plays_total")

@@ -15,6 +15,7 @@ public final class RTMPServer: Service, Sendable {
     /// configuration (`reconfigure`); a connection keeps those it was accepted with.
     private let environment: Reloadable<RTMPServerConnectionHandler.Environment>
     private let limiter: ConnectionLimiter
+    private let logLimiter: LogRateLimiter
     private let admission: any SessionAdmission
     private let group: any EventLoopGroup
     private let logger: Logger
@@ -40,7 +41,9 @@ public final class RTMPServer: Service, Sendable {
         self.group = group
         self.logger = logger
         self.onBound = onBound
-        environment = Reloadable(RTMPServerConnectionHandler.Environment(configuration: configuration, admission: admission, logger: logger))
+        let logLimiter = LogRateLimiter(burst: 20)
+        self.logLimiter = logLimiter
+        environment = Reloadable(RTMPServerConnectionHandler.Environment(configuration: configuration, admission: admission, logger: logger, logLimiter: logLimiter))
         limiter = ConnectionLimiter(limits: configuration.connectionLimits)
     }
 
@@ -52,7 +55,7 @@ public final class RTMPServer: Service, Sendable {
         applied.port = configuration.port
         applied.socketSendBufferBytes = configuration.socketSendBufferBytes
         applied.chunkLimits.nodeBudget = configuration.chunkLimits.nodeBudget
-        environment.set(RTMPServerConnectionHandler.Environment(configuration: applied, admission: admission, logger: logger))
+        environment.set(RTMPServerConnectionHandler.Environment(configuration: applied, admission: admission, logger: logger, logLimiter: logLimiter))
         limiter.setLimits(applied.connectionLimits)
     }
 

@@ -64,11 +64,15 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         let configuration: RTMPServerConfiguration
         let admission: any SessionAdmission
         let logger: Logger
+        /// The listener's, shared by its connections: a peer that reconnects in a loop gets
+        /// `connectionLogBurst` lines per 10 s, and the count of those held back with the next.
+        let logLimiter: LogRateLimiter
 
-        init(configuration: RTMPServerConfiguration, admission: any SessionAdmission, logger: Logger) {
+        init(configuration: RTMPServerConfiguration, admission: any SessionAdmission, logger: Logger, logLimiter: LogRateLimiter = LogRateLimiter(burst: 20)) {
             self.configuration = configuration
             self.admission = admission
             self.logger = logger
+            self.logLimiter = logLimiter
         }
     }
 
@@ -152,11 +156,30 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     ) {
         let logger = environment.logger
         guard logger.logLevel <= level else { return }
+        // Per client address, not per connection: a flood comes as many short connections.
+        // Loopback clients (a local proxy or restreamer) are exempt as from the per-address
+        // connection limit, unless `limitLoopbackConnections` says otherwise.
+        let host = Self.host(of: remoteAddress)
+        var verdict = LogRateLimiter.Verdict(allowed: true, suppressed: 0)
+        if environment.configuration.connectionLimits.limitLoopback || !ConnectionLimiter.isLoopback(host) {
+            verdict = environment.logLimiter.check(host)
+        }
+        guard verdict.allowed else {
+            RTMPMetrics.logLinesHeldBack.increment()
+            return
+        }
         var metadata = extra
+        if verdict.suppressed > 0 { metadata["linesHeldBack"] = "\(verdict.suppressed)" }
         metadata["conn"] = "\(remoteAddress)"
         if let app { metadata["app"] = "\(app)" }
         if let streamName { metadata["stream"] = "\(streamName)" }
         logger.log(level: level, message(), metadata: metadata, file: file, function: function, line: line)
+    }
+
+    /// "address:port" without the port (an IPv6 address keeps its colons).
+    static func host(of address: String) -> String {
+        guard let colon = address.lastIndex(of: ":") else { return address }
+        return String(address[..<colon])
     }
 
     // MARK: Channel events

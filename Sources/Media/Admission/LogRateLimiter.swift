@@ -5,31 +5,36 @@ import Synchronization
 /// counted and reported with the next one let through. Bounded: at most `maxKeys` keys are
 /// tracked; when full, the table starts over (a flood from many addresses then logs a
 /// burst per address again, still bounded per window).
-final class LogRateLimiter: Sendable {
-    struct Verdict {
-        var allowed: Bool
+public final class LogRateLimiter: Sendable {
+    public struct Verdict: Sendable {
+        public init(allowed: Bool, suppressed: Int) {
+            self.allowed = allowed
+            self.suppressed = suppressed
+        }
+
+        public var allowed: Bool
         /// Lines held back for this key since the last one let through.
-        var suppressed: Int
+        public var suppressed: Int
     }
 
     private struct Entry {
         var windowStart: ContinuousClock.Instant
         var count: Int
-        var suppressed: Int
+        public var suppressed: Int
     }
 
-    let burst: Int
-    let window: Duration
-    let maxKeys: Int
+    public let burst: Int
+    public let window: Duration
+    public let maxKeys: Int
     private let entries = Mutex<[String: Entry]>([:])
 
-    init(burst: Int = 5, window: Duration = .seconds(10), maxKeys: Int = 4096) {
+    public init(burst: Int = 5, window: Duration = .seconds(10), maxKeys: Int = 4096) {
         self.burst = max(1, burst)
         self.window = window
         self.maxKeys = max(1, maxKeys)
     }
 
-    func check(_ key: String, now: ContinuousClock.Instant = .now) -> Verdict {
+    public func check(_ key: String, now: ContinuousClock.Instant = .now) -> Verdict {
         entries.withLock { entries in
             if entries[key] == nil, entries.count >= maxKeys { entries.removeAll(keepingCapacity: true) }
             var entry = entries[key] ?? Entry(windowStart: now, count: 0, suppressed: 0)
