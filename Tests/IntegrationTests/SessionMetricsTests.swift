@@ -44,26 +44,11 @@ extension IntegrationTests {
         @Test("Per-stream metrics: a stream's ingest bitrate and video frame rate, its viewers by protocol and the bytes they were sent, every 5 s; the series go when the stream ends")
         func perStreamMetrics() async throws {
             try await Scenario.run("stream-metrics") { scenario in
-                // A node with what the panels watch in use: a play hook, an RTMPS listener that
-                // a client completes a handshake with, and a configuration reloaded once.
                 let media = try await MediaLibrary.shared.file(.gopAudioVideo)
-                let hooks = try await WebhookTests.HookServer.start(scenario, slowSeconds: 1)
-                let pki = scenario.directory.appendingPathComponent("pki")
-                try FileManager.default.createDirectory(at: pki, withIntermediateDirectories: true)
-                let issued = try await TLSTests.certificate(scenario, serial: 77, into: pki)
-                let rtmpsPort = try await FreePorts.allocate(1)[0]
-                let config = scenario.file("dashboard.yaml")
-                let yaml = "hooks:\n  live:\n    onPlay: {url: \"\(hooks.url("/admit/on_play"))\"}\n"
-                try Data(yaml.utf8).write(to: config)
-                let node = try await scenario.startNode(label: "node", arguments: [
-                    "--config", config.path, "--rtmps-port", String(rtmpsPort), "--tls-certificate", issued.certificate.path, "--tls-key", issued.key.path,
-                ])
+                let node = try await scenario.startNode(label: "node")
                 let publisher = try scenario.publish(media, to: node.rtmpURL("live", "cam"), name: "publisher", loop: true)
                 try await scenario.waitUntilLive(node, "live", "cam")
                 let viewer = try await scenario.openViewer(node, "live", "cam")
-                _ = try await TLSTests.servedSerial(scenario, port: rtmpsPort)
-                try Data((yaml + "maxStreams: 50\n").utf8).write(to: config, options: .atomic)
-                kill(node.process.pid, SIGHUP)
                 try scenario.require(await viewer.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(10)), "the viewer got no media")
                 // Two samples (5 s apart) make a rate.
                 var metrics = try await node.metrics()
