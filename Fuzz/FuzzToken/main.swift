@@ -60,6 +60,9 @@ func fuzzToken(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         precondition(expires > Date(), "a token valid past its expiry")
     case .refused(let reason):
         precondition(reason.utf8.count <= 300, "a refusal reason of \(reason.utf8.count) bytes")
+    case .unavailable(let reason):
+        // Only a JWKS URL's keys can be unavailable, and this verifier has none.
+        preconditionFailure("unavailable without a JWKS URL: \(reason)")
     }
     return 0
 }
