@@ -108,6 +108,13 @@ extension IntegrationTests {
                 // a rendition some segments old: its native player cannot start one that has
                 // a single segment, on any node (an issue of its own).
                 if BrowserSupport.missing == nil, let script = BrowserSupport.script {
+                    // Right after the failover edge-2's playlist can answer 404 for a moment (seen
+                    // once in a full run): wait until it is served, then give it a few segments.
+                    let served = await eventually(timeout: .seconds(20), interval: .milliseconds(500)) {
+                        (try? await net.status(from: "viewers", "http://\(edge2Address):8080/live/cam/llhls.m3u8")) == 200
+                    }
+                    scenario.check(served, "edge-2 did not serve its LL-HLS playlist within 20 s of the failover")
+                    try await Task.sleep(for: .seconds(4))
                     let browser = try net.launch(
                         in: "viewers", executable: try TestEnvironment.python3(),
                         [script.path, "http://\(edge2Address):8080/live/cam/llhls.m3u8", scenario.file("edge-2-chromium.png").path,
