@@ -24,9 +24,12 @@ extension IntegrationTests {
                 try scenario.require(await viewer.waitForProgress(beyond: 0, bytes: 10_000, timeout: .seconds(10)), "the viewer got no media")
 
                 let started = ContinuousClock.now
+                // schemathesis keeps a cache in `.schemathesis/` of its working directory: the
+                // scenario's, not the repository's.
                 let process = try scenario.launch(
-                    executable: st,
+                    "sh",
                     [
+                        "-c", #"cd "$1" && shift && exec "$@""#, "sh", scenario.directory.path, st.path,
                         "run", root.appendingPathComponent("docs/openapi.yaml").path,
                         "--url", "http://127.0.0.1:\(node.adminPort)",
                         "-H", "Authorization: Bearer \(SessionsTests.token)",
