@@ -34,6 +34,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-openapi-generator.git", from: "1.14.3"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird.git", from: "2.1.0"),
     ],
     targets: [
         // The shared vocabulary: frames, codec configurations, FLV, timestamps, the stream hub.
@@ -185,13 +188,28 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The admin API's types and server stubs, generated at build time from `openapi.yaml`
+        // (a link to docs/openapi.yaml), with the bearer-token guard in front of it.
+        .target(
+            name: "AdminAPI",
+            dependencies: [
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: [.unsafeFlags(["-suppress-warnings"])],
+            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
+        ),
         // glibc's mallopt as a Swift module (the node fixes its mmap threshold at startup).
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         // The `node` executable: CLI, configuration, wiring of roles, service lifecycle.
         .executableTarget(
             name: "Node",
             dependencies: [
-                "Media", "Session", "RTMP", "Ingest", "Relay", "Edge", "Transcode", "LibAV", "Cluster", "Coordinator", "CMalloc", "Hooks", "Tokens",
+                "AdminAPI", "Media", "Session", "RTMP", "Ingest", "Relay", "Edge", "Transcode", "LibAV", "Cluster", "Coordinator", "CMalloc", "Hooks", "Tokens",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -360,9 +378,8 @@ let package = Package(
         .target(
             name: "Coordinator",
             dependencies: [
-                "Cluster", "Media",
+                "AdminAPI", "Cluster", "Media",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -377,6 +394,10 @@ let package = Package(
             dependencies: [
                 "Node", "Media", "Session", "Ingest", "Relay", "Cluster", "Transcode", "RTMP",
                 .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -385,10 +406,8 @@ let package = Package(
         .testTarget(
             name: "CoordinatorTests",
             dependencies: [
-                "Coordinator", "Cluster", "TestSupport",
+                "AdminAPI", "Coordinator", "Cluster", "TestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strict

@@ -98,7 +98,12 @@ struct NodeRuntime {
         // With a grace period, SIGTERM drains (`DrainService`); without, it stops at once.
         let sigtermDrains = configuration.drainGrace > .zero
         let drainDefaults = NodeDrain.Request(grace: configuration.drainGrace, reconnectTo: configuration.drainReconnectTo, reason: "SIGTERM")
-        DrainRoutes(drain: context.drain, defaults: drainDefaults, adminToken: configuration.adminToken).register(on: context.adminRouter)
+        // The admin API (docs/openapi.yaml), each operation answered by the part that owns it here.
+        let adminAPI = NodeAdminAPI(
+            coordinator: coordinator.map { CoordinatorAdminAPI(state: $0.state) }, sessions: listeners?.sessions,
+            drain: context.drain, drainDefaults: drainDefaults, forwards: ingest?.forwards, pulls: listeners?.pulls
+        )
+        try AdminAPIRoutes.register(adminAPI, on: context.adminRouter, token: configuration.adminToken, logger: logger)
         let drainService = DrainService(drain: context.drain, onSigterm: sigtermDrains ? drainDefaults : nil, logger: logger)
         let services: [ServiceGroupConfiguration.ServiceConfiguration] =
             [.init(service: HTTPListener(

@@ -39,10 +39,10 @@ enum StreamKeyHasher {
 }
 
 /// Comparisons whose duration does not depend on where the inputs differ.
-enum ConstantTime {
+public enum ConstantTime {
     /// Compares all bytes of equal-length inputs; inputs of different lengths are unequal
     /// (callers compare digests, whose length is public).
-    static func equals(_ lhs: Data, _ rhs: Data) -> Bool {
+    public static func equals(_ lhs: Data, _ rhs: Data) -> Bool {
         guard lhs.count == rhs.count else { return false }
         var difference: UInt8 = 0
         for (left, right) in zip(lhs, rhs) {
@@ -53,7 +53,7 @@ enum ConstantTime {
 
     /// Compares two secrets of any length through their SHA-256 digests, so neither the
     /// position of the first difference nor the expected length leaks.
-    static func equalSecrets(_ lhs: String, _ rhs: String) -> Bool {
+    public static func equalSecrets(_ lhs: String, _ rhs: String) -> Bool {
         equals(Data(SHA256.hash(data: Data(lhs.utf8))), Data(SHA256.hash(data: Data(rhs.utf8))))
     }
 }

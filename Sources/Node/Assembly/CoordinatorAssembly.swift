@@ -53,7 +53,6 @@ struct CoordinatorAssembly {
         if configuration.adminToken == nil {
             context.logger.warning("no admin token configured (--admin-token or ESTUARY_ADMIN_TOKEN): the admin API refuses every request")
         }
-        CoordinatorAdminRoutes(state: state, bearerToken: configuration.adminToken ?? "").register(on: context.adminRouter)
         services = [.init(service: CoordinatorSweep(state: state))]
         context.logger.info("coordinator state in \(configuration.databasePath)")
     }

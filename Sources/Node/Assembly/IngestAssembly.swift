@@ -47,12 +47,5 @@ struct IngestAssembly {
             CoordinatorAnnouncement(coordinator: coordinator, nodeID: context.configuration.nodeID, logger: logger),
             Forwarding(forwards: forwards),
         ]
-        // GET /api/v1/forwards: what every forward is doing, behind the admin token (an empty
-        // list on an ingest without any).
-        context.adminRouter.group("/api/v1")
-            .add(middleware: BearerTokenMiddleware<NodeRequestContext>(token: context.configuration.adminToken ?? ""))
-            .get("/forwards") { _, _ in
-                ForwardList(forwards: await forwards.statuses())
-            }
     }
 }

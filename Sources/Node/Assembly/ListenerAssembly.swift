@@ -22,6 +22,8 @@ struct ListenerAssembly {
     /// The table as the coordinator asks it (`SessionsAPI`).
     let sessionsNode: NodeSessions
     let services: [ServiceGroupConfiguration.ServiceConfiguration]
+    /// The static pulls (`pulls`), where the node takes publishers.
+    let pulls: StaticPulls?
 
     init(_ context: NodeContext, ingest: IngestAssembly?, relay: RelayAssembly?) throws {
         let configuration = context.configuration
@@ -29,11 +31,6 @@ struct ListenerAssembly {
         self.sessions = sessions
         let system = context.system
         sessionsNode = try system.makeActor(named: RoleAddress.sessions) { NodeSessions(table: sessions, actorSystem: system) }
-        // A node that hosts the coordinator answers `/api/v1/sessions` with the whole
-        // cluster's (its own included, through `NodeSessions`).
-        if !context.roles.contains(.coordinator) {
-            SessionRoutes(table: sessions, adminToken: configuration.adminToken).register(on: context.adminRouter)
-        }
         // Signed URLs' expiry kicks live sessions; hooks hear every end. Both are in place
         // whether configured or not, so that a reload can turn them on.
         let expiry = TokenExpiry(logger: context.logger)
@@ -84,27 +81,22 @@ struct ListenerAssembly {
             rtmp.reconfigure(new.rtmp)
             rtmps?.reconfigure(new.rtmp)
         }
-        services = [.init(service: rtmp)] + (rtmps.map { [.init(service: $0)] } ?? [])
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: rtmp)] + (rtmps.map { [.init(service: $0)] } ?? [])
             + (relay.map { [ServiceGroupConfiguration.ServiceConfiguration(service: HLSSessionSweeper(sessions: $0.hlsSessions))] } ?? [])
-            + Self.pulls(context, admission: ingest != nil ? admission : nil)
-    }
-
-    /// Static pulls (`pulls`) publish through the node's admission, like any publisher;
-    /// `GET /api/v1/pulls` shows them (admin token). They stop before the streams end.
-    private static func pulls(_ context: NodeContext, admission: NodeAdmission?) -> [ServiceGroupConfiguration.ServiceConfiguration] {
-        guard let admission else { return [] }
-        // Made with or without pulls: a reload may add some.
-        let pulls = StaticPulls(context.configuration.pulls, admission: admission, logger: context.logger)
-        context.live.subscribe { new, _ in
-            await pulls.update(new.pulls)
-        }
-        // An empty list on an ingest without pulls.
-        context.adminRouter.group("/api/v1")
-            .add(middleware: BearerTokenMiddleware<NodeRequestContext>(token: context.configuration.adminToken ?? ""))
-            .get("/pulls") { _, _ in
-                PullList(pulls: pulls.statuses())
+        // Static pulls publish through the node's admission, like any publisher; made with
+        // or without pulls configured (a reload may add some), where the node takes publishers.
+        if ingest != nil {
+            let pulls = StaticPulls(configuration.pulls, admission: admission, logger: context.logger)
+            context.live.subscribe { new, _ in
+                await pulls.update(new.pulls)
             }
-        return [.init(service: StaticPullsService(pulls: pulls))]
+            self.pulls = pulls
+            // They stop before the streams end.
+            services.append(.init(service: StaticPullsService(pulls: pulls)))
+        } else {
+            pulls = nil
+        }
+        self.services = services
     }
 }
 
@@ -116,11 +108,6 @@ struct StaticPullsService: Service {
         try? await gracefulShutdown()
         await pulls.stop()
     }
-}
-
-/// The body of `GET /api/v1/pulls`.
-struct PullList: ResponseEncodable {
-    let pulls: [StaticPull.Status]
 }
 
 /// Ends HLS sessions whose player stopped asking (`HLSSessions.expire`), every second.

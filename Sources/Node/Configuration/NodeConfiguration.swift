@@ -252,7 +252,7 @@ struct NodeConfiguration: Sendable {
             admissionTimeout = try timeout(value, "admissionTimeoutSeconds")
         }
         if let value = file.drainGraceSeconds {
-            guard value <= DrainRoutes.longestGrace else { throw ConfigurationError.invalidValue("drainGraceSeconds must be at most \(Int(DrainRoutes.longestGrace)), got \(value)") }
+            guard value <= NodeAdminAPI.longestGrace else { throw ConfigurationError.invalidValue("drainGraceSeconds must be at most \(Int(NodeAdminAPI.longestGrace)), got \(value)") }
             drainGrace = try seconds(value, "drainGraceSeconds")
         }
         if let value = file.drainReconnectTo { drainReconnectTo = try Self.drainTarget(value) }

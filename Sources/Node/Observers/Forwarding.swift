@@ -1,5 +1,4 @@
 import Edge
-import Hummingbird
 import Session
 
 /// Forwards every stream published here to its application's targets (`forwards` in the
@@ -13,9 +12,4 @@ struct Forwarding: SessionObserver {
         guard case .publishStarted(let session) = event, session.transport != .transcode else { return }
         await forwards.start(session.path, hub: session.hub)
     }
-}
-
-/// The body of `GET /api/v1/forwards`.
-struct ForwardList: ResponseEncodable {
-    let forwards: [StreamForward.Status]
 }

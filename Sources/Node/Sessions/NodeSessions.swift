@@ -22,6 +22,6 @@ distributed actor NodeSessions: SessionsAPI {
     }
 
     distributed func kick(id: String, reason: String) async -> Bool {
-        table.kick(id, reason: String(reason.prefix(SessionRoutes.maxReasonBytes))) == .kicked
+        table.kick(id, reason: String(reason.prefix(SessionTable.maxReasonBytes))) == .kicked
     }
 }

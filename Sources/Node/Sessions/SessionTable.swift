@@ -8,7 +8,7 @@ import Synchronization
 
 /// The node's live sessions, every protocol's publishers and viewers, for operators:
 /// `GET /api/v1/sessions` lists them and `DELETE /api/v1/sessions/{id}` kicks one
-/// (`SessionRoutes`). An observer of the admission (`SessionEvent`), so it sees exactly the
+/// (`NodeAdminAPI`). An observer of the admission (`SessionEvent`), so it sees exactly the
 /// sessions the admission accepted, each from its start to its end.
 ///
 /// Each start and end is an info line with the session's id, path, protocol and remote
@@ -36,6 +36,8 @@ final class SessionTable: SessionObserver, Sendable {
     }
 
     static let defaultMaxSessions = 100_000
+    /// The longest kick reason kept, in bytes (200 characters of up to 4 bytes each).
+    static let maxReasonBytes = 800
 
     let maxSessions: Int
     private let state = Mutex(State())

@@ -1,3 +1,4 @@
+import Coordinator
 import Foundation
 import Hummingbird
 import NIOCore
@@ -6,14 +7,14 @@ import NIOCore
 /// token, with 401 and `WWW-Authenticate: Bearer`. The comparison takes the same time
 /// wherever the given token differs (see `ConstantTime.equalSecrets`). An empty configured
 /// token refuses everything: an unset secret must not open the API.
-public struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
+struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
     private let token: String
 
-    public init(token: String) {
+    init(token: String) {
         self.token = token
     }
 
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         // Each refusal says which it is: an operator's first question is whether the node
         // has a token at all, or the one sent is wrong.
         let refusal: String
@@ -25,7 +26,7 @@ public struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
         } else {
             refusal = "a bearer token is required (Authorization: Bearer <admin token>)"
         }
-        var response = AdminJSON.error(status: .unauthorized, message: refusal)
+        var response = AdminAPIErrors.response(.unauthorized, refusal)
         response.headers[.wwwAuthenticate] = "Bearer realm=\"estuary\""
         return response
     }
