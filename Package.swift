@@ -37,6 +37,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-generator.git", from: "1.14.3"),
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
         .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird.git", from: "2.1.0"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
     ],
     targets: [
         // The shared vocabulary: frames, codec configurations, FLV, timestamps, the stream hub.
@@ -263,6 +265,8 @@ let package = Package(
             name: "TranscodeBench",
             dependencies: [
                 "Media", "Transcode", "LibAV", "CMalloc",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -297,6 +301,10 @@ let package = Package(
         // Fixtures shared by test targets: running ffmpeg/ffprobe, temporary directories.
         .target(
             name: "TestSupport",
+            dependencies: [
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             path: "Tests/TestSupport",
             swiftSettings: strict
         ),
@@ -347,7 +355,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "AMF0", "Media", "RTMP",
+                "AMF0", "Media", "RTMP", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -415,7 +423,7 @@ let package = Package(
         // docker/: the compose file (Yams) against `node --check-config`, the Dockerfile's runtime libraries, scripts/cluster-local.sh.
         .testTarget(
             name: "DeploymentTests",
-            dependencies: [.product(name: "Yams", package: "Yams")],
+            dependencies: ["TestSupport", .product(name: "Yams", package: "Yams")],
             swiftSettings: strict
         ),
     ]

@@ -62,11 +62,11 @@ struct Compare: AsyncParsableCommand {
         var reference: [ProcessCost] = []
         for round in 1...max(1, rounds) {
             FileHandle.standardError.write(Data("round \(round): estuary\n".utf8))
-            let ours = try ChildProcess.run(me, ["estuary", "--input", input, "--encoder-threads", String(encoderThreads)])
+            let ours = try await MeasuredProcess.run(me, ["estuary", "--input", input, "--encoder-threads", String(encoderThreads)])
             guard ours.exitStatus == 0 else { throw BenchFailure("the Estuary run failed (status \(ours.exitStatus))") }
             estuary.append(ours)
             FileHandle.standardError.write(Data("round \(round): ffmpeg\n".utf8))
-            let theirs = try ChildProcess.run(ffmpeg, ffmpegArguments)
+            let theirs = try await MeasuredProcess.run(ffmpeg, ffmpegArguments)
             guard theirs.exitStatus == 0 else { throw BenchFailure("ffmpeg failed (status \(theirs.exitStatus))") }
             reference.append(theirs)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Yams
 
 /// A failure with a readable reason.
@@ -255,39 +256,20 @@ func runProcess(
     environment extra: [String: String] = [:],
     timeout: Duration
 ) async throws -> ProcessRun {
-    let outputURL = FileManager.default.temporaryDirectory
-        .appendingPathComponent("estuary-deploy-\(UUID().uuidString.prefix(8)).out")
-    _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
-    defer { try? FileManager.default.removeItem(at: outputURL) }
-    let handle = try FileHandle(forWritingTo: outputURL)
-    defer { try? handle.close() }
-
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
-    process.currentDirectoryURL = Deployment.repositoryRoot
-    process.environment = ProcessInfo.processInfo.environment.merging(extra) { _, new in new }
-    process.standardOutput = handle
-    process.standardError = handle
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-
-    let deadline = ContinuousClock.now + timeout
-    var timedOut = false
-    while process.isRunning {
-        if ContinuousClock.now >= deadline {
-            timedOut = true
-            process.terminate()
-            let killDeadline = ContinuousClock.now + .seconds(5)
-            while process.isRunning, ContinuousClock.now < killDeadline {
-                try? await Task.sleep(for: .milliseconds(50))
-            }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            break
-        }
-        try? await Task.sleep(for: .milliseconds(20))
+    let directory = try TemporaryDirectory(prefix: "estuary-deploy")
+    let process = try ChildProcess.launch(
+        executable, arguments, name: "run", directory: directory.url,
+        workingDirectory: Deployment.repositoryRoot, environment: extra, mergingErrors: true
+    )
+    var termination = await process.waitForExit(timeout: timeout)
+    let timedOut = termination == nil
+    if timedOut {
+        termination = await process.stop(grace: .seconds(5))
     }
-    process.waitUntilExit()
-    let output = (try? String(contentsOf: outputURL, encoding: .utf8)) ?? ""
-    return ProcessRun(status: process.terminationStatus, output: output, timedOut: timedOut)
+    let status: Int32 = switch termination {
+    case .exited(let code): code
+    case .signalled(let signal): 128 + signal
+    case nil: -1
+    }
+    return ProcessRun(status: status, output: process.stdoutText, timedOut: timedOut)
 }

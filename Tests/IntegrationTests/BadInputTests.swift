@@ -1,5 +1,6 @@
 import AMF0
 import Foundation
+import TestSupport
 import NIOCore
 import RTMP
 import Testing

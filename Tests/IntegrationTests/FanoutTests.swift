@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 extension IntegrationTests {
@@ -15,7 +16,7 @@ extension IntegrationTests {
                 try await scenario.waitUntilLive(node, "live", "crowd")
 
                 let url = node.flvURL("live", "crowd")
-                var viewers: [(Subprocess, URL)] = []
+                var viewers: [(ChildProcess, URL)] = []
                 for index in 0..<Self.viewerCount {
                     let file = scenario.file("viewer-\(index).flv")
                     let curl = try scenario.launch("curl", ["-sS", "--max-time", "15", "-o", file.path, url], name: "curl-\(index)")

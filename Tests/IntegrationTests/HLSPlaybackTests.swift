@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// One node shared by the HLS playback tests: `live/demo`, a looping ffmpeg publisher of
@@ -8,9 +9,9 @@ struct HLSEnvironment: SuiteTrait, TestScoping {
         let scenario: Scenario
         let node: NodeProcess
         let media: MediaFile
-        let publisher: Subprocess
+        let publisher: ChildProcess
 
-        init(scenario: Scenario, node: NodeProcess, media: MediaFile, publisher: Subprocess) {
+        init(scenario: Scenario, node: NodeProcess, media: MediaFile, publisher: ChildProcess) {
             self.scenario = scenario
             self.node = node
             self.media = media
@@ -63,18 +64,15 @@ enum BrowserSupport {
     static let missing: String? = {
         guard (try? TestEnvironment.tool("chromium")) != nil else { return "chromium is not on PATH" }
         guard let python = try? TestEnvironment.python3() else { return "neither .venv/bin/python3 nor python3 on PATH" }
-        let process = Process()
-        process.executableURL = python
-        process.arguments = ["-c", "import playwright.sync_api"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        do {
-            try process.run()
-            process.waitUntilExit()
-        } catch {
-            return "python3 cannot run: \(error)"
+        // The package's files, not an import in a child process: a trait is evaluated
+        // synchronously, before any test runs.
+        let environment = python.deletingLastPathComponent().deletingLastPathComponent()
+        let libraries = environment.appendingPathComponent("lib")
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: libraries.path)) ?? []
+        let installed = versions.contains { version in
+            FileManager.default.fileExists(atPath: libraries.appendingPathComponent("\(version)/site-packages/playwright/sync_api/__init__.py").path)
         }
-        return process.terminationStatus == 0 ? nil : "the playwright Python package is missing from \(python.path) (make deps)"
+        return installed ? nil : "the playwright Python package is missing from \(environment.path) (make deps)"
     }()
 
     static var script: URL? {
@@ -393,7 +391,7 @@ extension IntegrationTests {
             let script = try #require(BrowserSupport.script)
             for file in ["llhls.m3u8", "index.m3u8"] {
                 let screenshot = scenario.file("browser-\(file).png")
-                let run = try await Subprocess.run(
+                let run = try await ChildProcess.run(
                     TestEnvironment.python3(),
                     [script.path, "\(shared.url)/\(file)", screenshot.path, "--advance", "3", "--within", "6"],
                     name: "browser-\(file)",

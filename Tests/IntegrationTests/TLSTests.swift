@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -181,13 +182,13 @@ extension IntegrationTests {
                     return playlist.components(separatedBy: "#EXTINF").count - 1 >= 3
                 }
                 try scenario.require(segments, "the media playlist \(mediaURL) did not reach three segments")
-                let trusted = try await Subprocess.run(
+                let trusted = try await ChildProcess.run(
                     TestEnvironment.python3(),
                     [script.path, url, scenario.file("https-trusted.png").path, "--advance", "3", "--within", "6", "--trust-spki", spki],
                     name: "chromium-https", directory: scenario.directory, timeout: .seconds(60)
                 )
                 scenario.check(trusted.succeeded, "Chromium trusting the test's CA did not play LL-HLS over https: \(trusted)\nstdout: \(trusted.stdout)")
-                let untrusted = try await Subprocess.run(
+                let untrusted = try await ChildProcess.run(
                     TestEnvironment.python3(),
                     [script.path, url, scenario.file("https-untrusted.png").path, "--advance", "3", "--within", "6", "--start-timeout", "8"],
                     name: "chromium-https-untrusted", directory: scenario.directory, timeout: .seconds(60)

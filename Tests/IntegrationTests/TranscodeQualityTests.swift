@@ -1,5 +1,6 @@
 import AMF0
 import Foundation
+import TestSupport
 import RTMP
 import NIOCore
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 extension IntegrationTests {
@@ -9,7 +10,7 @@ extension IntegrationTests {
     struct WebhookTests {
         /// The hook server: its port and what it was sent.
         struct HookServer {
-            let process: Subprocess
+            let process: ChildProcess
             let port: Int
             let log: URL
 

@@ -8,13 +8,9 @@ import Darwin
 
 /// A long-running child process (a server a test talks to), whose output goes to files in
 /// a directory. `stop()` (or releasing it) kills it; every wait is bounded.
-public final class BackgroundProcess {
+public final class BackgroundProcess: Sendable {
     public let command: String
-    public let stdoutURL: URL
-    public let stderrURL: URL
-    private let process = Process()
-    private let stdoutHandle: FileHandle
-    private let stderrHandle: FileHandle
+    private let child: ChildProcess
 
     /// Starts `executable arguments…` (an absolute path, or a name found through PATH).
     public init(_ executable: String, _ arguments: [String], in directory: URL) throws {
@@ -22,56 +18,30 @@ public final class BackgroundProcess {
             throw TestFailure("\(executable) not found in PATH")
         }
         let name = URL(fileURLWithPath: path).lastPathComponent
-        let tag = UUID().uuidString.prefix(8)
-        stdoutURL = directory.appendingPathComponent("\(name)-\(tag).stdout")
-        stderrURL = directory.appendingPathComponent("\(name)-\(tag).stderr")
-        guard FileManager.default.createFile(atPath: stdoutURL.path, contents: nil),
-              FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
-        else {
-            throw TestFailure("cannot create output files in \(directory.path)")
-        }
-        stdoutHandle = try FileHandle(forWritingTo: stdoutURL)
-        stderrHandle = try FileHandle(forWritingTo: stderrURL)
         command = ([name] + arguments).joined(separator: " ")
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = stdoutHandle
-        process.standardError = stderrHandle
-        try process.run()
+        child = try ChildProcess.launch(
+            URL(fileURLWithPath: path), arguments, name: "\(name)-\(UUID().uuidString.prefix(8))",
+            directory: directory, workingDirectory: directory
+        )
     }
 
-    public var isRunning: Bool { process.isRunning }
+    public var stdoutURL: URL { child.stdoutURL }
+    public var stderrURL: URL { child.stderrURL }
 
-    public var processIdentifier: Int32 { process.processIdentifier }
+    public var isRunning: Bool { child.isRunning }
+
+    public var processIdentifier: Int32 { child.pid }
 
     /// What the process wrote to stderr so far (for failure messages).
-    public var stderr: String {
-        (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
-    }
+    public var stderr: String { child.stderrText }
 
     /// Sends `signal` and waits up to `timeout` for the exit; SIGKILL after that.
     public func stop(signal: Int32 = SIGTERM, timeout: Duration = .seconds(5)) async {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, signal)
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-        }
-        process.waitUntilExit()
+        await child.stop(signal: signal, grace: timeout)
     }
 
     deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        try? stdoutHandle.close()
-        try? stderrHandle.close()
+        child.send(signal: SIGKILL)
     }
 }
 

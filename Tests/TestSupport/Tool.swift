@@ -74,84 +74,21 @@ public enum Tool {
             throw TestFailure("\(name) not found in PATH")
         }
         let tag = "\(URL(fileURLWithPath: name).lastPathComponent)-\(UUID().uuidString.prefix(8))"
-        let stdoutURL = directory.appendingPathComponent("\(tag).stdout")
-        let stderrURL = directory.appendingPathComponent("\(tag).stderr")
-        guard FileManager.default.createFile(atPath: stdoutURL.path, contents: nil),
-              FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
-        else {
-            throw TestFailure("cannot create output files in \(directory.path)")
-        }
-        let stdoutHandle = try FileHandle(forWritingTo: stdoutURL)
-        let stderrHandle = try FileHandle(forWritingTo: stderrURL)
-        defer {
-            try? stdoutHandle.close()
-            try? stderrHandle.close()
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = stdoutHandle
-        process.standardError = stderrHandle
-        try process.run()
-
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        let process = try ChildProcess.launch(
+            URL(fileURLWithPath: executable), arguments, name: tag, directory: directory, workingDirectory: directory
+        )
         var exitStatus: Int32?
-        if process.isRunning {
-            process.terminate()
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        } else {
-            process.waitUntilExit()
-            exitStatus = process.terminationReason == .exit ? process.terminationStatus : -process.terminationStatus
+        switch await process.waitForExit(timeout: timeout) {
+        case .exited(let code): exitStatus = code
+        case .signalled(let signal): exitStatus = -signal
+        case nil: await process.killNow()
         }
         return ToolResult(
             command: ([name] + arguments).joined(separator: " "),
             exitStatus: exitStatus,
-            stdout: (try? Data(contentsOf: stdoutURL)) ?? Data(),
-            stderr: (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
+            stdout: process.stdoutData,
+            stderr: process.stderrText
         )
-    }
-
-    /// True when ffmpeg has the named encoder (`libx265`, …). Synchronous, for test
-    /// traits; bounded to 20 s.
-    public static func ffmpegHasEncoder(_ encoder: String) -> Bool {
-        guard let executable = locate("ffmpeg"),
-              let listing = try? TemporaryDirectory()
-        else {
-            return false
-        }
-        let output = listing.file("encoders.txt")
-        guard FileManager.default.createFile(atPath: output.path, contents: nil),
-              let handle = try? FileHandle(forWritingTo: output)
-        else {
-            return false
-        }
-        defer { try? handle.close() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-hide_banner", "-encoders"]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = handle
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else {
-            return false
-        }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while process.isRunning, ContinuousClock.now < deadline {
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-        }
-        process.waitUntilExit()
-        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-        // Lines look like " V....D libx265              libx265 H.265 / HEVC (codec hevc)".
-        return text.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first == Substring(encoder) }
     }
 }
 

@@ -23,7 +23,7 @@ actor LibRTMPPublisher {
         let output = directory.appendingPathComponent("librtmp-publisher")
         let compiler = try ["cc", "clang", "gcc"].lazy.compactMap { try? TestEnvironment.tool($0) }.first
             ?? { throw IntegrationFailure("no C compiler (cc, clang or gcc) on PATH") }()
-        let run = try await Subprocess.run(
+        let run = try await ChildProcess.run(
             compiler,
             ["-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-O1", "-o", output.path, source.path, "-lrtmp"],
             name: "cc-librtmp-publisher",

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +11,7 @@ final class NATSServerProcess: Sendable {
     let port: Int
     let monitorPort: Int
     private let scenario: Scenario
-    private let current: Mutex<Subprocess?>
+    private let current: Mutex<ChildProcess?>
 
     private init(port: Int, monitorPort: Int, scenario: Scenario) {
         self.port = port
@@ -64,7 +65,7 @@ final class NATSClusterProcess: Sendable {
         let port: Int
         let clusterPort: Int
         let monitorPort: Int
-        let process: Subprocess
+        let process: ChildProcess
     }
 
     let servers: [Server]

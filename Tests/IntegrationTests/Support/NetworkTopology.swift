@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// Network namespaces joined by one bridge (`Tests/Peers/netns_topology.py`), for tests of
 /// nodes on separate hosts: each node of the topology is a namespace with its own address,
@@ -58,13 +59,13 @@ struct NetworkTopology: Sendable {
     }
 
     /// Starts `executable` inside `host`'s namespace (killed at teardown).
-    func launch(in host: String, executable: URL, _ arguments: [String], name: String) throws -> Subprocess {
+    func launch(in host: String, executable: URL, _ arguments: [String], name: String) throws -> ChildProcess {
         guard let entry = hosts[host] else { throw IntegrationFailure("no host \(host) in the topology") }
         return try scenario.launch("ip", ["netns", "exec", entry.netns, executable.path] + arguments, name: name)
     }
 
     /// Starts a tool from PATH inside `host`'s namespace.
-    func launch(in host: String, _ tool: String, _ arguments: [String], name: String) throws -> Subprocess {
+    func launch(in host: String, _ tool: String, _ arguments: [String], name: String) throws -> ChildProcess {
         try launch(in: host, executable: try TestEnvironment.tool(tool), arguments, name: name)
     }
 
@@ -84,7 +85,7 @@ struct NetworkTopology: Sendable {
 
     /// Starts `node` in `host`'s namespace on the standard ports (1935, 8080) of its
     /// address, and waits (bounded) until it answers `/healthz`.
-    func startNode(in host: String, label: String, config: NodeConfig = NodeConfig(), arguments: [String] = []) async throws -> Subprocess {
+    func startNode(in host: String, label: String, config: NodeConfig = NodeConfig(), arguments: [String] = []) async throws -> ChildProcess {
         let address = try address(host)
         let data = scenario.directory.appendingPathComponent("\(label)-data", isDirectory: true)
         try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
@@ -107,7 +108,7 @@ struct NetworkTopology: Sendable {
 
     /// Starts a delay proxy in `host`'s namespace: `listen` (its address, `port`) forwards
     /// to `target`, each direction `delayMilliseconds` late.
-    func startDelayProxy(in host: String, port: Int, to target: String, delayMilliseconds: Int, label: String) async throws -> Subprocess {
+    func startDelayProxy(in host: String, port: Int, to target: String, delayMilliseconds: Int, label: String) async throws -> ChildProcess {
         guard let peers = Self.peers else { throw IntegrationFailure("Tests/Peers not found") }
         let ready = scenario.directory.appendingPathComponent("\(label).ready")
         let process = try launch(

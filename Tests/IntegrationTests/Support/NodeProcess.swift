@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Synchronization
 
 #if canImport(Glibc)
@@ -77,7 +78,7 @@ struct NodeConfig: Encodable, Sendable {
 
 /// A running `node` process on free ports of 127.0.0.1, with its log in a file.
 final class NodeProcess: Sendable {
-    let process: Subprocess
+    let process: ChildProcess
     let rtmpPort: Int
     let httpPort: Int
     /// The admin plane: the API, `/metrics`, the sessions.
@@ -85,7 +86,7 @@ final class NodeProcess: Sendable {
     let directory: URL
     private let stopping = Mutex(false)
 
-    private init(process: Subprocess, rtmpPort: Int, httpPort: Int, adminPort: Int, directory: URL) {
+    private init(process: ChildProcess, rtmpPort: Int, httpPort: Int, adminPort: Int, directory: URL) {
         self.adminPort = adminPort
         self.process = process
         self.rtmpPort = rtmpPort
@@ -114,7 +115,7 @@ final class NodeProcess: Sendable {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try encoder.encode(config).write(to: configURL)
-            let process = try Subprocess.launch(
+            let process = try ChildProcess.launch(
                 binary,
                 [
                     "--rtmp-port", String(ports[0]),

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -117,7 +118,7 @@ actor MediaLibrary {
     private static func generate(_ kind: MediaKind, in directory: URL) async throws -> MediaFile {
         let url = directory.appendingPathComponent("\(kind.rawValue).flv")
         let ffmpeg = try TestEnvironment.tool("ffmpeg")
-        let make = try await Subprocess.run(
+        let make = try await ChildProcess.run(
             ffmpeg,
             ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"] + kind.arguments + ["-f", "flv", url.path],
             name: "make-\(kind.rawValue)",
@@ -127,7 +128,7 @@ actor MediaLibrary {
         guard make.succeeded else {
             throw IntegrationFailure("generating \(kind.rawValue) failed: \(make)")
         }
-        let probe = try await Subprocess.run(
+        let probe = try await ChildProcess.run(
             try TestEnvironment.tool("ffprobe"),
             ["-v", "error", "-count_packets", "-show_entries", "stream=index,codec_type,codec_name,width,height,nb_read_packets", "-of", "json", url.path],
             name: "count-\(kind.rawValue)",
@@ -225,7 +226,7 @@ extension Scenario {
     }
 
     /// Starts an ffprobe viewer of `url` (streams and every packet, JSON).
-    func startProbe(_ url: String, name: String) throws -> Subprocess {
+    func startProbe(_ url: String, name: String) throws -> ChildProcess {
         try self.launch(
             "ffprobe",
             [
@@ -240,7 +241,7 @@ extension Scenario {
     /// Waits for an ffprobe viewer to end by itself; records an issue and returns nil when it
     /// fails or never sees the end of the stream.
     func finishProbe(
-        _ process: Subprocess,
+        _ process: ChildProcess,
         timeout: Duration = .seconds(20),
         startedAt start: ContinuousClock.Instant = .now,
         sourceLocation: SourceLocation = #_sourceLocation
@@ -265,7 +266,7 @@ extension Scenario {
     }
 
     /// Publishes a clip with `ffmpeg -re -c copy` (looping forever when `loop`).
-    func publish(_ media: MediaFile, to url: String, name: String, loop: Bool = false) throws -> Subprocess {
+    func publish(_ media: MediaFile, to url: String, name: String, loop: Bool = false) throws -> ChildProcess {
         var arguments = ["-nostdin", "-hide_banner", "-loglevel", "warning"]
         if loop { arguments += ["-stream_loop", "-1"] }
         arguments += ["-re", "-i", media.url.path, "-c", "copy", "-f", "flv", url]

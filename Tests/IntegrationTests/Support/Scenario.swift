@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Synchronization
 import Testing
 
@@ -12,7 +13,7 @@ final class Scenario: Sendable {
 
     private struct State {
         var nodes: [NodeProcess] = []
-        var processes: [Subprocess] = []
+        var processes: [ChildProcess] = []
         var connections: [RawConnection] = []
         /// Run last, after every process ended (network namespaces are removed here).
         var cleanups: [@Sendable () async -> Void] = []
@@ -77,13 +78,13 @@ final class Scenario: Sendable {
     }
 
     /// Starts a tool that is killed at teardown if still running.
-    func launch(_ tool: String, _ arguments: [String], name: String) throws -> Subprocess {
+    func launch(_ tool: String, _ arguments: [String], name: String) throws -> ChildProcess {
         try self.launch(executable: try TestEnvironment.tool(tool), arguments, name: name)
     }
 
     /// Starts a program by path (one the tests built) that is killed at teardown if still running.
-    func launch(executable: URL, _ arguments: [String], name: String) throws -> Subprocess {
-        let process = try Subprocess.launch(executable, arguments, name: name, directory: self.directory)
+    func launch(executable: URL, _ arguments: [String], name: String) throws -> ChildProcess {
+        let process = try ChildProcess.launch(executable, arguments, name: name, directory: self.directory)
         self.state.withLock { $0.processes.append(process) }
         return process
     }
