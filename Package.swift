@@ -203,13 +203,30 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-suppress-warnings"])],
             plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
         ),
+        // libsrt (Debian's libsrt-openssl-dev) as a Swift module: module map over one shim header.
+        .systemLibrary(
+            name: "CSRT",
+            path: "Sources/CSRT",
+            pkgConfig: "srt",
+            providers: [.apt(["libsrt-openssl-dev"])]
+        ),
+        // SRT: the listener on libsrt's threads, stream ids (SRS and MediaMTX), MPEG-TS publishers.
+        .target(
+            name: "SRT",
+            dependencies: [
+                "CSRT", "LibAV", "Media", "Session",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
         // glibc's mallopt as a Swift module (the node fixes its mmap threshold at startup).
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         // The `node` executable: CLI, configuration, wiring of roles, service lifecycle.
         .executableTarget(
             name: "Node",
             dependencies: [
-                "AdminAPI", "Media", "Session", "RTMP", "Ingest", "Relay", "Edge", "Transcode", "LibAV", "Cluster", "Coordinator", "CMalloc", "Hooks", "Tokens",
+                "AdminAPI", "Media", "Session", "RTMP", "SRT", "Ingest", "Relay", "Edge", "Transcode", "LibAV", "Cluster", "Coordinator", "CMalloc", "Hooks", "Tokens",
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -280,6 +297,12 @@ let package = Package(
                 "Edge", "Media", "RTMP", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strict
+        ),
+        // SRT stream ids (SRS and MediaMTX conventions), without sockets.
+        .testTarget(
+            name: "SRTTests",
+            dependencies: ["SRT", "Media"],
             swiftSettings: strict
         ),
         // Webhook bodies, configuration lookup and the end hooks' bounded queue.
@@ -355,7 +378,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "AMF0", "Media", "RTMP", "TestSupport",
+                "AMF0", "CSRT", "Media", "RTMP", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

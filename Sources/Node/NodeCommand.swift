@@ -45,6 +45,9 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "HTTPS listening port (HTTP-FLV, HLS and the API over TLS). Off by default.")
     var httpsPort: Int?
 
+    @Option(help: "SRT listening port (UDP; MPEG-TS publishers, stream id publish:app/name or #!::r=app/name,m=publish). Off by default.")
+    var srtPort: Int?
+
     @Option(help: "PEM file of the TLS certificate chain (read again on SIGHUP and when it changes).")
     var tlsCertificate: String?
 
@@ -103,6 +106,7 @@ struct NodeCommand: AsyncParsableCommand {
         if let adminPort { values["adminPort"] = .int(adminPort) }
         if let rtmpsPort { values["rtmpsPort"] = .int(rtmpsPort) }
         if let httpsPort { values["httpsPort"] = .int(httpsPort) }
+        if let srtPort { values["srtPort"] = .int(srtPort) }
         if let tlsCertificate { values["tls.certificateFile"] = .string(tlsCertificate) }
         if let tlsKey { values["tls.keyFile"] = .string(tlsKey) }
         if let dataDir { values["dataDir"] = .string(dataDir) }

@@ -77,7 +77,7 @@ extension IntegrationTests {
             }
         }
 
-        @Test("The Grafana dashboard (docker/grafana/estuary-dashboard.json) is a dashboard whose every query names metrics a node exports with a publisher, a viewer admitted by a hook, an RTMPS handshake and a configuration reload")
+        @Test("The Grafana dashboard (docker/grafana/estuary-dashboard.json) is a dashboard whose every query names metrics a node exports with a publisher transcoded to a rung, a viewer admitted by a hook, an RTMPS handshake and a configuration reload")
         func grafanaDashboardReadsExportedMetrics() async throws {
             try await Scenario.run("grafana-dashboard") { scenario in
                 guard let root = TestEnvironment.repositoryRoot else { throw IntegrationFailure("the repository is not found") }
@@ -90,8 +90,9 @@ extension IntegrationTests {
                     expression.matches(of: /estuary_[a-z_]+/).map { String($0.output) }
                 })
 
-                // A node with what the panels watch in use: a play hook, an RTMPS listener that
-                // a client completes a handshake with, and a configuration reloaded once.
+                // A node with what the panels watch in use: a play hook, a ladder, an RTMPS
+                // listener that a client completes a handshake with, and a configuration
+                // reloaded once.
                 let media = try await MediaLibrary.shared.file(.gopAudioVideo)
                 let hooks = try await WebhookTests.HookServer.start(scenario, slowSeconds: 1)
                 let pki = scenario.directory.appendingPathComponent("pki")
@@ -99,7 +100,9 @@ extension IntegrationTests {
                 let issued = try await TLSTests.certificate(scenario, serial: 77, into: pki)
                 let rtmpsPort = try await FreePorts.allocate(1)[0]
                 let config = scenario.file("dashboard.yaml")
+                // One small rung, so that the transcoder's lag and drops are exported too.
                 let yaml = "hooks:\n  live:\n    onPlay: {url: \"\(hooks.url("/admit/on_play"))\"}\n"
+                    + "ladders:\n  live:\n    - {name: \"144p\", height: 144, videoBitRate: 200000}\n"
                 try Data(yaml.utf8).write(to: config)
                 let node = try await scenario.startNode(label: "node", arguments: [
                     "--config", config.path, "--rtmps-port", String(rtmpsPort), "--tls-certificate", issued.certificate.path, "--tls-key", issued.key.path,

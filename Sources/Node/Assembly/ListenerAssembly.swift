@@ -8,6 +8,7 @@ import Logging
 import Media
 import RTMP
 import Relay
+import SRT
 import ServiceLifecycle
 import Session
 
@@ -83,6 +84,12 @@ struct ListenerAssembly {
         }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: rtmp)] + (rtmps.map { [.init(service: $0)] } ?? [])
             + (relay.map { [ServiceGroupConfiguration.ServiceConfiguration(service: HLSSessionSweeper(sessions: $0.hlsSessions))] } ?? [])
+        // SRT publishers, where the node takes publishers: libsrt's threads, the same admission.
+        if ingest != nil, let port = configuration.srtPort {
+            var srt = SRTListener.Configuration(host: configuration.bindHost, port: port)
+            srt.latencyMilliseconds = configuration.srtLatencyMilliseconds
+            services.append(.init(service: SRTListenerService(listener: SRTListener(configuration: srt, admission: timed, logger: context.logger))))
+        }
         // Static pulls publish through the node's admission, like any publisher; made with
         // or without pulls configured (a reload may add some), where the node takes publishers.
         if ingest != nil {
@@ -97,6 +104,23 @@ struct ListenerAssembly {
             pulls = nil
         }
         self.services = services
+    }
+}
+
+/// Runs the SRT listener from the node's start to its shutdown; a port that cannot be bound
+/// ends the node, as for every listener.
+struct SRTListenerService: Service {
+    let listener: SRTListener
+
+    func run() async throws {
+        do {
+            try listener.start()
+        } catch {
+            let address = "\(listener.configuration.host):\(listener.configuration.port)"
+            throw NodeStartupError.cannotListen("SRT", address, flag: "--srt-port", error.description)
+        }
+        try? await gracefulShutdown()
+        listener.stop()
     }
 }
 

@@ -21,6 +21,8 @@ extension NodeConfiguration {
         file.adminPort = adminPort
         file.rtmpsPort = rtmpsPort
         file.httpsPort = httpsPort
+        file.srtPort = srtPort
+        file.srtLatencyMilliseconds = srtLatencyMilliseconds
         file.dataDir = dataDir
         file.logLevel = resolved.logLevel ?? "info"
         file.logFormat = resolved.logFormat ?? "text"
@@ -113,6 +115,8 @@ extension NodeConfiguration {
         kept.adminPort = running.adminPort
         kept.rtmpsPort = running.rtmpsPort
         kept.httpsPort = running.httpsPort
+        kept.srtPort = running.srtPort
+        kept.srtLatencyMilliseconds = running.srtLatencyMilliseconds
         kept.tlsCertificateFile = running.tlsCertificateFile
         kept.tlsKeyFile = running.tlsKeyFile
         kept.dataDir = running.dataDir

@@ -12,6 +12,9 @@ extension NodeConfiguration {
         for (name, port) in ports where !(0...65535).contains(port) {
             throw ConfigurationError.invalidValue("\(name) must be within 0…65535, got \(port)")
         }
+        if let srtPort, !(0...65535).contains(srtPort) {
+            throw ConfigurationError.invalidValue("srtPort must be within 0…65535, got \(srtPort)")
+        }
         let fixed = ports.filter { $0.1 != 0 }
         for (index, (name, port)) in fixed.enumerated() {
             if let other = fixed[..<index].first(where: { $0.1 == port }) {

@@ -25,6 +25,9 @@ struct NodeConfiguration: Sendable {
     /// RTMPS and HTTPS listeners (`tls` needed), off when nil.
     var rtmpsPort: Int?
     var httpsPort: Int?
+    /// The SRT listener (UDP; MPEG-TS publishers), off when nil, and its latency.
+    var srtPort: Int?
+    var srtLatencyMilliseconds = 120
     /// PEM files of the TLS certificate chain and key.
     var tlsCertificateFile: String?
     var tlsKeyFile: String?
@@ -97,6 +100,13 @@ struct NodeConfiguration: Sendable {
         if let value = file.adminPort { adminPort = value }
         if let value = file.rtmpsPort { rtmpsPort = value }
         if let value = file.httpsPort { httpsPort = value }
+        if let value = file.srtPort { srtPort = value }
+        if let value = file.srtLatencyMilliseconds {
+            guard (20...8000).contains(value) else {
+                throw ConfigurationError.invalidValue("srtLatencyMilliseconds must be within 20…8000, got \(value)")
+            }
+            srtLatencyMilliseconds = value
+        }
         if let tls = file.tls {
             guard let certificate = tls.certificateFile, let key = tls.keyFile else {
                 throw ConfigurationError.invalidValue("tls: needs both certificateFile and keyFile")

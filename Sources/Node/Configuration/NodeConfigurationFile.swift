@@ -28,6 +28,9 @@ struct NodeConfigurationFile: Codable, Sendable {
     /// RTMPS (RTMP over TLS) and HTTPS (HTTP-FLV, HLS, the API) listeners; both need `tls`.
     var rtmpsPort: Int?
     var httpsPort: Int?
+    /// The SRT listener's UDP port (MPEG-TS publishers; off when absent) and SRT latency.
+    var srtPort: Int?
+    var srtLatencyMilliseconds: Int?
     /// The certificate chain and key of RTMPS and HTTPS, PEM files: `{"certificateFile": "…", "keyFile": "…"}`.
     /// Read again on SIGHUP and when either file changes.
     var tls: ServerTLSSettings?

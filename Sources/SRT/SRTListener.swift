@@ -1,0 +1,179 @@
+import CSRT
+import Foundation
+import Logging
+import Metrics
+import Session
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The SRT listener (`srtPort`): libsrt's socket in live mode, on threads of its own.
+///
+/// libsrt's calls block, so none of them runs in a Swift task or on an event loop: one thread
+/// accepts, and each caller gets a thread that reads its MPEG-TS (`SRTPublisher`). A caller is
+/// vetted in libsrt's listen callback before the handshake completes, so that a refusal is an
+/// SRT rejection code the caller sees (`SRT_REJX_*`): a stream id that does not parse (1400),
+/// the connection cap (1402). The admission then decides as for any publisher.
+public final class SRTListener: Sendable {
+    public struct Configuration: Sendable {
+        public var host: String
+        public var port: Int
+        /// SRT's latency (`SRTO_LATENCY`), the receiver's buffer of time for retransmissions.
+        public var latencyMilliseconds = 120
+        /// Callers at once; more are rejected with `SRT_REJX_OVERLOAD`.
+        public var maxConnections = 256
+        /// A caller silent this long is dropped (`SRTO_PEERIDLETIMEO`, and the read timeout).
+        public var idleTimeout: Duration = .seconds(5)
+        /// The admission's answer is awaited this long at most.
+        public var admissionTimeout: Duration = .seconds(10)
+
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+    }
+
+    public struct StartFailure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public let configuration: Configuration
+    let admission: any SessionAdmission
+    let logger: Logger
+    private let listening = Mutex<SRTSOCKET?>(nil)
+    let open = Atomic<Int>(0)
+
+    static let accepted = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "accepted")])
+    static let rejectedStreamID = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "bad_streamid")])
+    static let rejectedOverload = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "overload")])
+
+    public init(configuration: Configuration, admission: any SessionAdmission, logger: Logger) {
+        self.configuration = configuration
+        self.admission = admission
+        self.logger = logger
+    }
+
+    /// Binds and listens; the accept thread runs until `stop`.
+    public func start() throws(StartFailure) {
+        srt_startup()
+        let socket = srt_create_socket()
+        guard socket != csrt_invalid_socket() else { throw StartFailure(description: "srt_create_socket: \(Self.lastError())") }
+        _ = csrt_set_int(socket, SRTO_LATENCY, Int32(configuration.latencyMilliseconds))
+        _ = csrt_set_int(socket, SRTO_PEERIDLETIMEO, Int32(configuration.idleTimeout.milliseconds))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(configuration.port).bigEndian)
+        let host = configuration.host == "0.0.0.0" || configuration.host.isEmpty ? "0.0.0.0" : configuration.host
+        guard inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &address.sin_addr) == 1 else {
+            srt_close(socket)
+            throw StartFailure(description: "SRT listens on IPv4 addresses; \(host) is not one")
+        }
+        let bound = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { srt_bind(socket, $0, Int32(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound != csrt_error() else {
+            let why = Self.lastError()
+            srt_close(socket)
+            throw StartFailure(description: why)
+        }
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        srt_listen_callback(socket, { opaque, caller, _, _, streamID in
+            guard let opaque else { return -1 }
+            let listener = Unmanaged<SRTListener>.fromOpaque(opaque).takeUnretainedValue()
+            return listener.vet(caller, streamID: streamID.map { String(cString: $0) } ?? "")
+        }, context)
+        guard srt_listen(socket, 64) != csrt_error() else {
+            let why = Self.lastError()
+            srt_close(socket)
+            throw StartFailure(description: why)
+        }
+        listening.withLock { $0 = socket }
+        let thread = Thread { [self] in acceptLoop(socket) }
+        thread.name = "srt-accept"
+        thread.start()
+        logger.info("SRT listening on \(host):\(configuration.port) (latency \(configuration.latencyMilliseconds) ms)")
+    }
+
+    /// Closes the listening socket: the accept thread ends, callers already in go on until
+    /// their streams end.
+    public func stop() {
+        if let socket = listening.withLock({ value -> SRTSOCKET? in
+            defer { value = nil }
+            return value
+        }) {
+            srt_close(socket)
+        }
+    }
+
+    /// In libsrt's listen callback, on its thread: 0 lets the handshake complete, -1 rejects
+    /// it with the reason set.
+    private func vet(_ caller: SRTSOCKET, streamID: String) -> Int32 {
+        do {
+            _ = try SRTStreamID(parsing: streamID)
+        } catch {
+            Self.rejectedStreamID.increment()
+            logger.notice("SRT caller rejected: \(error)")
+            srt_setrejectreason(caller, SRT_REJX_BAD_REQUEST)
+            return -1
+        }
+        guard open.load(ordering: .relaxed) < configuration.maxConnections else {
+            Self.rejectedOverload.increment()
+            logger.notice("SRT caller rejected: \(configuration.maxConnections) SRT connections are open")
+            srt_setrejectreason(caller, SRT_REJX_OVERLOAD)
+            return -1
+        }
+        return 0
+    }
+
+    private func acceptLoop(_ socket: SRTSOCKET) {
+        while true {
+            var address = sockaddr_storage()
+            var length = Int32(MemoryLayout<sockaddr_storage>.size)
+            let caller = withUnsafeMutablePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { srt_accept(socket, $0, &length) }
+            }
+            guard caller != csrt_invalid_socket() else {
+                // The listening socket was closed (`stop`), or libsrt failed for good.
+                if listening.withLock({ $0 }) != nil { logger.error("SRT accept failed: \(Self.lastError())") }
+                return
+            }
+            Self.accepted.increment()
+            open.add(1, ordering: .relaxed)
+            let remote = Self.describe(address)
+            let publisher = SRTPublisher(socket: caller, remoteAddress: remote, listener: self)
+            let thread = Thread {
+                publisher.run()
+                srt_close(caller)
+                self.open.subtract(1, ordering: .relaxed)
+            }
+            thread.name = "srt-caller"
+            thread.start()
+        }
+    }
+
+    static func lastError() -> String {
+        String(cString: srt_getlasterror_str())
+    }
+
+    private static func describe(_ address: sockaddr_storage) -> String {
+        var copy = address
+        guard copy.ss_family == sa_family_t(AF_INET) else { return "?" }
+        return withUnsafePointer(to: &copy) { pointer in
+            pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { inet in
+                var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+                var addr = inet.pointee.sin_addr
+                inet_ntop(AF_INET, &addr, &text, socklen_t(INET_ADDRSTRLEN))
+                let host = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                return "\(host):\(UInt16(bigEndian: inet.pointee.sin_port))"
+            }
+        }
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
+    }
+}

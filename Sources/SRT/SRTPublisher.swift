@@ -1,0 +1,161 @@
+import CSRT
+import Foundation
+import LibAV
+import Logging
+import Media
+import Metrics
+import Session
+import Synchronization
+
+/// One SRT caller that publishes, on its own thread: its stream id is read, the admission
+/// asked (as for an RTMP publisher, with the stream id's key or token as the query), and its
+/// MPEG-TS demuxed (`TSDemuxer`) into the stream's hub until it leaves, falls silent for the
+/// idle timeout, or is kicked.
+final class SRTPublisher: Sendable {
+    let socket: SRTSOCKET
+    let remoteAddress: String
+    let listener: SRTListener
+    /// Why the session was ended from elsewhere (a kick, a takeover); nil while it runs.
+    private let endedBy = Mutex<SessionEndReason?>(nil)
+
+    static let refused = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "refused")])
+
+    init(socket: SRTSOCKET, remoteAddress: String, listener: SRTListener) {
+        self.socket = socket
+        self.remoteAddress = remoteAddress
+        self.listener = listener
+    }
+
+    private var logger: Logger { listener.logger }
+
+    func run() {
+        var buffer = [CChar](repeating: 0, count: SRTStreamID.maxLength + 1)
+        let length = csrt_get_streamid(socket, &buffer, Int32(buffer.count))
+        let text = String(decoding: buffer.prefix(max(0, Int(length))).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard length >= 0, let streamID = try? SRTStreamID(parsing: text) else {
+            logger.notice("SRT caller \(remoteAddress) sent no usable stream id")
+            return
+        }
+        guard streamID.mode == .publish else {
+            Self.refused.increment()
+            logger.notice("SRT caller \(remoteAddress) asked to play \(streamID.path): SRT playback is not served yet")
+            return
+        }
+        _ = csrt_set_int(socket, SRTO_RCVTIMEO, Int32(listener.configuration.idleTimeout.milliseconds))
+        let socket = socket
+        let traffic = SessionTraffic()
+        let request = PublishRequest(
+            path: streamID.path, query: StreamQuery(streamID.query), remoteAddress: remoteAddress, transport: .srt,
+            evict: { [self] in
+                endedBy.withLock { $0 = $0 ?? .takenOver }
+                srt_close(socket)
+            },
+            traffic: traffic,
+            kick: { [self] reason in
+                endedBy.withLock { $0 = $0 ?? .kicked(reason) }
+                srt_close(socket)
+            }
+        )
+        guard let answer = admit(request) else {
+            Self.refused.increment()
+            logger.warning("SRT publish of \(streamID.path) from \(remoteAddress): the admission did not answer in time")
+            return
+        }
+        let session: PublishSession
+        switch answer {
+        case .accepted(let accepted): session = accepted
+        case .refused(let refusal):
+            Self.refused.increment()
+            logger.notice("SRT publish of \(streamID.path) from \(remoteAddress) refused: \(refusal.description)")
+            return
+        }
+        let reason = publish(into: session, traffic: traffic)
+        session.end(endedBy.withLock { $0 } ?? reason)
+    }
+
+    /// The admission's answer, awaited from this thread (a libsrt caller's, not the task
+    /// pool's), at most the admission timeout.
+    private func admit(_ request: PublishRequest) -> PublishAnswer? {
+        let answer = Mutex<PublishAnswer?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let admission = listener.admission
+        Task {
+            let decided = await admission.publish(request)
+            answer.withLock { $0 = decided }
+            done.signal()
+        }
+        let seconds = Double(listener.configuration.admissionTimeout.milliseconds) / 1000
+        guard done.wait(timeout: .now() + seconds) == .success else { return nil }
+        return answer.withLock { $0 }
+    }
+
+    /// Demuxes the caller's TS into the hub until the end; why it ended.
+    private func publish(into session: PublishSession, traffic: SessionTraffic) -> SessionEndReason {
+        let reader = SRTMessageReader(socket: socket)
+        let demuxer: TSDemuxer
+        do {
+            demuxer = try TSDemuxer { buffer in
+                let count = reader.read(into: buffer)
+                if count > 0 { traffic.received(count) }
+                return count
+            }
+        } catch {
+            return reader.timedOut ? .timedOut("no MPEG-TS within the idle timeout") : .failed("the stream is not MPEG-TS that libavformat reads: \(error)")
+        }
+        let hub = session.hub
+        logger.info("SRT publisher \(remoteAddress) is live on \(session.path)")
+        while true {
+            let frames: [MediaFrame]?
+            do {
+                frames = try demuxer.nextFrames()
+            } catch {
+                return .failed("the MPEG-TS does not demux: \(error)")
+            }
+            guard let frames else {
+                return reader.timedOut ? .timedOut("no data for \(listener.configuration.idleTimeout)") : .left
+            }
+            guard !frames.isEmpty else { continue }
+            for frame in frames {
+                hub.publish(frame, publisher: session.id)
+            }
+            hub.flush(force: true)
+        }
+    }
+}
+
+/// Reads an SRT live socket's messages (one 1316-byte TS datagram at a time) into whatever
+/// buffer libavformat offers, keeping what does not fit for the next read.
+final class SRTMessageReader {
+    private let socket: SRTSOCKET
+    /// SRT's largest live payload is 1456 bytes.
+    private var staging = [UInt8](repeating: 0, count: 1500)
+    private var pending = 0..<0
+    private(set) var timedOut = false
+
+    init(socket: SRTSOCKET) {
+        self.socket = socket
+    }
+
+    /// Bytes copied into `buffer`; 0 at the end (the caller left, or the idle timeout).
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        if pending.isEmpty {
+            let received = staging.withUnsafeMutableBytes { bytes in
+                srt_recvmsg(socket, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(bytes.count))
+            }
+            guard received > 0 else {
+                timedOut = srt_getlasterror(nil) == Int32(SRT_EASYNCRCV.rawValue)
+                return 0
+            }
+            pending = 0..<Int(received)
+        }
+        let count = min(buffer.count, pending.count)
+        staging.withUnsafeBytes { bytes in
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[pending.lowerBound..<(pending.lowerBound + count)]))
+        }
+        pending = (pending.lowerBound + count)..<pending.upperBound
+        return count
+    }
+}
+
+@available(*, unavailable)
+extension SRTMessageReader: Sendable {}

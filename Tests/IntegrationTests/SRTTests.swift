@@ -1,0 +1,149 @@
+import CSRT
+import Foundation
+import TestSupport
+import Testing
+
+extension IntegrationTests {
+    /// Issue 26, SRT: MPEG-TS publishers over SRT (ffmpeg's `srt://`), played over every
+    /// protocol and through the transcoder; stream ids refused with SRT's rejection codes.
+    @Suite("SRT")
+    struct SRTTests {
+        /// ffmpeg publishing a clip over SRT in a loop: `-c copy` into MPEG-TS, as an encoder does.
+        static func publishOverSRT(_ scenario: Scenario, media: MediaFile, port: Int, streamID: String, name: String) throws -> ChildProcess {
+            let url = "srt://127.0.0.1:\(port)?streamid=\(streamID)&latency=120000"
+            let process = try scenario.launch(
+                "ffmpeg",
+                ["-nostdin", "-hide_banner", "-loglevel", "warning", "-stream_loop", "-1", "-re", "-i", media.url.path,
+                 "-c", "copy", "-f", "mpegts", url],
+                name: name
+            )
+            scenario.note("\(name) publishing over SRT to \(url)")
+            return process
+        }
+
+        @Test("An SRT publisher (ffmpeg, MediaMTX's stream id) is watched 30 s over HTTP-FLV without a gap, with monotonic timestamps and audio beside video; RTMP, HLS and the transcoder's rungs play it; its session is listed as srt")
+        func publishedOverSRTPlaysEverywhere() async throws {
+            try await Scenario.run("srt-publish") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let srtPort = try await FreePorts.allocate(1)[0]
+                let node = try await scenario.startNode(label: "node", arguments: ["--srt-port", String(srtPort), "--admin-token", SessionsTests.token])
+                let publisher = try Self.publishOverSRT(scenario, media: media, port: srtPort, streamID: "publish:abr/cam", name: "srt-publisher")
+                try await scenario.waitUntilLive(node, "abr", "cam", timeout: .seconds(15))
+                let sessions = (try? await SessionsTests.sessions(node, "?kind=publish")) ?? []
+                scenario.check(sessions.contains { $0["path"] as? String == "abr/cam" && $0["protocol"] as? String == "srt" },
+                               "the SRT publisher is not listed as an srt session: \(sessions)")
+
+                // The viewer that stays.
+                let viewer = try await scenario.openViewer(node, "abr", "cam")
+                try scenario.require(await viewer.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(10)), "the HTTP-FLV viewer got no media")
+                let start = viewer.receivedBytes
+                let watch = Task { try await longestWait(for: .seconds(30), every: .milliseconds(50), from: start) { viewer.receivedBytes } }
+
+                // Meanwhile: RTMP, HLS, and the transcoder's 240p rung.
+                if let report = try await scenario.probeLive(node.rtmpURL("abr", "cam"), name: "probe-rtmp", seconds: 3) {
+                    scenario.checkLivePlayback(report, "RTMP play of the SRT stream", minVideoPackets: 45, width: 640)
+                }
+                try await scenario.waitUntilLive(node, "abr", "cam_240p", timeout: .seconds(20))
+                if let report = try await scenario.probeLive(node.flvURL("abr", "cam_240p"), name: "probe-240p", seconds: 3) {
+                    scenario.checkLivePlayback(report, "the 240p rung of the SRT stream", minVideoPackets: 30, width: 426)
+                }
+                let listed = await eventually(timeout: .seconds(15), interval: .milliseconds(250)) {
+                    guard let master = try? await scenario.hlsGet(node, "/abr/cam/index.m3u8"), master.status == 200 else { return false }
+                    return master.bodyText.contains("240p/index.m3u8")
+                }
+                scenario.check(listed, "the HLS master of the SRT stream never listed its 240p rung")
+                if let report = try await scenario.probeLive("\(node.httpBase)/abr/cam/llhls.m3u8", name: "probe-llhls", seconds: 3) {
+                    scenario.check(report.video?.codecName == "h264" && report.audio?.codecName == "aac",
+                                   "LL-HLS of the SRT stream: \(String(describing: report.video)) \(String(describing: report.audio))")
+                }
+
+                let gap = try await watch.value
+                scenario.check(gap < .milliseconds(500), "the HTTP-FLV viewer of the SRT stream saw nothing for \(gap)")
+                scenario.check(!viewer.isClosed, "the HTTP-FLV viewer was dropped")
+                let flv = try viewer.flv()
+                scenario.check(flv.error == nil && flv.timestampRegressions().isEmpty, "the viewer's FLV: \(flv.error ?? "") regressions \(flv.timestampRegressions().prefix(3))")
+                scenario.check(flv.videoFrames.count >= 750, "\(flv.videoFrames.count) video frames in 30 s, expected 750+ (30 fps)")
+                scenario.check(flv.audioFrames.count >= 1000, "\(flv.audioFrames.count) audio frames in 30 s, expected 1000+ (44.1 kHz AAC)")
+                // Audio and video stay together: their latest timestamps are within 300 ms.
+                if let video = flv.videoFrames.last?.timestamp, let audio = flv.audioFrames.last?.timestamp {
+                    let offset = abs(Int64(video) - Int64(audio))
+                    scenario.note("A/V offset at the end: \(offset) ms")
+                    scenario.check(offset < 300, "audio and video drifted apart: video at \(video) ms, audio at \(audio) ms")
+                }
+                scenario.check(publisher.isRunning, "ffmpeg stopped publishing: \(publisher.stderrText.suffix(400))")
+                await viewer.close()
+            }
+        }
+
+        @Test("SRS's stream id with a stream key: the key is checked by the same admission as RTMP's; a stream id that does not parse is rejected with SRT code 1400, seen by the caller")
+        func streamIDsAndKeys() async throws {
+            try await Scenario.run("srt-refusals") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let srtPort = try await FreePorts.allocate(1)[0]
+                let node = try await scenario.startNode(
+                    NodeConfig(requireStreamKeys: true), label: "node", arguments: ["--srt-port", String(srtPort), "--admin-token", SessionsTests.token]
+                )
+                let created = try await HTTPClient.request(
+                    "POST", port: node.adminPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(SessionsTests.token)"],
+                    body: #"{"app":"live","name":"keyed"}"#
+                )
+                let json = (try? JSONSerialization.jsonObject(with: Data(created.bodyText.utf8)) as? [String: Any]) ?? [:]
+                let key = try #require(json["key"] as? String, "creating a key answered \(created.status): \(created.bodyText)")
+
+                // A stream id that names no stream: rejected in the handshake, code 1400.
+                for bad in ["nonsense", "publish:live", "#!::m=publish", "#!::r=live/cam,m=upload"] {
+                    let code = await SRTCaller.rejection(port: srtPort, streamID: bad)
+                    scenario.check(code == SRT_REJX_BAD_REQUEST, "stream id '\(bad)': rejection \(code), expected \(SRT_REJX_BAD_REQUEST)")
+                }
+                let refused = try await scenario.run(
+                    "ffmpeg", ["-nostdin", "-hide_banner", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10", "-t", "2", "-c:v", "libx264",
+                               "-f", "mpegts", "srt://127.0.0.1:\(srtPort)?streamid=nonsense"],
+                    name: "ffmpeg-bad-streamid", timeout: .seconds(20)
+                )
+                scenario.check(!refused.succeeded && refused.stderr.contains("reject"), "ffmpeg with a bad stream id: \(refused)")
+
+                // The wrong key: the admission refuses, the stream never goes live.
+                _ = try Self.publishOverSRT(scenario, media: media, port: srtPort, streamID: "%23!::r=live/keyed,m=publish,key=wrong", name: "wrong-key")
+                try await Task.sleep(for: .seconds(3))
+                let wrong = try await HTTPClient.get(port: node.httpPort, path: "/live/keyed.flv", timeout: .seconds(2))
+                scenario.check(wrong.status == 404, "a publisher with the wrong key made the stream live: \(wrong.status)")
+                scenario.check(node.log.contains("SRT publish of live/keyed") && node.log.contains("refused"), "the refusal is not logged")
+
+                // The right key, in SRS's form.
+                _ = try Self.publishOverSRT(scenario, media: media, port: srtPort, streamID: "#!::r=live/keyed,m=publish,key=\(key)", name: "right-key")
+                try await scenario.waitUntilLive(node, "live", "keyed", timeout: .seconds(15))
+                if let report = try await scenario.probeLive(node.rtmpURL("live", "keyed"), name: "probe-keyed", seconds: 2) {
+                    scenario.checkLivePlayback(report, "the keyed SRT stream", minVideoPackets: 30)
+                }
+                let metrics = try await node.metrics()
+                scenario.check(metrics.text.contains("estuary_srt_connections_total{result=\"bad_streamid\"}"), "no SRT rejection metric")
+            }
+        }
+    }
+}
+
+/// An SRT caller made with libsrt itself, for what ffmpeg does not print: the rejection code
+/// the listener sent. libsrt's connect blocks, so it runs on a thread of its own.
+enum SRTCaller {
+    /// The rejection reason of a connection attempt with `streamID`; 0 if it connected.
+    static func rejection(port: Int, streamID: String) async -> Int32 {
+        await withCheckedContinuation { continuation in
+            let thread = Thread {
+                srt_startup()
+                let socket = srt_create_socket()
+                _ = streamID.withCString { srt_setsockflag(socket, SRTO_STREAMID, $0, Int32(strlen($0))) }
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = in_port_t(UInt16(port).bigEndian)
+                inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+                let connected = withUnsafePointer(to: &address) { pointer in
+                    pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { srt_connect(socket, $0, Int32(MemoryLayout<sockaddr_in>.size)) }
+                }
+                let reason = connected == -1 ? srt_getrejectreason(socket) : 0
+                srt_close(socket)
+                continuation.resume(returning: reason)
+            }
+            thread.start()
+        }
+    }
+}
