@@ -475,7 +475,14 @@ if Context.environment["ESTUARY_FUZZ"] != nil {
         ("FuzzRTMPClient", ["RTMP", "Media", nio, .product(name: "NIOEmbedded", package: "swift-nio")]),
         // Play and publish tokens from a hostile query (JWTs through jwt-kit, HMAC tokens).
         ("FuzzToken", ["Tokens", "Media", "Session"]),
+        // SRT stream ids, and MPEG-TS as an SRT publisher sends it (libavformat's demuxer).
+        ("FuzzSRTInput", ["SRT", "LibAV", "Media", "CFFmpeg", nio]),
     ]
+    // The generator plugin's tool would be linked with -sanitize=fuzzer too (and fail without
+    // a fuzz entry point); no fuzz target needs the generated admin API.
+    for target in package.targets where target.name == "AdminAPI" {
+        target.plugins = []
+    }
     package.targets.append(.target(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"))
     for target in fuzzTargets {
         package.targets.append(

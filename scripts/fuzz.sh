@@ -30,7 +30,7 @@ while (($#)); do
 done
 if ((${#targets[@]} == 0)); then
   targets=(FuzzChunkDecoder FuzzAMF0 FuzzCommand FuzzHandshake FuzzCodecConfig FuzzFLV FuzzMediaBus
-           FuzzRTMPConnection FuzzHTTPPath FuzzBusFrame FuzzMetadata FuzzRTMPClient FuzzToken)
+           FuzzRTMPConnection FuzzHTTPPath FuzzBusFrame FuzzMetadata FuzzRTMPClient FuzzToken FuzzSRTInput)
 fi
 
 seeds="Tests/FuzzCorpus"
@@ -65,6 +65,8 @@ for target in "${targets[@]}"; do
     FuzzMetadata) seed_dirs=("$seeds/metadata" "$seeds/gortmplib/amf0") ;;
     FuzzHTTPPath) seed_dirs=("$seeds/httppath") ;;
     FuzzRTMPClient) seed_dirs=("$seeds/client") ;;
+    # An input is at most a few SRT messages of TS: libavformat probes up to 512 KiB.
+    FuzzSRTInput) seed_dirs=("$seeds/srt"); extra=(-max_len=65536) ;;
     # The verifier's keys are made once, before the first input, and kept for the run; LSan
     # reports jwt-kit's key objects (held in its actor's storage) as leaked, at the inputs'
     # checks and at exit, so this target runs without leak detection (AddressSanitizer's

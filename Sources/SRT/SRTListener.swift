@@ -1,6 +1,7 @@
 import CSRT
 import Foundation
 import Logging
+import Media
 import Metrics
 import Session
 import Synchronization
@@ -15,7 +16,7 @@ import Glibc
 /// accepts, and each caller gets a thread that reads its MPEG-TS (`SRTPublisher`). A caller is
 /// vetted in libsrt's listen callback before the handshake completes, so that a refusal is an
 /// SRT rejection code the caller sees (`SRT_REJX_*`): a stream id that does not parse (1400),
-/// the connection cap (1402). The admission then decides as for any publisher.
+/// the connection cap (1402), a player (1405: SRT playback is not served yet). The admission then decides as for any publisher.
 public final class SRTListener: Sendable {
     public struct Configuration: Sendable {
         public var host: String
@@ -28,6 +29,10 @@ public final class SRTListener: Sendable {
         public var idleTimeout: Duration = .seconds(5)
         /// The admission's answer is awaited this long at most.
         public var admissionTimeout: Duration = .seconds(10)
+        /// AES encryption (`SRTO_PASSPHRASE`, 10–79 characters): a caller without it, or with
+        /// another, is rejected by libsrt in the handshake (`SRT_REJ_BADSECRET`). The key
+        /// length (AES-128, 192 or 256) is the caller's (`pbkeylen`).
+        public var passphrase: String?
 
         public init(host: String, port: Int) {
             self.host = host
@@ -44,9 +49,13 @@ public final class SRTListener: Sendable {
     let logger: Logger
     private let listening = Mutex<SRTSOCKET?>(nil)
     let open = Atomic<Int>(0)
+    /// Rejection lines: 20 per 10 s per kind, the rest counted (a flood of handshakes is
+    /// not a flood of log lines).
+    private let logLimiter = LogRateLimiter(burst: 20, window: .seconds(10))
 
     static let accepted = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "accepted")])
     static let rejectedStreamID = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "bad_streamid")])
+    static let rejectedPlay = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "play_unsupported")])
     static let rejectedOverload = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "overload")])
 
     public init(configuration: Configuration, admission: any SessionAdmission, logger: Logger) {
@@ -62,6 +71,12 @@ public final class SRTListener: Sendable {
         guard socket != csrt_invalid_socket() else { throw StartFailure(description: "srt_create_socket: \(Self.lastError())") }
         _ = csrt_set_int(socket, SRTO_LATENCY, Int32(configuration.latencyMilliseconds))
         _ = csrt_set_int(socket, SRTO_PEERIDLETIMEO, Int32(configuration.idleTimeout.milliseconds))
+        if let passphrase = configuration.passphrase {
+            guard (10...79).contains(passphrase.utf8.count), csrt_set_string(socket, SRTO_PASSPHRASE, passphrase) == 0 else {
+                srt_close(socket)
+                throw StartFailure(description: "the SRT passphrase must be 10 to 79 characters")
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(configuration.port).bigEndian)
@@ -111,20 +126,35 @@ public final class SRTListener: Sendable {
     /// it with the reason set.
     private func vet(_ caller: SRTSOCKET, streamID: String) -> Int32 {
         do {
-            _ = try SRTStreamID(parsing: streamID)
+            let parsed = try SRTStreamID(parsing: streamID)
+            guard parsed.mode == .publish else {
+                Self.rejectedPlay.increment()
+                logRejection("play", "SRT caller rejected: it asks to play \(parsed.path), and SRT playback is not served yet")
+                srt_setrejectreason(caller, SRT_REJX_BAD_MODE)
+                return -1
+            }
         } catch {
             Self.rejectedStreamID.increment()
-            logger.notice("SRT caller rejected: \(error)")
+            logRejection("bad-streamid", "SRT caller rejected: \(error)")
             srt_setrejectreason(caller, SRT_REJX_BAD_REQUEST)
             return -1
         }
         guard open.load(ordering: .relaxed) < configuration.maxConnections else {
             Self.rejectedOverload.increment()
-            logger.notice("SRT caller rejected: \(configuration.maxConnections) SRT connections are open")
+            logRejection("overload", "SRT caller rejected: \(configuration.maxConnections) SRT connections are open")
             srt_setrejectreason(caller, SRT_REJX_OVERLOAD)
             return -1
         }
         return 0
+    }
+
+    private func logRejection(_ kind: String, _ line: String) {
+        let verdict = logLimiter.check(kind)
+        guard verdict.allowed else {
+            Counter(label: "estuary_log_lines_held_back_total", dimensions: [("source", "srt")]).increment()
+            return
+        }
+        logger.notice("\(line)\(verdict.suppressed > 0 ? " (linesHeldBack=\(verdict.suppressed))" : "")")
     }
 
     private func acceptLoop(_ socket: SRTSOCKET) {

@@ -100,11 +100,19 @@ final class SRTPublisher: Sendable {
                 return count
             }
         } catch {
-            return reader.timedOut ? .timedOut("no MPEG-TS within the idle timeout") : .failed("the stream is not MPEG-TS that libavformat reads: \(error)")
+            if reader.timedOut { return .timedOut("no MPEG-TS within the idle timeout") }
+            return reader.ended ? .left : .failed("the stream is not MPEG-TS that libavformat reads: \(error)")
         }
         let hub = session.hub
         logger.info("SRT publisher \(remoteAddress) is live on \(session.path)")
+        let statistics = SRTStatistics(stream: "\(session.path)")
+        defer { statistics.finish() }
+        var sampled = ContinuousClock.now
         while true {
+            if ContinuousClock.now - sampled >= .seconds(1) {
+                sampled = .now
+                statistics.sample(socket)
+            }
             let frames: [MediaFrame]?
             do {
                 frames = try demuxer.nextFrames()
@@ -130,6 +138,9 @@ final class SRTMessageReader {
     /// SRT's largest live payload is 1456 bytes.
     private var staging = [UInt8](repeating: 0, count: 1500)
     private var pending = 0..<0
+    /// The stream is over (the caller left, was closed, or fell silent): every later read
+    /// answers 0 at once, whatever libavformat tries.
+    private(set) var ended = false
     private(set) var timedOut = false
 
     init(socket: SRTSOCKET) {
@@ -139,11 +150,15 @@ final class SRTMessageReader {
     /// Bytes copied into `buffer`; 0 at the end (the caller left, or the idle timeout).
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
         if pending.isEmpty {
+            guard !ended else { return 0 }
             let received = staging.withUnsafeMutableBytes { bytes in
                 srt_recvmsg(socket, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(bytes.count))
             }
             guard received > 0 else {
-                timedOut = srt_getlasterror(nil) == Int32(SRT_EASYNCRCV.rawValue)
+                ended = true
+                // A blocking read past SRTO_RCVTIMEO fails with SRT_ETIMEOUT.
+                let code = srt_getlasterror(nil)
+                timedOut = code == Int32(SRT_ETIMEOUT.rawValue) || code == Int32(SRT_EASYNCRCV.rawValue)
                 return 0
             }
             pending = 0..<Int(received)

@@ -36,9 +36,15 @@ public struct SRTStreamID: Sendable, Equatable {
             case .empty: return "the stream id is empty: give publish:app/name, or #!::r=app/name,m=publish"
             case .tooLong(let length): return "the stream id is \(length) bytes, over SRT's 512"
             case .missingResource: return "the stream id names no stream (r=app/name)"
-            case .badMode(let mode): return "unknown mode '\(mode.prefix(32))': publish, request or play"
-            case .badPath(let path): return "'\(path.prefix(64))' is not app/name"
+            case .badMode(let mode): return "unknown mode '\(Self.printable(mode, 32))': publish, request or play"
+            case .badPath(let path): return "'\(Self.printable(path, 64))' is not app/name"
             }
+        }
+
+        /// What the caller sent, as one line for a log: at most `limit` characters, anything
+        /// but printable ASCII shown as `?` (a stream id must not write lines of its own).
+        static func printable(_ text: String, _ limit: Int) -> String {
+            String(text.unicodeScalars.prefix(limit).map { (0x20..<0x7F).contains($0.value) ? Character($0) : "?" })
         }
     }
 

@@ -95,6 +95,11 @@ extension IntegrationTests {
                     let code = await SRTCaller.rejection(port: srtPort, streamID: bad)
                     scenario.check(code == SRT_REJX_BAD_REQUEST, "stream id '\(bad)': rejection \(code), expected \(SRT_REJX_BAD_REQUEST)")
                 }
+                // A player: SRT playback is not served yet, and the caller is told so (1405).
+                for play in ["read:live/keyed", "#!::r=live/keyed,m=request", "live/keyed"] {
+                    let code = await SRTCaller.rejection(port: srtPort, streamID: play)
+                    scenario.check(code == SRT_REJX_BAD_MODE, "stream id '\(play)': rejection \(code), expected \(SRT_REJX_BAD_MODE)")
+                }
                 let refused = try await scenario.run(
                     "ffmpeg", ["-nostdin", "-hide_banner", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10", "-t", "2", "-c:v", "libx264",
                                "-f", "mpegts", "srt://127.0.0.1:\(srtPort)?streamid=nonsense"],
@@ -117,6 +122,43 @@ extension IntegrationTests {
                 }
                 let metrics = try await node.metrics()
                 scenario.check(metrics.text.contains("estuary_srt_connections_total{result=\"bad_streamid\"}"), "no SRT rejection metric")
+
+            }
+        }
+
+        @Test("With a passphrase, ffmpeg publishing with it (AES-256) plays, and callers without it or with another are rejected in the handshake; the session's SRT link (RTT, rate, loss) is in /metrics; a silent caller is dropped after the idle timeout")
+        func passphrase() async throws {
+            try await Scenario.run("srt-passphrase") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let srtPort = try await FreePorts.allocate(1)[0]
+                let file = scenario.file("estuary.yaml")
+                let secret = "correct-horse-battery"
+                try Data("srtPassphrase: \"\(secret)\"\n".utf8).write(to: file)
+                let node = try await scenario.startNode(label: "node", arguments: ["--srt-port", String(srtPort), "--config", file.path])
+                let url = "srt://127.0.0.1:\(srtPort)?streamid=publish:live/enc&passphrase=\(secret)&pbkeylen=32&latency=120000"
+                _ = try scenario.launch(
+                    "ffmpeg",
+                    ["-nostdin", "-hide_banner", "-loglevel", "warning", "-stream_loop", "-1", "-re", "-i", media.url.path, "-c", "copy", "-f", "mpegts", url],
+                    name: "encrypted-publisher"
+                )
+                try await scenario.waitUntilLive(node, "live", "enc", timeout: .seconds(15))
+                if let report = try await scenario.probeLive(node.rtmpURL("live", "enc"), name: "probe-enc", seconds: 3) {
+                    scenario.checkLivePlayback(report, "the encrypted SRT stream", minVideoPackets: 45)
+                }
+                let wrong = await SRTCaller.rejection(port: srtPort, streamID: "publish:live/other", passphrase: "not-the-passphrase")
+                scenario.check(wrong == Int32(SRT_REJ_BADSECRET.rawValue), "a wrong passphrase: rejection \(wrong), expected BADSECRET (\(SRT_REJ_BADSECRET.rawValue))")
+                let none = await SRTCaller.rejection(port: srtPort, streamID: "publish:live/other")
+                scenario.check(none != 0, "a caller without the passphrase connected")
+                let sampled = await eventually(timeout: .seconds(5), interval: .milliseconds(500)) {
+                    let text = (try? await node.metrics())?.text ?? ""
+                    return text.contains("estuary_srt_rtt_seconds{stream=\"live/enc\"}") && text.contains("estuary_srt_receive_bits_per_second{stream=\"live/enc\"}")
+                }
+                scenario.check(sampled, "the SRT session's link statistics are not in /metrics")
+
+                // A caller that connects and sends nothing is dropped after the idle timeout (5 s).
+                let silent = await SRTCaller.rejection(port: srtPort, streamID: "publish:live/silent", passphrase: secret, hold: .seconds(8))
+                scenario.check(silent == 0, "the silent caller was rejected (\(silent)) instead of admitted")
+                scenario.check(node.log.contains("no MPEG-TS within the idle timeout"), "the silent SRT caller was not ended by the idle timeout")
             }
         }
     }
@@ -125,13 +167,17 @@ extension IntegrationTests {
 /// An SRT caller made with libsrt itself, for what ffmpeg does not print: the rejection code
 /// the listener sent. libsrt's connect blocks, so it runs on a thread of its own.
 enum SRTCaller {
-    /// The rejection reason of a connection attempt with `streamID`; 0 if it connected.
-    static func rejection(port: Int, streamID: String) async -> Int32 {
+    /// The rejection reason of a connection attempt with `streamID`; 0 if it connected (and
+    /// then, with `hold`, stayed connected that long without sending anything).
+    static func rejection(port: Int, streamID: String, passphrase: String? = nil, hold: Duration = .zero) async -> Int32 {
         await withCheckedContinuation { continuation in
             let thread = Thread {
                 srt_startup()
                 let socket = srt_create_socket()
                 _ = streamID.withCString { srt_setsockflag(socket, SRTO_STREAMID, $0, Int32(strlen($0))) }
+                if let passphrase {
+                    _ = passphrase.withCString { srt_setsockflag(socket, SRTO_PASSPHRASE, $0, Int32(strlen($0))) }
+                }
                 var address = sockaddr_in()
                 address.sin_family = sa_family_t(AF_INET)
                 address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -140,6 +186,7 @@ enum SRTCaller {
                     pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { srt_connect(socket, $0, Int32(MemoryLayout<sockaddr_in>.size)) }
                 }
                 let reason = connected == -1 ? srt_getrejectreason(socket) : 0
+                if connected != -1, hold > .zero { Thread.sleep(forTimeInterval: Double(hold.components.seconds)) }
                 srt_close(socket)
                 continuation.resume(returning: reason)
             }

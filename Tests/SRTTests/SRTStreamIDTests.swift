@@ -41,6 +41,13 @@ struct SRTStreamIDTests {
         #expect(throws: error) { try SRTStreamID(parsing: text) }
     }
 
+    /// A refusal is logged: what the caller sent is shown on one line of printable ASCII
+    /// (found by FuzzSRTInput: a path with a newline wrote a line of its own).
+    @Test func refusalsQuoteTheCallerOnOneLine() throws {
+        let error = try #require(throws: SRTStreamID.Invalid.self) { try SRTStreamID(parsing: "publish:li\nve/c\u{1B}[2Jam") }
+        #expect(error.description == "'li?ve/c?[2Jam' is not app/name")
+    }
+
     @Test func anIDOverSRTsBoundIsRefused() {
         let long = "publish:live/" + String(repeating: "a", count: 600)
         #expect(throws: SRTStreamID.Invalid.tooLong(long.utf8.count)) { try SRTStreamID(parsing: long) }

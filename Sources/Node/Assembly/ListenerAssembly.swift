@@ -88,6 +88,7 @@ struct ListenerAssembly {
         if ingest != nil, let port = configuration.srtPort {
             var srt = SRTListener.Configuration(host: configuration.bindHost, port: port)
             srt.latencyMilliseconds = configuration.srtLatencyMilliseconds
+            srt.passphrase = configuration.srtPassphrase
             services.append(.init(service: SRTListenerService(listener: SRTListener(configuration: srt, admission: timed, logger: context.logger))))
         }
         // Static pulls publish through the node's admission, like any publisher; made with

@@ -23,6 +23,7 @@ extension NodeConfiguration {
         file.httpsPort = httpsPort
         file.srtPort = srtPort
         file.srtLatencyMilliseconds = srtLatencyMilliseconds
+        file.srtPassphrase = srtPassphrase
         file.dataDir = dataDir
         file.logLevel = resolved.logLevel ?? "info"
         file.logFormat = resolved.logFormat ?? "text"
@@ -84,7 +85,7 @@ extension NodeConfiguration {
     }
 
     /// Keys whose values are secrets, wherever they appear.
-    static let secretKeys: Set<String> = ["adminToken", "token", "password", "hmacSecret", "jwtSecret"]
+    static let secretKeys: Set<String> = ["adminToken", "token", "password", "hmacSecret", "jwtSecret", "srtPassphrase"]
 
     private static func mask(_ value: Any, key: String = "") -> Any {
         switch value {
@@ -117,6 +118,7 @@ extension NodeConfiguration {
         kept.httpsPort = running.httpsPort
         kept.srtPort = running.srtPort
         kept.srtLatencyMilliseconds = running.srtLatencyMilliseconds
+        kept.srtPassphrase = running.srtPassphrase
         kept.tlsCertificateFile = running.tlsCertificateFile
         kept.tlsKeyFile = running.tlsKeyFile
         kept.dataDir = running.dataDir

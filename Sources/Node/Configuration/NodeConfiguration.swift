@@ -28,6 +28,7 @@ struct NodeConfiguration: Sendable {
     /// The SRT listener (UDP; MPEG-TS publishers), off when nil, and its latency.
     var srtPort: Int?
     var srtLatencyMilliseconds = 120
+    var srtPassphrase: String?
     /// PEM files of the TLS certificate chain and key.
     var tlsCertificateFile: String?
     var tlsKeyFile: String?
@@ -101,6 +102,12 @@ struct NodeConfiguration: Sendable {
         if let value = file.rtmpsPort { rtmpsPort = value }
         if let value = file.httpsPort { httpsPort = value }
         if let value = file.srtPort { srtPort = value }
+        if let value = file.srtPassphrase {
+            guard (10...79).contains(value.utf8.count) else {
+                throw ConfigurationError.invalidValue("srtPassphrase must be 10 to 79 characters, got \(value.utf8.count)")
+            }
+            srtPassphrase = value
+        }
         if let value = file.srtLatencyMilliseconds {
             guard (20...8000).contains(value) else {
                 throw ConfigurationError.invalidValue("srtLatencyMilliseconds must be within 20…8000, got \(value)")

@@ -31,6 +31,8 @@ struct NodeConfigurationFile: Codable, Sendable {
     /// The SRT listener's UDP port (MPEG-TS publishers; off when absent) and SRT latency.
     var srtPort: Int?
     var srtLatencyMilliseconds: Int?
+    /// SRT's AES passphrase (10–79 characters): callers must give the same.
+    var srtPassphrase: String?
     /// The certificate chain and key of RTMPS and HTTPS, PEM files: `{"certificateFile": "…", "keyFile": "…"}`.
     /// Read again on SIGHUP and when either file changes.
     var tls: ServerTLSSettings?
