@@ -161,6 +161,51 @@ extension IntegrationTests {
                 scenario.check(node.log.contains("no MPEG-TS within the idle timeout"), "the silent SRT caller was not ended by the idle timeout")
             }
         }
+
+        @Test("Through a UDP proxy that drops 5 % of the datagrams each way at 50 ms RTT, an SRT publisher at 200 ms latency is watched 30 s without a gap: SRT's retransmissions (counted in /metrics) hide the loss")
+        func lossyLink() async throws {
+            try await Scenario.run("srt-loss") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let ports = try await FreePorts.allocate(2)
+                let (srtPort, proxyPort) = (ports[0], ports[1])
+                let file = scenario.file("estuary.yaml")
+                try Data("srtLatencyMilliseconds: 200\n".utf8).write(to: file)
+                let node = try await scenario.startNode(label: "node", arguments: ["--srt-port", String(srtPort), "--config", file.path])
+                guard let root = TestEnvironment.repositoryRoot else { throw IntegrationFailure("the repository is not found") }
+                let proxy = try scenario.launch(
+                    executable: try TestEnvironment.python3(),
+                    [root.appendingPathComponent("Tests/Peers/lossy_udp_proxy.py").path, "--listen", "127.0.0.1:\(proxyPort)",
+                     "--connect", "127.0.0.1:\(srtPort)", "--delay-ms", "25", "--loss", "0.05"],
+                    name: "lossy-proxy"
+                )
+                let ready = await eventually(timeout: .seconds(5), interval: .milliseconds(100)) { proxy.stdoutText.contains("listening") }
+                try scenario.require(ready, "the UDP proxy did not start: \(proxy.stderrText)")
+                _ = try Self.publishOverSRT(scenario, media: media, port: proxyPort, streamID: "publish:live/lossy", name: "lossy-publisher")
+                try await scenario.waitUntilLive(node, "live", "lossy", timeout: .seconds(20))
+
+                let viewer = try await scenario.openViewer(node, "live", "lossy")
+                try scenario.require(await viewer.waitForProgress(beyond: 0, bytes: 20_000, timeout: .seconds(10)), "the viewer got no media")
+                let start = viewer.receivedBytes
+                let gap = try await longestWait(for: .seconds(30), every: .milliseconds(50), from: start) { viewer.receivedBytes }
+                scenario.check(gap < .milliseconds(500), "the viewer of the lossy SRT stream saw nothing for \(gap)")
+                let flv = try viewer.flv()
+                scenario.check(flv.error == nil && flv.timestampRegressions().isEmpty, "the viewer's FLV: \(flv.error ?? "") regressions \(flv.timestampRegressions().prefix(3))")
+                scenario.check(flv.videoFrames.count >= 750, "\(flv.videoFrames.count) video frames in 30 s through the lossy link, expected 750+")
+
+                // The loss was real, and SRT repaired it.
+                let metrics = try await node.metrics().text
+                func value(_ name: String) -> Double {
+                    metrics.split(separator: "\n").first { $0.hasPrefix("\(name){stream=\"live/lossy\"}") }
+                        .flatMap { $0.split(separator: " ").last.flatMap { Double($0) } } ?? 0
+                }
+                let lost = value("estuary_srt_packets_lost_total"), retransmitted = value("estuary_srt_packets_retransmitted_total")
+                scenario.note("SRT link: \(lost) packets lost, \(retransmitted) retransmitted, RTT \(value("estuary_srt_rtt_seconds")) s")
+                scenario.check(lost > 0 && retransmitted > 0, "no loss or no retransmission seen: lost \(lost), retransmitted \(retransmitted)")
+                _ = await proxy.stop()
+                scenario.note("proxy: \(proxy.stdoutText.split(separator: "\n").last ?? "")")
+                await viewer.close()
+            }
+        }
     }
 }
 
