@@ -6,18 +6,22 @@
 // generator's unused `public import`s.
 
 /// The refusals the document lists, each `{"error": message}`.
-extension Components.Responses.BadRequest {
+public protocol ErrorResponse {
+    static func saying(_ message: String) -> Self
+}
+
+extension Components.Responses.BadRequest: ErrorResponse {
     public static func saying(_ message: String) -> Self { .init(body: .json(.init(error: message))) }
 }
 
-extension Components.Responses.NotFound {
+extension Components.Responses.NotFound: ErrorResponse {
     public static func saying(_ message: String) -> Self { .init(body: .json(.init(error: message))) }
 }
 
-extension Components.Responses.NotServed {
+extension Components.Responses.NotServed: ErrorResponse {
     public static func saying(_ message: String) -> Self { .init(body: .json(.init(error: message))) }
 }
 
-extension Components.Responses.PayloadTooLarge {
+extension Components.Responses.PayloadTooLarge: ErrorResponse {
     public static func saying(_ message: String) -> Self { .init(body: .json(.init(error: message))) }
 }

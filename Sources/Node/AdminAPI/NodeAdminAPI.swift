@@ -29,44 +29,45 @@ struct NodeAdminAPI: APIProtocol {
 
     // MARK: The cluster's operations
 
+    /// A cluster's operation, answered by the coordinator where it runs here, and otherwise
+    /// refused with the document's 404 (`refusal`, the operation's `.notFound`).
+    private func cluster<Output, Refusal: ErrorResponse>(
+        _ refusal: (Refusal) -> Output, _ operation: (CoordinatorAdminAPI) async throws -> Output
+    ) async throws -> Output {
+        guard let coordinator else { return refusal(.saying(Self.noCoordinator)) }
+        return try await operation(coordinator)
+    }
+
     func listNodes(_ input: Operations.ListNodes.Input) async throws -> Operations.ListNodes.Output {
-        guard let coordinator else { return .notFound(.saying(Self.noCoordinator)) }
-        return try await coordinator.listNodes()
+        try await cluster(Operations.ListNodes.Output.notFound) { try await $0.listNodes() }
     }
 
     func nodeStreams(_ input: Operations.NodeStreams.Input) async throws -> Operations.NodeStreams.Output {
-        guard let coordinator else { return .notFound(.saying(Self.noCoordinator)) }
-        return try await coordinator.nodeStreams(input)
+        try await cluster(Operations.NodeStreams.Output.notFound) { try await $0.nodeStreams(input) }
     }
 
     func listStreams(_ input: Operations.ListStreams.Input) async throws -> Operations.ListStreams.Output {
-        guard let coordinator else { return .notFound(.saying(Self.noCoordinator)) }
-        return try await coordinator.listStreams()
+        try await cluster(Operations.ListStreams.Output.notFound) { try await $0.listStreams() }
     }
 
     func getStream(_ input: Operations.GetStream.Input) async throws -> Operations.GetStream.Output {
-        guard let coordinator else { return .notFound(.saying(Self.noCoordinator)) }
-        return try await coordinator.getStream(input)
+        try await cluster(Operations.GetStream.Output.notFound) { try await $0.getStream(input) }
     }
 
     func kickPublisher(_ input: Operations.KickPublisher.Input) async throws -> Operations.KickPublisher.Output {
-        guard let coordinator else { return .notFound(.saying(Self.noCoordinator)) }
-        return try await coordinator.kickPublisher(input)
+        try await cluster(Operations.KickPublisher.Output.notFound) { try await $0.kickPublisher(input) }
     }
 
     func listStreamKeys(_ input: Operations.ListStreamKeys.Input) async throws -> Operations.ListStreamKeys.Output {
-        guard let coordinator else { return .notFound(.saying(Self.noCoordinator)) }
-        return try await coordinator.listStreamKeys()
+        try await cluster(Operations.ListStreamKeys.Output.notFound) { try await $0.listStreamKeys() }
     }
 
     func createStreamKey(_ input: Operations.CreateStreamKey.Input) async throws -> Operations.CreateStreamKey.Output {
-        guard let coordinator else { return .notFound(.saying(Self.noCoordinator)) }
-        return try await coordinator.createStreamKey(input)
+        try await cluster(Operations.CreateStreamKey.Output.notFound) { try await $0.createStreamKey(input) }
     }
 
     func revokeStreamKey(_ input: Operations.RevokeStreamKey.Input) async throws -> Operations.RevokeStreamKey.Output {
-        guard let coordinator else { return .notFound(.saying(Self.noCoordinator)) }
-        return try await coordinator.revokeStreamKey(input)
+        try await cluster(Operations.RevokeStreamKey.Output.notFound) { try await $0.revokeStreamKey(input) }
     }
 
     // MARK: Sessions: the cluster's on a coordinator, this node's elsewhere
