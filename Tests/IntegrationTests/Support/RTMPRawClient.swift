@@ -93,7 +93,7 @@ final class RTMPRawClient {
         where predicate: (CommandMessage) -> Bool
     ) async throws -> CommandMessage {
         var found: CommandMessage?
-        _ = try await eventually(timeout: timeout, interval: .milliseconds(10)) {
+        func scan() throws -> Bool {
             try self.pump()
             while !self.messages.isEmpty {
                 let message = self.messages.removeFirst()
@@ -105,7 +105,15 @@ final class RTMPRawClient {
                     return true
                 }
             }
-            return self.connection.isClosed
+            return false
+        }
+        _ = try await eventually(timeout: timeout, interval: .milliseconds(10)) {
+            if try scan() { return true }
+            // A server that answers and closes (a refusal) may do both between the read above
+            // and this check: read what came with the close before giving up.
+            guard self.connection.isClosed else { return false }
+            _ = try scan()
+            return true
         }
         guard let found else {
             throw IntegrationFailure("no \(what) within \(timeout) (connection closed: \(self.connection.isClosed))")
