@@ -203,12 +203,12 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-suppress-warnings"])],
             plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
         ),
-        // libsrt (Debian's libsrt-openssl-dev) as a Swift module: module map over one shim header.
+        // libsrt (Debian's libsrt-gnutls-dev) as a Swift module: module map over one shim header.
         .systemLibrary(
             name: "CSRT",
             path: "Sources/CSRT",
             pkgConfig: "srt",
-            providers: [.apt(["libsrt-openssl-dev"])]
+            providers: [.apt(["libsrt-gnutls-dev"])]
         ),
         // SRT: the listener on libsrt's threads, stream ids (SRS and MediaMTX), MPEG-TS publishers.
         .target(

@@ -31,7 +31,7 @@ esac
 packages=(
   pkg-config
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libswresample-dev
-  libnats-dev libsqlite3-dev libsrt-openssl-dev
+  libnats-dev libsqlite3-dev libsrt-gnutls-dev
 )
 if [[ $mode != run ]]; then
   # Tests: real peers (ffmpeg/ffprobe, rtmpdump, the librtmp publisher compiled with cc, SRT

@@ -1,7 +1,11 @@
 #ifndef ESTUARY_CSRT_SHIM_H
 #define ESTUARY_CSRT_SHIM_H
 
-// libsrt (Debian's libsrt-openssl-dev) for the SRT listener. Options are set through these
+// libsrt (Debian's libsrt-gnutls-dev) for the SRT listener. The GnuTLS flavour because it is
+// the one Debian's libavformat links: a second libsrt build in the process (the OpenSSL one)
+// shares its exported C++ symbols, so both libraries' static objects resolve to one and are
+// torn down twice at exit (a segfault in any process that called srt_startup).
+// Options are set through these
 // typed helpers: `srt_setsockflag` takes a `const void *` and a length, which Swift would
 // have to build per type at every call.
 #include <srt/srt.h>

@@ -61,7 +61,7 @@ struct DockerfileTests {
 
         let devPackages: Set<String> = [
             "libavcodec-dev", "libavformat-dev", "libavutil-dev", "libswscale-dev", "libswresample-dev",
-            "libnats-dev", "libsqlite3-dev", "libsrt-openssl-dev", "pkg-config",
+            "libnats-dev", "libsqlite3-dev", "libsrt-gnutls-dev", "pkg-config",
         ]
         #expect(devPackages.isSubset(of: build.aptPackages), "missing: \(devPackages.subtracting(build.aptPackages))")
         #expect(build.instructions.contains {

@@ -98,16 +98,12 @@ extension IntegrationTests {
                     scenario.check(report.packets(of: report.video).count >= 150, "ffprobe got \(report.packets(of: report.video).count) video packets from edge-1 in 12 s")
                     scenario.check(report.dtsRegressions(of: report.video).isEmpty, "RTMP DTS regressions at edge-1: \(report.dtsRegressions(of: report.video).prefix(5))")
                 }
-                // rtmpdump (librtmp, edge-2): what it wrote decodes.
-                rtmpdump.send(signal: SIGINT)
-                _ = await rtmpdump.waitForExit(timeout: .seconds(5))
-                let (decode, dumped) = try await scenario.decodeCheck(dumpFile, name: "decode-rtmpdump")
-                let decodedFrames = dumped?.video?.readFrames ?? 0
-                scenario.check(decode.succeeded && decodedFrames >= 100, "rtmpdump's recording from edge-2 decodes to \(decodedFrames) video frames (expected 100+): \(decode)")
-                scenario.note("rtmpdump from edge-2: \(decodedFrames) video frames decoded")
                 // Chromium (LL-HLS, edge-2, after the failover): the picture advances. It joins
-                // a rendition some segments old: its native player cannot start one that has
-                // a single segment, on any node (an issue of its own).
+                // while rtmpdump still watches edge-2, so the edge's pull is not stopped as
+                // unwatched in the seconds Chromium takes to start (it was, once: Chromium then
+                // met a rendition begun anew). It joins a rendition some segments old: its
+                // native player cannot start one that has a single segment, on any node (an
+                // issue of its own).
                 if BrowserSupport.missing == nil, let script = BrowserSupport.script {
                     // Right after the failover edge-2's playlist can answer 404 for a moment (seen
                     // once in a full run), and for a while its window spans the failover's
@@ -140,6 +136,14 @@ extension IntegrationTests {
                 } else {
                     scenario.note("Chromium not run: \(BrowserSupport.missing ?? "play_hls.py not found")")
                 }
+                // rtmpdump (librtmp, edge-2), which stayed through the failover and Chromium's play
+                // (so edge-2's pull was watched throughout): what it wrote decodes.
+                rtmpdump.send(signal: SIGINT)
+                _ = await rtmpdump.waitForExit(timeout: .seconds(5))
+                let (decode, dumped) = try await scenario.decodeCheck(dumpFile, name: "decode-rtmpdump")
+                let decodedFrames = dumped?.video?.readFrames ?? 0
+                scenario.check(decode.succeeded && decodedFrames >= 100, "rtmpdump's recording from edge-2 decodes to \(decodedFrames) video frames (expected 100+): \(decode)")
+                scenario.note("rtmpdump from edge-2: \(decodedFrames) video frames decoded")
             }
         }
         @Test("Across namespaces with 50 ms between them: a forward pushes a stream to a second node, which plays it; that node is drained, and the forward (an Enhanced RTMP v2 publisher) moves to a third node, which plays it; the drained node exits")

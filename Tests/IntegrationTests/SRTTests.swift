@@ -47,6 +47,11 @@ extension IntegrationTests {
                 if let report = try await scenario.probeLive(node.flvURL("abr", "cam_240p"), name: "probe-240p", seconds: 3) {
                     scenario.checkLivePlayback(report, "the 240p rung of the SRT stream", minVideoPackets: 30, width: 426)
                 }
+                // A viewer that stays on the rung too: a rung restarting under it would show here.
+                let rungViewer = try await scenario.openViewer(node, "abr", "cam_240p")
+                try scenario.require(await rungViewer.waitForProgress(beyond: 0, bytes: 5_000, timeout: .seconds(10)), "the 240p viewer got no media")
+                let rungStart = rungViewer.receivedBytes
+                let rungWatch = Task { try await longestWait(for: .seconds(30), every: .milliseconds(50), from: rungStart) { rungViewer.receivedBytes } }
                 let listed = await eventually(timeout: .seconds(15), interval: .milliseconds(250)) {
                     guard let master = try? await scenario.hlsGet(node, "/abr/cam/index.m3u8"), master.status == 200 else { return false }
                     return master.bodyText.contains("240p/index.m3u8")
@@ -70,8 +75,21 @@ extension IntegrationTests {
                     scenario.note("A/V offset at the end: \(offset) ms")
                     scenario.check(offset < 300, "audio and video drifted apart: video at \(video) ms, audio at \(audio) ms")
                 }
+                let rungGap = try await rungWatch.value
+                scenario.check(rungGap < .milliseconds(500), "the 240p viewer of the SRT stream saw nothing for \(rungGap)")
+                scenario.check(!rungViewer.isClosed, "the 240p viewer was dropped")
+                let rungFLV = try rungViewer.flv()
+                scenario.check(rungFLV.error == nil && rungFLV.timestampRegressions().isEmpty, "the 240p viewer's FLV: \(rungFLV.error ?? "") regressions \(rungFLV.timestampRegressions().prefix(3))")
+                scenario.check(rungFLV.videoFrames.count >= 700, "\(rungFLV.videoFrames.count) video frames of the 240p rung in 30 s, expected 700+")
                 scenario.check(publisher.isRunning, "ffmpeg stopped publishing: \(publisher.stderrText.suffix(400))")
                 await viewer.close()
+                await rungViewer.close()
+
+                // A node that ran libsrt exits cleanly (two libsrt builds in one process once
+                // crashed every such process at exit).
+                node.terminate()
+                let end = await node.process.waitForExit(timeout: .seconds(8))
+                scenario.check(end == .exited(0), "the node after SIGTERM: \(end.map(\.description) ?? "still running after 8 s"), expected exit 0")
             }
         }
 
