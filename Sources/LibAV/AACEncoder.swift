@@ -100,10 +100,7 @@ public final class AACEncoder {
 
     /// The FLV AAC sequence header at `timestamp`.
     public func sequenceHeader(timestamp: Int64) -> MediaFrame {
-        var payload = allocator.buffer(capacity: 2 + audioSpecificConfig.readableBytes)
-        payload.writeBytes([0xAF, 0x00])
-        payload.writeImmutableBuffer(audioSpecificConfig)
-        return MediaFrame(timestamp: timestamp, audio: .legacyAAC(.sequenceHeader), payload: payload)
+        FLVPayload.aacSequenceHeader(audioSpecificConfig.readableBytesView, timestamp: timestamp, allocator: allocator)
     }
 
     /// Adds resampled audio (planar float at the encoder's rate and channels) and returns
@@ -192,11 +189,9 @@ public final class AACEncoder {
         if let lastOutputTime, pts <= lastOutputTime { return nil }
         lastOutputTime = pts
         let timestamp = pts * 1000 / Int64(settings.sampleRate)
-        var payload = allocator.buffer(capacity: 2 + Int(packet.pointee.size))
-        payload.writeBytes([0xAF, 0x01])
-        payload.writeBytes(UnsafeRawBufferPointer(start: data, count: Int(packet.pointee.size)))
-        statistics.bytesOut += payload.readableBytes
-        return MediaFrame(timestamp: timestamp, audio: .legacyAAC(.raw), payload: payload)
+        let frame = FLVPayload.aacFrame(UnsafeRawBufferPointer(start: data, count: Int(packet.pointee.size)), timestamp: timestamp, allocator: allocator)
+        statistics.bytesOut += frame.payload.readableBytes
+        return frame
     }
 }
 

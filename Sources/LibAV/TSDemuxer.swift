@@ -153,31 +153,22 @@ public final class TSDemuxer {
         if isKeyframe, let (record, _) = try? NALUnits.avcDecoderConfigurationRecord(fromAnnexB: bytes, allocator: allocator),
            record != videoConfiguration {
             videoConfiguration = record
-            var payload = allocator.buffer(capacity: 5 + record.readableBytes)
-            payload.writeBytes([0x17, 0x00, 0x00, 0x00, 0x00])
-            payload.writeImmutableBuffer(record)
-            let header = VideoTagHeader(frameType: .keyframe, codec: .avc, packetType: .sequenceStart, isEnhanced: false, compositionTime: 0, headerLength: 5)
-            frames.append(MediaFrame(timestamp: timestamp, video: header, payload: payload))
+            frames.append(FLVPayload.avcSequenceHeader(record, timestamp: timestamp, allocator: allocator))
         }
         // Nothing plays before its parameter sets.
         guard videoConfiguration != nil else {
             statistics.skippedPackets += 1
             return frames
         }
-        let composition = Int32(clamping: max(-0x80_0000, min(0x7F_FFFF, compositionTime)))
-        var payload = allocator.buffer(capacity: bytes.count + 16)
-        payload.writeInteger(UInt8(isKeyframe ? 0x17 : 0x27))
-        payload.writeInteger(UInt8(0x01))
-        payload.writeInteger(UInt8(truncatingIfNeeded: composition >> 16))
-        payload.writeInteger(UInt16(truncatingIfNeeded: composition))
+        let start = FLVPayload.avcCodedFrameStart(
+            isKeyframe: isKeyframe, compositionTime: compositionTime, bodyCapacity: bytes.count + 16, allocator: allocator
+        )
+        var payload = start.payload
+        let header = start.header
         if (try? NALUnits.writeLengthPrefixed(annexB: bytes, into: &payload)) == nil {
             statistics.skippedPackets += 1
             return frames
         }
-        let header = VideoTagHeader(
-            frameType: isKeyframe ? .keyframe : .interframe, codec: .avc, packetType: .codedFrames,
-            isEnhanced: false, compositionTime: composition, headerLength: 5
-        )
         frames.append(MediaFrame(timestamp: timestamp, video: header, payload: payload))
         return frames
     }
@@ -196,16 +187,10 @@ public final class TSDemuxer {
             let at = timestamp + (rate > 0 ? index * 1024 * 1000 / Int64(rate) : 0)
             if configuration != audioConfiguration {
                 audioConfiguration = configuration
-                var payload = allocator.buffer(capacity: 2 + configuration.count)
-                payload.writeBytes([0xAF, 0x00])
-                payload.writeBytes(configuration)
-                frames.append(MediaFrame(timestamp: at, audio: .legacyAAC(.sequenceHeader), payload: payload))
+                frames.append(FLVPayload.aacSequenceHeader(configuration, timestamp: at, allocator: allocator))
             }
             let body = UnsafeRawBufferPointer(rebasing: bytes[(offset + frame.headerLength)..<(offset + frame.frameLength)])
-            var payload = allocator.buffer(capacity: 2 + body.count)
-            payload.writeBytes([0xAF, 0x01])
-            payload.writeBytes(body)
-            frames.append(MediaFrame(timestamp: at, audio: .legacyAAC(.raw), payload: payload))
+            frames.append(FLVPayload.aacFrame(body, timestamp: at, allocator: allocator))
             offset += frame.frameLength
             index += 1
         }

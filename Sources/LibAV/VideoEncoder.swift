@@ -173,11 +173,7 @@ public final class VideoEncoder {
 
     /// The FLV AVC sequence header frame (`0x17 0x00 0 0 0` + record) at `timestamp`.
     public func sequenceHeader(timestamp: Int64) -> MediaFrame {
-        var payload = allocator.buffer(capacity: 5 + decoderConfiguration.readableBytes)
-        payload.writeBytes([0x17, 0x00, 0x00, 0x00, 0x00])
-        payload.writeImmutableBuffer(decoderConfiguration)
-        let header = VideoTagHeader(frameType: .keyframe, codec: .avc, packetType: .sequenceStart, isEnhanced: false, compositionTime: 0, headerLength: 5)
-        return MediaFrame(timestamp: timestamp, video: header, payload: payload)
+        FLVPayload.avcSequenceHeader(decoderConfiguration, timestamp: timestamp, allocator: allocator)
     }
 
     /// Decides whether a picture at `presentationTime` will be encoded, before the caller
@@ -258,13 +254,10 @@ public final class VideoEncoder {
         let isKeyframe = packet.pointee.flags & AV_PKT_FLAG_KEY != 0
         let pts = packet.pointee.pts
         let dts = packet.pointee.dts == cffmpeg_av_nopts_value() ? pts : packet.pointee.dts
-        let compositionTime = Int32(clamping: max(-0x80_0000, min(0x7F_FFFF, pts - dts)))
         let size = Int(packet.pointee.size)
-        var payload = allocator.buffer(capacity: size + 16)
-        payload.writeInteger(UInt8(isKeyframe ? 0x17 : 0x27))
-        payload.writeInteger(UInt8(0x01))
-        payload.writeInteger(UInt8(truncatingIfNeeded: compositionTime >> 16))
-        payload.writeInteger(UInt16(truncatingIfNeeded: compositionTime))
+        let start = FLVPayload.avcCodedFrameStart(isKeyframe: isKeyframe, compositionTime: pts - dts, bodyCapacity: size + 16, allocator: allocator)
+        var payload = start.payload
+        let header = start.header
         guard let data = packet.pointee.data, size > 0 else {
             throw .malformedNALUnits(offset: 0)
         }
@@ -281,14 +274,6 @@ public final class VideoEncoder {
             statistics.keyframes += 1
         }
         statistics.bytesOut += payload.readableBytes
-        let header = VideoTagHeader(
-            frameType: isKeyframe ? .keyframe : .interframe,
-            codec: .avc,
-            packetType: .codedFrames,
-            isEnhanced: false,
-            compositionTime: compositionTime,
-            headerLength: 5
-        )
         return MediaFrame(timestamp: dts, video: header, payload: payload)
     }
 }

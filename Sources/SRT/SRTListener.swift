@@ -201,9 +201,3 @@ public final class SRTListener: Sendable {
         }
     }
 }
-
-extension Duration {
-    var milliseconds: Int64 {
-        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
-    }
-}

@@ -7,11 +7,16 @@ import Media
 public actor BusPublications {
     private let bus: any Bus
     private let logger: Logger
-    /// Ended hubs' publications (and their GOP-responder subscriptions) are dropped at the
-    /// next `attach`, not when the hub ends: a hub has no end callback to prune from. That
-    /// is bounded: every hub published here passes through `attach`, so between two calls
-    /// hubs can only end, and the table never holds more than the most hubs live at once.
+    /// Ended hubs' publications (and their GOP-responder subscriptions) are dropped by an
+    /// `attach`, not when the hub ends: a hub has no end callback to prune from. An attach
+    /// sweeps once the table has doubled since the last sweep, so a publish costs amortized
+    /// O(1) rather than a walk of every hub; the table holds at most twice the most hubs
+    /// live at once (every hub published here passes through `attach`).
     private var publications: [ObjectIdentifier: (hub: StreamHub, publication: BusPublication)] = [:]
+    /// The table's size at which `attach` sweeps it next.
+    private var sweepAt = 64
+    /// The newest publication of each rendition.
+    private var byPath: [RenditionPath: ObjectIdentifier] = [:]
 
     public init(bus: any Bus, logger: Logger) {
         self.bus = bus
@@ -20,16 +25,27 @@ public actor BusPublications {
 
     /// Starts forwarding `hub` (on its rendition's subject) unless it already is.
     public func attach(_ hub: StreamHub) {
-        // Hubs that ended have said so on the bus already; forget them.
-        for (id, entry) in publications where entry.hub.isEnded {
+        // Hubs that ended have said so on the bus already; forget them. An ended hub of
+        // this very rendition goes now, whatever the table's size: its GOP responder must
+        // not answer beside the new hub's.
+        if publications.count >= sweepAt {
+            for (id, entry) in publications where entry.hub.isEnded {
+                entry.publication.cancel()
+                publications[id] = nil
+            }
+            byPath = byPath.filter { publications[$0.value] != nil }
+            sweepAt = max(64, 2 * publications.count)
+        }
+        if let previous = byPath[hub.path], previous != ObjectIdentifier(hub), let entry = publications[previous], entry.hub.isEnded {
             entry.publication.cancel()
-            publications[id] = nil
+            publications[previous] = nil
         }
         let id = ObjectIdentifier(hub)
         guard publications[id] == nil else { return }
         do {
             let publication = try BusPublication(hub: hub, bus: bus, logger: logger)
             publications[id] = (hub, publication)
+            byPath[hub.path] = id
             logger.info("publishing to the bus", metadata: ["stream": "\(hub.path)", "subject": "\(publication.subject)"])
         } catch {
             logger.error("cannot publish to the bus", metadata: ["stream": "\(hub.path)", "error": "\(error)"])

@@ -1,6 +1,7 @@
 import CNats
 import Foundation
 import Logging
+import Media
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -241,8 +242,7 @@ public final class NATSBus: Bus {
     }
 
     static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        max(1, duration.milliseconds)
     }
 
     /// Builds the options and connects; runs on a `BlockingCall` thread.

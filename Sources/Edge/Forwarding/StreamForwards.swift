@@ -15,6 +15,8 @@ public actor StreamForwards {
         weak var hub: StreamHub?
     }
     private let maxForwards: Int
+    /// The size of the tables at which `start` sweeps them next.
+    private var sweepAt = 256
     private let logger: Logger
     /// Makes each push connection a session (`StreamForward`); set once the node's
     /// admission exists, which is made after its observers (forwarding is one).
@@ -33,7 +35,7 @@ public actor StreamForwards {
     /// Starts forwarding `hub`'s stream to its application's targets, unless it already is
     /// (a publisher that reconnects within the grace period keeps its forwards).
     public func start(_ path: StreamPath, hub: StreamHub) {
-        sweep()
+        sweepIfGrown()
         if live.count < maxForwards { live[path] = WeakHub(hub: hub) }
         guard let targets = targets[path.app], !targets.isEmpty else { return }
         if let running = forwards[path], running.contains(where: { !$0.isStopped }) { return }
@@ -78,11 +80,19 @@ public actor StreamForwards {
         for forward in forwards.values.joined() { forward.stop() }
     }
 
+    /// Sweeps once the tables have doubled since the last sweep, or are full: a publish
+    /// costs amortized O(1), not a walk of every stream live on the node.
+    private func sweepIfGrown() {
+        guard live.count + forwards.count >= sweepAt || live.count >= maxForwards else { return }
+        sweep()
+    }
+
     private func sweep() {
         forwards = forwards.compactMapValues { running in
             let left = running.filter { !$0.isStopped }
             return left.isEmpty ? nil : left
         }
         live = live.filter { $0.value.hub.map { !$0.isEnded } ?? false }
+        sweepAt = max(256, 2 * (live.count + forwards.count))
     }
 }

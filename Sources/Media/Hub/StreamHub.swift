@@ -110,8 +110,7 @@ public final class StreamHub: Sendable {
         self.configuration = configuration
         var state = State(demand: Array(repeating: 0, count: OutputFormat.allCases.count))
         if let threshold = configuration.timestampJumpThreshold {
-            let (seconds, attoseconds) = threshold.components
-            state.normalizer = TimestampNormalizer(jumpThreshold: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+            state.normalizer = TimestampNormalizer(jumpThreshold: threshold.milliseconds)
         } else {
             state.normalizer = TimestampNormalizer(jumpThreshold: .max)
         }

@@ -147,7 +147,7 @@ final class HLSSegmenter {
             return
         }
         let exceeded = limitExceeded(adding: frame, segmentStart: start)
-        if isCutPoint, exceeded != nil || frame.timestamp - start >= milliseconds(configuration.targetSegmentDuration) {
+        if isCutPoint, exceeded != nil || frame.timestamp - start >= configuration.targetSegmentDuration.milliseconds {
             // A segment that would outgrow its bounds is cut early when it can be: a short
             // segment is valid, an abandoned one is a gap.
             try closeSegment(at: frame.timestamp)
@@ -156,7 +156,7 @@ final class HLSSegmenter {
             abandonOpenSegment(exceeded, at: frame.timestamp, segmentStart: start)
             return
         } else if let partBegan = partStart, partHasFrames, !hasVideo || frame.kind == .video,
-                  frame.timestamp + 2 * frameStep - partBegan > milliseconds(configuration.partTargetDuration) {
+                  frame.timestamp + 2 * frameStep - partBegan > configuration.partTargetDuration.milliseconds {
             // Close the part early enough that even a late next frame (one step of
             // headroom: encoders jitter, loops and drops leave gaps) keeps it within
             // PART-TARGET, which is a maximum (RFC 8216bis 4.4.3.7). Parts start on video
@@ -182,7 +182,7 @@ final class HLSSegmenter {
         if openSegmentBytes + Self.cost(of: frame) > configuration.maxOpenSegmentBytes {
             return .tooLarge
         }
-        if frame.timestamp - start > milliseconds(configuration.maxOpenSegmentDuration) {
+        if frame.timestamp - start > configuration.maxOpenSegmentDuration.milliseconds {
             return .tooLong
         }
         return nil
@@ -305,11 +305,6 @@ final class HLSSegmenter {
         fragmented = nil
         events.yield(.end)
         events.finish()
-    }
-
-    private func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 
     static func wallClock() -> Double {
