@@ -217,6 +217,7 @@ let package = Package(
                 "CSRT", "LibAV", "Media", "Session",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

@@ -243,16 +243,22 @@ public final class MemoryMuxer {
     /// armed: the next PES packet written is preceded by SDT, PAT and PMT, so every
     /// segment is decodable on its own. One persistent muxer (rather than one per
     /// segment) keeps the continuity counters and timestamps running across segments.
-    public func takeOutput() throws(AVError) -> ByteBuffer {
+    ///
+    /// A continuous stream cut into many small takes (SRT playback) passes
+    /// `resendHeaders: false` except before a keyframe, so that tables precede each place a
+    /// player can join, not every take.
+    public func takeOutput(resendHeaders: Bool = true) throws(AVError) -> ByteBuffer {
         guard container == .mpegTS, state == .writing else {
             throw .invalidState(operation: "takeOutput")
         }
         try AVError.check(av_write_frame(context, nil), "av_write_frame(flush)")
         try io.flush()
-        try AVError.check(
-            av_opt_set(context.pointee.priv_data, "mpegts_flags", "+resend_headers", 0),
-            "av_opt_set(mpegts_flags)"
-        )
+        if resendHeaders {
+            try AVError.check(
+                av_opt_set(context.pointee.priv_data, "mpegts_flags", "+resend_headers", 0),
+                "av_opt_set(mpegts_flags)"
+            )
+        }
         return io.take()
     }
 

@@ -13,10 +13,13 @@ import Glibc
 /// The SRT listener (`srtPort`): libsrt's socket in live mode, on threads of its own.
 ///
 /// libsrt's calls block, so none of them runs in a Swift task or on an event loop: one thread
-/// accepts, and each caller gets a thread that reads its MPEG-TS (`SRTPublisher`). A caller is
-/// vetted in libsrt's listen callback before the handshake completes, so that a refusal is an
-/// SRT rejection code the caller sees (`SRT_REJX_*`): a stream id that does not parse (1400),
-/// the connection cap (1402), a player (1405: SRT playback is not served yet). The admission then decides as for any publisher.
+/// accepts, and each caller gets a thread: a publisher's reads its MPEG-TS (`SRTPublisher`), a
+/// player's sends the stream's shared MPEG-TS (`SRTPlayer`, `TSFeeds`). A caller is vetted in
+/// libsrt's listen callback before the handshake completes, so that a refusal is an SRT
+/// rejection code the caller sees (`SRT_REJX_*`): a stream id that does not parse (1400), the
+/// connection cap (1402), a player of a stream not live here (1404). The admission then
+/// decides as for any publisher or viewer; its refusal closes the connection, logged with
+/// the reason (the handshake is over by then: the callback cannot wait for hooks).
 public final class SRTListener: Sendable {
     public struct Configuration: Sendable {
         public var host: String
@@ -27,6 +30,8 @@ public final class SRTListener: Sendable {
         public var maxConnections = 256
         /// A caller silent this long is dropped (`SRTO_PEERIDLETIMEO`, and the read timeout).
         public var idleTimeout: Duration = .seconds(5)
+        /// A player whose sends cannot complete this long is dropped (`SRTO_SNDTIMEO`).
+        public var writeTimeout: Duration = .seconds(5)
         /// The admission's answer is awaited this long at most.
         public var admissionTimeout: Duration = .seconds(10)
         /// AES encryption (`SRTO_PASSPHRASE`, 10–79 characters): a caller without it, or with
@@ -46,6 +51,9 @@ public final class SRTListener: Sendable {
 
     public let configuration: Configuration
     let admission: any SessionAdmission
+    /// Whether a stream is live here, answered at once (libsrt's callback cannot wait).
+    let isLive: @Sendable (RequestedRendition) -> Bool
+    let feeds: TSFeeds
     let logger: Logger
     private let listening = Mutex<SRTSOCKET?>(nil)
     let open = Atomic<Int>(0)
@@ -55,12 +63,17 @@ public final class SRTListener: Sendable {
 
     static let accepted = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "accepted")])
     static let rejectedStreamID = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "bad_streamid")])
-    static let rejectedPlay = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "play_unsupported")])
+    static let rejectedUnknown = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "unknown_stream")])
     static let rejectedOverload = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "overload")])
 
-    public init(configuration: Configuration, admission: any SessionAdmission, logger: Logger) {
+    public init(
+        configuration: Configuration, admission: any SessionAdmission,
+        isLive: @escaping @Sendable (RequestedRendition) -> Bool, logger: Logger
+    ) {
         self.configuration = configuration
         self.admission = admission
+        self.isLive = isLive
+        self.feeds = TSFeeds(logger: logger)
         self.logger = logger
     }
 
@@ -127,11 +140,13 @@ public final class SRTListener: Sendable {
     private func vet(_ caller: SRTSOCKET, streamID: String) -> Int32 {
         do {
             let parsed = try SRTStreamID(parsing: streamID)
-            guard parsed.mode == .publish else {
-                Self.rejectedPlay.increment()
-                logRejection("play", "SRT caller rejected: it asks to play \(parsed.path), and SRT playback is not served yet")
-                srt_setrejectreason(caller, SRT_REJX_BAD_MODE)
-                return -1
+            if parsed.mode == .play {
+                guard let requested = RequestedRendition(app: parsed.path.app, name: parsed.path.name), isLive(requested) else {
+                    Self.rejectedUnknown.increment()
+                    logRejection("unknown-stream", "SRT caller rejected: it asks to play \(parsed.path), which is not live here")
+                    srt_setrejectreason(caller, SRT_REJX_NOTFOUND)
+                    return -1
+                }
             }
         } catch {
             Self.rejectedStreamID.increment()
@@ -172,15 +187,29 @@ public final class SRTListener: Sendable {
             Self.accepted.increment()
             open.add(1, ordering: .relaxed)
             let remote = Self.describe(address)
-            let publisher = SRTPublisher(socket: caller, remoteAddress: remote, listener: self)
-            let thread = Thread {
-                publisher.run()
+            let thread = Thread { [self] in
+                // Vetted in the callback already; read again, as the caller's own.
+                if let streamID = Self.streamID(of: caller) {
+                    switch streamID.mode {
+                    case .publish: SRTPublisher(socket: caller, remoteAddress: remote, listener: self).run(streamID)
+                    case .play: SRTPlayer(socket: caller, remoteAddress: remote, listener: self).run(streamID)
+                    }
+                }
                 srt_close(caller)
                 self.open.subtract(1, ordering: .relaxed)
             }
             thread.name = "srt-caller"
             thread.start()
         }
+    }
+
+    /// The caller's stream id, parsed; nil if it has none that parses.
+    static func streamID(of socket: SRTSOCKET) -> SRTStreamID? {
+        var buffer = [CChar](repeating: 0, count: SRTStreamID.maxLength + 1)
+        let length = csrt_get_streamid(socket, &buffer, Int32(buffer.count))
+        guard length >= 0 else { return nil }
+        let text = String(decoding: buffer.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return try? SRTStreamID(parsing: text)
     }
 
     static func lastError() -> String {

@@ -28,19 +28,7 @@ final class SRTPublisher: Sendable {
 
     private var logger: Logger { listener.logger }
 
-    func run() {
-        var buffer = [CChar](repeating: 0, count: SRTStreamID.maxLength + 1)
-        let length = csrt_get_streamid(socket, &buffer, Int32(buffer.count))
-        let text = String(decoding: buffer.prefix(max(0, Int(length))).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard length >= 0, let streamID = try? SRTStreamID(parsing: text) else {
-            logger.notice("SRT caller \(remoteAddress) sent no usable stream id")
-            return
-        }
-        guard streamID.mode == .publish else {
-            Self.refused.increment()
-            logger.notice("SRT caller \(remoteAddress) asked to play \(streamID.path): SRT playback is not served yet")
-            return
-        }
+    func run(_ streamID: SRTStreamID) {
         _ = csrt_set_int(socket, SRTO_RCVTIMEO, Int32(listener.configuration.idleTimeout.milliseconds))
         let socket = socket
         let traffic = SessionTraffic()
@@ -76,17 +64,8 @@ final class SRTPublisher: Sendable {
     /// The admission's answer, awaited from this thread (a libsrt caller's, not the task
     /// pool's), at most the admission timeout.
     private func admit(_ request: PublishRequest) -> PublishAnswer? {
-        let answer = Mutex<PublishAnswer?>(nil)
-        let done = DispatchSemaphore(value: 0)
         let admission = listener.admission
-        Task {
-            let decided = await admission.publish(request)
-            answer.withLock { $0 = decided }
-            done.signal()
-        }
-        let seconds = Double(listener.configuration.admissionTimeout.milliseconds) / 1000
-        guard done.wait(timeout: .now() + seconds) == .success else { return nil }
-        return answer.withLock { $0 }
+        return waitFromThread(for: listener.configuration.admissionTimeout) { await admission.publish(request) }
     }
 
     /// Demuxes the caller's TS into the hub until the end; why it ended.

@@ -93,6 +93,84 @@ extension IntegrationTests {
             }
         }
 
+        @Test("A stream published over RTMP is watched 30 s over SRT by ffmpeg (MediaMTX's read:) and srt-live-transmit (SRS's m=request) from one shared TS feed: no stall, every frame, monotonic timestamps, audio beside video; both are srt play sessions")
+        func rtmpStreamPlaysOverSRT() async throws {
+            try await Scenario.run("srt-play") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let srtPort = try await FreePorts.allocate(1)[0]
+                let node = try await scenario.startNode(label: "node", arguments: ["--srt-port", String(srtPort), "--admin-token", SessionsTests.token])
+                _ = try scenario.publish(media, to: node.rtmpURL("live", "cam"), name: "rtmp-publisher", loop: true)
+                try await scenario.waitUntilLive(node, "live", "cam", timeout: .seconds(15))
+
+                // Two players that stay: ffmpeg records 32 s, srt-live-transmit writes to its stdout.
+                let recording = scenario.file("srt-ffmpeg.ts")
+                let ffmpeg = try scenario.launch(
+                    "ffmpeg",
+                    ["-nostdin", "-hide_banner", "-loglevel", "warning", "-i", "srt://127.0.0.1:\(srtPort)?streamid=read:live/cam&latency=120000",
+                     "-t", "32", "-map", "0", "-c", "copy", "-f", "mpegts", recording.path],
+                    name: "ffmpeg-srt-viewer"
+                )
+                let transmit = try scenario.launch(
+                    "srt-live-transmit", ["-q", "srt://127.0.0.1:\(srtPort)?streamid=#!::r=live/cam,m=request", "file://con"], name: "srt-live-transmit-viewer"
+                )
+                func size(_ url: URL) -> Int { ((try? FileManager.default.attributesOfItem(atPath: url.path)[.size]) as? Int) ?? 0 }
+                func srtPlayersNow() async -> [[String: Any]] {
+                    ((try? await SessionsTests.sessions(node, "?kind=play")) ?? []).filter { $0["path"] as? String == "live/cam" && $0["protocol"] as? String == "srt" }
+                }
+                let started = await eventually(timeout: .seconds(10), interval: .milliseconds(100)) { size(recording) > 0 && size(transmit.stdoutURL) > 0 }
+                try scenario.require(started, "the SRT players got nothing: ffmpeg \(size(recording)) bytes (\(ffmpeg.stderrText.suffix(300))), srt-live-transmit \(size(transmit.stdoutURL)) bytes (\(transmit.stderrText.suffix(300)))")
+                // A third player that stops reading (SIGSTOP: its libsrt stops acknowledging too).
+                let firstTwo = Set(await srtPlayersNow().compactMap { $0["id"] as? String })
+                let stalled = try scenario.launch("srt-live-transmit", ["-q", "srt://127.0.0.1:\(srtPort)?streamid=read:live/cam", "file://con"], name: "srt-stalled-viewer")
+                let three = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) { await srtPlayersNow().count == 3 && size(stalled.stdoutURL) > 0 }
+                let listed = await srtPlayersNow()
+                scenario.check(three, "the three SRT players are not listed as srt play sessions: \(listed)")
+                let stalledID = listed.compactMap { $0["id"] as? String }.first { !firstTwo.contains($0) }
+                let feeds = try await node.metrics().text.split(separator: "\n").first { $0.hasPrefix("estuary_srt_ts_feeds ") }
+                scenario.check(feeds.flatMap { Double($0.split(separator: " ").last ?? "") } == 1, "three players of one stream should share one TS feed: \(feeds ?? "no estuary_srt_ts_feeds")")
+                stalled.send(signal: SIGSTOP)
+                let watchTransmit = Task { try await longestWait(for: .seconds(30), every: .milliseconds(100), from: 0) { size(transmit.stdoutURL) } }
+                // srt-live-transmit writes what each SRT message brings: its output's growth is
+                // the wire's. (ffmpeg's file grows in bursts of its own interleaving and
+                // buffering; its recording's timeline is checked below instead.)
+                let transmitGap = try await watchTransmit.value
+                scenario.note("srt-live-transmit: the longest wait for bytes was \(transmitGap)")
+                scenario.check(transmitGap < .milliseconds(500), "srt-live-transmit's output did not grow for \(transmitGap)")
+                scenario.check(transmit.isRunning, "srt-live-transmit stopped: \(transmit.stderrText.suffix(400))")
+                // The stalled player was dropped; it held back no one (the watch above).
+                let remaining = await srtPlayersNow()
+                scenario.check(stalledID != nil && !remaining.contains { $0["id"] as? String == stalledID }, "the stalled SRT player (\(stalledID ?? "?")) is still a session after 30 s: \(remaining)")
+                scenario.check(node.log.contains("timed out") || node.log.contains("reason=left"), "the stalled player's end is not logged")
+                stalled.send(signal: SIGKILL)
+                let ended = await ffmpeg.finish(timeout: .seconds(15))
+                scenario.check(ended.succeeded, "ffmpeg over SRT: \(ended)")
+
+                // What ffmpeg recorded: H.264 and AAC, 30 s of frames, DTS forward, A/V together.
+                if let report = try await scenario.probe(recording.path, name: "probe-srt-recording") {
+                    scenario.checkLivePlayback(report, "ffmpeg's SRT recording", minVideoPackets: 850, width: 640)
+                    scenario.check(report.dtsRegressions(of: report.audio).isEmpty, "audio DTS regressions: \(report.dtsRegressions(of: report.audio).prefix(3))")
+                    // A continuous timeline: no video DTS step over 500 ms (90 kHz).
+                    let dts = report.packets(of: report.video).compactMap(\.dts)
+                    let steps = zip(dts, dts.dropFirst()).map { ($1 - $0) / 90 }
+                    scenario.check((steps.max() ?? 0) < 500, "the SRT recording's video skips \(steps.max() ?? 0) ms")
+                    let audio = report.packets(of: report.audio)
+                    scenario.check(audio.count >= 1200, "\(audio.count) audio packets in 30 s, expected 1200+")
+                    if let video = report.packets(of: report.video).last?.dts, let last = audio.last?.dts {
+                        // 90 kHz in TS.
+                        let offset = abs(video - last) / 90
+                        scenario.note("A/V offset at the end of the SRT recording: \(offset) ms")
+                        scenario.check(offset < 300, "audio and video apart by \(offset) ms")
+                    }
+                }
+                transmit.send(signal: SIGINT)
+                _ = await transmit.waitForExit(timeout: .seconds(5))
+                let (decode, decoded) = try await scenario.decodeCheck(transmit.stdoutURL, name: "decode-srt-live-transmit")
+                let frames = decoded?.video?.readFrames ?? 0
+                scenario.note("srt-live-transmit: \(size(transmit.stdoutURL)) bytes, \(frames) video frames decoded")
+                scenario.check(decode.succeeded && frames >= 850, "srt-live-transmit's output decodes to \(frames) video frames (expected 850+): \(decode)")
+            }
+        }
+
         @Test("SRS's stream id with a stream key: the key is checked by the same admission as RTMP's; a stream id that does not parse is rejected with SRT code 1400, seen by the caller")
         func streamIDsAndKeys() async throws {
             try await Scenario.run("srt-refusals") { scenario in
@@ -113,10 +191,10 @@ extension IntegrationTests {
                     let code = await SRTCaller.rejection(port: srtPort, streamID: bad)
                     scenario.check(code == SRT_REJX_BAD_REQUEST, "stream id '\(bad)': rejection \(code), expected \(SRT_REJX_BAD_REQUEST)")
                 }
-                // A player: SRT playback is not served yet, and the caller is told so (1405).
+                // A player of a stream that is not live: rejected in the handshake, code 1404.
                 for play in ["read:live/keyed", "#!::r=live/keyed,m=request", "live/keyed"] {
                     let code = await SRTCaller.rejection(port: srtPort, streamID: play)
-                    scenario.check(code == SRT_REJX_BAD_MODE, "stream id '\(play)': rejection \(code), expected \(SRT_REJX_BAD_MODE)")
+                    scenario.check(code == SRT_REJX_NOTFOUND, "stream id '\(play)': rejection \(code), expected \(SRT_REJX_NOTFOUND)")
                 }
                 let refused = try await scenario.run(
                     "ffmpeg", ["-nostdin", "-hide_banner", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10", "-t", "2", "-c:v", "libx264",

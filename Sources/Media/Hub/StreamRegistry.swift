@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The streams this process knows, by rendition: a stream's source is published here or
 /// mirrored from elsewhere, its rungs come from a transcoder.
 ///
@@ -12,7 +14,13 @@ public actor StreamRegistry {
     /// How long a stream without a publisher keeps its viewers before it ends.
     public nonisolated var publisherGrace: Duration { settings.value.grace }
     private nonisolated let settings: Reloadable<(hub: HubConfiguration, grace: Duration)>
-    private var hubs: [RenditionPath: StreamHub] = [:]
+    private var hubs: [RenditionPath: StreamHub] = [:] {
+        didSet { snapshot.withLock { $0 = hubs } }
+    }
+    /// `hubs` as of its last change, for a caller that cannot await (libsrt's listen
+    /// callback, which must answer at once). It shares the table's storage: the copy is
+    /// paid by the next change, once per publish or end, never per frame.
+    private nonisolated let snapshot = Mutex<[RenditionPath: StreamHub]>([:])
     /// Bumped whenever a publisher leaves, so a grace timer knows whether it is stale.
     private var departures: [RenditionPath: UInt64] = [:]
     private var nextPublisherID: StreamHub.PublisherID = 1
@@ -78,6 +86,14 @@ public actor StreamRegistry {
     /// The live source hub of `path`, if any.
     public func hub(for path: StreamPath) -> StreamHub? {
         hub(for: RenditionPath.source(path))
+    }
+
+    /// Whether a live hub serves `path` here now (rungs by their old-style names too),
+    /// without waiting: a stream only a remote source could open is not known.
+    public nonisolated func knowsLocally(_ requested: RequestedRendition) -> Bool {
+        snapshot.withLock { hubs in
+            requested.candidates.contains { hubs[$0].map { !$0.isEnded } ?? false }
+        }
     }
 
     /// The live hub for `path`, if any.

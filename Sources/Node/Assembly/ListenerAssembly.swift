@@ -84,12 +84,15 @@ struct ListenerAssembly {
         }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: rtmp)] + (rtmps.map { [.init(service: $0)] } ?? [])
             + (relay.map { [ServiceGroupConfiguration.ServiceConfiguration(service: HLSSessionSweeper(sessions: $0.hlsSessions))] } ?? [])
-        // SRT publishers, where the node takes publishers: libsrt's threads, the same admission.
+        // SRT publishers and players, where the node takes publishers: libsrt's threads, the
+        // same admission.
         if ingest != nil, let port = configuration.srtPort {
             var srt = SRTListener.Configuration(host: configuration.bindHost, port: port)
             srt.latencyMilliseconds = configuration.srtLatencyMilliseconds
             srt.passphrase = configuration.srtPassphrase
-            services.append(.init(service: SRTListenerService(listener: SRTListener(configuration: srt, admission: timed, logger: context.logger))))
+            let registry = context.registry
+            let listener = SRTListener(configuration: srt, admission: timed, isLive: { registry.knowsLocally($0) }, logger: context.logger)
+            services.append(.init(service: SRTListenerService(listener: listener)))
         }
         // Static pulls publish through the node's admission, like any publisher; made with
         // or without pulls configured (a reload may add some), where the node takes publishers.
