@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-reload bench-hooks bench-hls bench-transcode bench-transcode-churn bench-cluster bench-cluster-soak bench-edge bench-latency bench-syscalls bench-profile clean
+.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-reload bench-hooks bench-srt bench-hls bench-transcode bench-transcode-churn bench-cluster bench-cluster-soak bench-edge bench-latency bench-syscalls bench-profile clean
 
 ## Everything `make test` needs: Debian packages (test tools, chromium) and the Python
 ## virtualenv .venv/ with Playwright and cryptography (scripts/install-deps.sh --test).
@@ -53,6 +53,10 @@ bench-reload:
 bench-hooks:
 	@scripts/install-deps.sh --bench
 	scripts/bench-hooks.sh
+
+bench-srt:
+	@scripts/install-deps.sh --bench
+	scripts/bench-srt.sh
 
 ## HLS / LL-HLS availability latency and CPU per 100 HLS viewers; figures for docs/benchmarks.md.
 bench-hls: deps

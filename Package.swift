@@ -255,7 +255,7 @@ let package = Package(
         .executableTarget(
             name: "FanoutBench",
             dependencies: [
-                "AMF0", "Media", "RTMP",
+                "AMF0", "CSRT", "Media", "RTMP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

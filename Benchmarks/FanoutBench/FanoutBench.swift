@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Media
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -33,6 +34,15 @@ struct FanoutBench: AsyncParsableCommand {
     @Option(name: .customLong("flv-viewers"), help: "HTTP-FLV viewers to attach.")
     var flvViewers = 0
 
+    @Option(name: .customLong("srt-url"), help: "srt://host:port of an SRT listener to play from (with --srt-stream-id).")
+    var srtURL: String?
+
+    @Option(name: .customLong("srt-stream-id"), help: "The SRT stream id that names the stream to play (read:app/name).")
+    var srtStreamID = ""
+
+    @Option(name: .customLong("srt-viewers"), help: "SRT viewers to attach (alone: not with RTMP or HTTP-FLV viewers).")
+    var srtViewers = 0
+
     @Option(help: "Length of the measurement window in seconds.")
     var duration = 20.0
 
@@ -61,8 +71,11 @@ struct FanoutBench: AsyncParsableCommand {
     var json = false
 
     mutating func validate() throws {
-        guard self.rtmpViewers >= 0, self.flvViewers >= 0, self.rtmpViewers + self.flvViewers > 0 else {
+        guard self.rtmpViewers >= 0, self.flvViewers >= 0, self.srtViewers >= 0, self.rtmpViewers + self.flvViewers + self.srtViewers > 0 else {
             throw ValidationError("need at least one viewer")
+        }
+        guard self.srtViewers == 0 || (self.rtmpViewers + self.flvViewers == 0 && self.srtURL != nil) else {
+            throw ValidationError("--srt-viewers needs --srt-url, and runs alone")
         }
         guard self.rtmpViewers == 0 || self.rtmpURL != nil else { throw ValidationError("--rtmp-viewers needs --rtmp-url") }
         guard self.flvViewers == 0 || self.flvURL != nil else { throw ValidationError("--flv-viewers needs --flv-url") }
@@ -73,6 +86,10 @@ struct FanoutBench: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if self.srtViewers > 0, let srtURL {
+            try await self.runSRT(srtURL)
+            return
+        }
         var plan: [ViewerTarget] = []
         if let rtmpURL, self.rtmpViewers > 0 {
             let url = try RTMPURL(parsing: rtmpURL)
@@ -427,4 +444,77 @@ enum ViewerTarget: Sendable {
 struct LoopSlot: Sendable {
     let loop: any EventLoop
     let registry: NIOLoopBound<ViewerRegistry>
+}
+
+extension FanoutBench {
+    /// SRT viewers alone: the same window, server CPU and delivered bytes as the other
+    /// kinds, so that CPU-s/Gbit compares across runs.
+    func runSRT(_ url: String) async throws {
+        guard let parsed = URLComponents(string: url), parsed.scheme == "srt", let host = parsed.host, let port = parsed.port else {
+            throw ValidationError("--srt-url must be srt://host:port")
+        }
+        var server = ServerProcesses(roots: self.serverPIDs)
+        server.discover()
+        let baselineRSS = server.residentKiB()
+        let viewers = SRTViewers(count: self.srtViewers)
+        let ramp = Duration.nanoseconds(Int64(self.rampMilliseconds * 1_000_000))
+        let streamID = self.srtStreamID
+        let count = self.srtViewers
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let thread = Thread {
+                viewers.start(host: host, port: port, streamID: streamID, latencyMilliseconds: 120, ramp: ramp)
+                done.resume()
+            }
+            thread.start()
+        }
+        // Until every viewer is connected and has bytes, or the first-frame timeout.
+        let deadline = ContinuousClock.now + .milliseconds(Int64(self.firstFrameTimeout * 1000))
+        while ContinuousClock.now < deadline {
+            let totals = viewers.totals()
+            if totals.connected + totals.failed >= count, totals.bytes > 0 { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await Task.sleep(for: .seconds(2))
+        server.discover()
+        viewers.beginWindow()
+        let start = viewers.totals()
+        let startCPU = server.cpuTicks()
+        let startGenerator = GeneratorCPU.seconds()
+        let began = ContinuousClock.now
+        var rss: [Int] = []
+        for _ in 0..<Int(self.duration.rounded(.up)) {
+            try await Task.sleep(for: .seconds(1))
+            rss.append(server.residentKiB())
+        }
+        let end = viewers.totals()
+        let endCPU = server.cpuTicks()
+        let window = ContinuousClock.now - began
+        let generator = GeneratorCPU.seconds() - startGenerator
+        viewers.finish()
+        let seconds = Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
+        let cpu = ServerProcesses.cpuSeconds(from: startCPU, to: endCPU)
+        let bits = Double(end.bytes - start.bytes) * 8
+        let peak = rss.max() ?? baselineRSS
+        let report: [String: Double] = [
+            "srtViewers": Double(count), "connected": Double(end.connected), "failed": Double(end.failed), "ended": Double(end.ended),
+            "stalled": Double(end.stalled), "longestWaitMilliseconds": Double(end.longestWait.milliseconds),
+            "windowSeconds": seconds, "deliveredMbitPerSecond": bits / seconds / 1e6,
+            "serverCPUPercent": cpu / seconds * 100, "serverCPUSecondsPerGbit": bits > 0 ? cpu / (bits / 1e9) : 0,
+            "generatorCPUPercent": generator / seconds * 100,
+            "rssPerViewerKiB": Double(max(0, peak - baselineRSS)) / Double(max(1, count)),
+        ]
+        let name = self.label.isEmpty ? "server" : self.label
+        let summary = String(
+            format: "%@ srt=%d: %.1f Mbit/s, server CPU %.0f%% = %.3f CPU-s/Gbit, RSS +%.1f KiB/viewer, stalls %d, failed %d, ended %d, longest wait %d ms",
+            name, count, report["deliveredMbitPerSecond"] ?? 0, report["serverCPUPercent"] ?? 0, report["serverCPUSecondsPerGbit"] ?? 0,
+            report["rssPerViewerKiB"] ?? 0, end.stalled, end.failed, end.ended, Int(end.longestWait.milliseconds)
+        )
+        if self.json {
+            let data = try JSONSerialization.data(withJSONObject: report, options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+            Self.log(summary)
+        } else {
+            print(summary)
+        }
+    }
 }

@@ -73,9 +73,11 @@ final class SRTPlayer: Sendable {
         // ends the player: a viewer never holds the stream back, and libsrt's live mode
         // already drops what is too late to play.
         _ = csrt_set_int(socket, SRTO_SNDTIMEO, Int32(listener.configuration.writeTimeout.milliseconds))
+        let statistics = SRTStatistics(direction: .sending, traffic: traffic, stream: nil)
         var next: Int?
         while true {
             if let ended = endedBy.withLock({ $0 }) { return ended }
+            statistics.sampleIfDue(socket)
             switch feed.ring.read(from: next, until: Date().addingTimeInterval(1)) {
             case .ended:
                 return .streamEnded

@@ -84,14 +84,10 @@ final class SRTPublisher: Sendable {
         }
         let hub = session.hub
         logger.info("SRT publisher \(remoteAddress) is live on \(session.path)")
-        let statistics = SRTStatistics(stream: "\(session.path)")
+        let statistics = SRTStatistics(direction: .receiving, traffic: traffic, stream: "\(session.path)")
         defer { statistics.finish() }
-        var sampled = ContinuousClock.now
         while true {
-            if ContinuousClock.now - sampled >= .seconds(1) {
-                sampled = .now
-                statistics.sample(socket)
-            }
+            statistics.sampleIfDue(socket)
             let frames: [MediaFrame]?
             do {
                 frames = try demuxer.nextFrames()

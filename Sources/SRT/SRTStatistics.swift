@@ -1,8 +1,11 @@
 import CSRT
+import Media
 import Metrics
+import Session
 
-/// An SRT publisher's link, sampled every second from libsrt (`srt_bstats`) into per-stream
-/// metrics, removed when the session ends:
+/// An SRT caller's link, sampled every second from libsrt (`srt_bstats`) onto its session's
+/// entry (`SessionTraffic.link`, the admin API's `link`) and, for a publisher, into
+/// per-stream metrics removed when the session ends:
 ///
 /// - `estuary_srt_rtt_seconds{stream}`: the smoothed round-trip time;
 /// - `estuary_srt_receive_bits_per_second{stream}`: the receiving rate;
@@ -10,43 +13,92 @@ import Metrics
 ///   `estuary_srt_packets_dropped_total{stream}`: packets the receiver found missing, received
 ///   again, and gave up on (too late for the latency): counters, advanced by what libsrt's
 ///   totals grew since the last sample.
+///
+/// A player's link is on its session's entry only: a stream has many players, and a series
+/// per player would be unbounded.
 final class SRTStatistics {
-    private let rtt: Gauge
-    private let rate: Gauge
-    private let lost: Counter
-    private let retransmitted: Counter
-    private let dropped: Counter
-    /// libsrt's totals at the last sample: lost, retransmitted, dropped.
-    private var counted: (lost: Int64, retransmitted: Int64, dropped: Int64) = (0, 0, 0)
+    enum Direction {
+        /// A publisher: what the node received.
+        case receiving
+        /// A player: what the node sent.
+        case sending
+    }
 
-    init(stream: String) {
-        let dimensions = [("stream", stream)]
-        rtt = Gauge(label: "estuary_srt_rtt_seconds", dimensions: dimensions)
-        rate = Gauge(label: "estuary_srt_receive_bits_per_second", dimensions: dimensions)
-        lost = Counter(label: "estuary_srt_packets_lost_total", dimensions: dimensions)
-        retransmitted = Counter(label: "estuary_srt_packets_retransmitted_total", dimensions: dimensions)
-        dropped = Counter(label: "estuary_srt_packets_dropped_total", dimensions: dimensions)
+    private struct StreamMetrics {
+        let rtt: Gauge
+        let rate: Gauge
+        let lost: Counter
+        let retransmitted: Counter
+        let dropped: Counter
+    }
+
+    private let direction: Direction
+    private let traffic: SessionTraffic
+    private let metrics: StreamMetrics?
+    /// libsrt's totals at the last sample.
+    private var counted = LinkStatistics(rttSeconds: 0, bitsPerSecond: 0, packetsLost: 0, packetsRetransmitted: 0, packetsDropped: 0)
+    private var sampledAt = ContinuousClock.now
+
+    /// `stream`: the per-stream metrics' label (publishers); nil for none.
+    init(direction: Direction, traffic: SessionTraffic, stream: String?) {
+        self.direction = direction
+        self.traffic = traffic
+        metrics = stream.map { stream in
+            let dimensions = [("stream", stream)]
+            return StreamMetrics(
+                rtt: Gauge(label: "estuary_srt_rtt_seconds", dimensions: dimensions),
+                rate: Gauge(label: "estuary_srt_receive_bits_per_second", dimensions: dimensions),
+                lost: Counter(label: "estuary_srt_packets_lost_total", dimensions: dimensions),
+                retransmitted: Counter(label: "estuary_srt_packets_retransmitted_total", dimensions: dimensions),
+                dropped: Counter(label: "estuary_srt_packets_dropped_total", dimensions: dimensions)
+            )
+        }
+    }
+
+    /// Samples the link if a second has passed since the last sample.
+    func sampleIfDue(_ socket: SRTSOCKET) {
+        guard ContinuousClock.now - sampledAt >= .seconds(1) else { return }
+        sampledAt = .now
+        sample(socket)
     }
 
     func sample(_ socket: SRTSOCKET) {
         var performance = SRT_TRACEBSTATS()
         // `clear` 0: the interval counters are never reset, so they count from the session's start.
         guard srt_bstats(socket, &performance, 0) == 0 else { return }
-        rtt.record(performance.msRTT / 1000)
-        rate.record(performance.mbpsRecvRate * 1_000_000)
-        let totals = (lost: Int64(performance.pktRcvLossTotal), retransmitted: Int64(performance.pktRcvRetrans), dropped: Int64(performance.pktRcvDropTotal))
-        lost.increment(by: max(0, totals.lost - counted.lost))
-        retransmitted.increment(by: max(0, totals.retransmitted - counted.retransmitted))
-        dropped.increment(by: max(0, totals.dropped - counted.dropped))
-        counted = totals
+        let link: LinkStatistics
+        switch direction {
+        case .receiving:
+            link = LinkStatistics(
+                rttSeconds: performance.msRTT / 1000, bitsPerSecond: performance.mbpsRecvRate * 1_000_000,
+                packetsLost: Int(performance.pktRcvLossTotal), packetsRetransmitted: Int(performance.pktRcvRetrans),
+                packetsDropped: Int(performance.pktRcvDropTotal)
+            )
+        case .sending:
+            link = LinkStatistics(
+                rttSeconds: performance.msRTT / 1000, bitsPerSecond: performance.mbpsSendRate * 1_000_000,
+                packetsLost: Int(performance.pktSndLossTotal), packetsRetransmitted: Int(performance.pktRetransTotal),
+                packetsDropped: Int(performance.pktSndDropTotal)
+            )
+        }
+        traffic.update(link: link)
+        if let metrics {
+            metrics.rtt.record(link.rttSeconds)
+            metrics.rate.record(link.bitsPerSecond)
+            metrics.lost.increment(by: max(0, link.packetsLost - counted.packetsLost))
+            metrics.retransmitted.increment(by: max(0, link.packetsRetransmitted - counted.packetsRetransmitted))
+            metrics.dropped.increment(by: max(0, link.packetsDropped - counted.packetsDropped))
+        }
+        counted = link
     }
 
     func finish() {
-        rtt.destroy()
-        rate.destroy()
-        lost.destroy()
-        retransmitted.destroy()
-        dropped.destroy()
+        guard let metrics else { return }
+        metrics.rtt.destroy()
+        metrics.rate.destroy()
+        metrics.lost.destroy()
+        metrics.retransmitted.destroy()
+        metrics.dropped.destroy()
     }
 }
 

@@ -1,3 +1,4 @@
+import Media
 import Synchronization
 
 /// A session's bytes, counted by its protocol as it reads and writes: once per socket read
@@ -6,8 +7,18 @@ import Synchronization
 public final class SessionTraffic: Sendable {
     private let bytesIn = Atomic<Int>(0)
     private let bytesOut = Atomic<Int>(0)
+    private let linkState = Mutex<LinkStatistics?>(nil)
 
     public init() {}
+
+    /// The link as last sampled (SRT: every second), for the session's entry.
+    public var link: LinkStatistics? {
+        get { linkState.withLock { $0 } }
+    }
+
+    public func update(link: LinkStatistics) {
+        linkState.withLock { $0 = link }
+    }
 
     public func received(_ bytes: Int) {
         bytesIn.add(bytes, ordering: .relaxed)

@@ -125,6 +125,11 @@ extension IntegrationTests {
                 let three = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) { await srtPlayersNow().count == 3 && size(stalled.stdoutURL) > 0 }
                 let listed = await srtPlayersNow()
                 scenario.check(three, "the three SRT players are not listed as srt play sessions: \(listed)")
+                let sending = await eventually(timeout: .seconds(5), interval: .milliseconds(250)) {
+                    await srtPlayersNow().allSatisfy { (($0["link"] as? [String: Any])?["bitsPerSecond"] as? Double ?? 0) > 0 }
+                }
+                let entries = await srtPlayersNow()
+                scenario.check(sending, "the SRT players' session entries lack their link statistics: \(entries)")
                 let stalledID = listed.compactMap { $0["id"] as? String }.first { !firstTwo.contains($0) }
                 let feeds = try await node.metrics().text.split(separator: "\n").first { $0.hasPrefix("estuary_srt_ts_feeds ") }
                 scenario.check(feeds.flatMap { Double($0.split(separator: " ").last ?? "") } == 1, "three players of one stream should share one TS feed: \(feeds ?? "no estuary_srt_ts_feeds")")
@@ -266,7 +271,7 @@ extension IntegrationTests {
                 let (srtPort, proxyPort) = (ports[0], ports[1])
                 let file = scenario.file("estuary.yaml")
                 try Data("srtLatencyMilliseconds: 200\n".utf8).write(to: file)
-                let node = try await scenario.startNode(label: "node", arguments: ["--srt-port", String(srtPort), "--config", file.path])
+                let node = try await scenario.startNode(label: "node", arguments: ["--srt-port", String(srtPort), "--config", file.path, "--admin-token", SessionsTests.token])
                 guard let root = TestEnvironment.repositoryRoot else { throw IntegrationFailure("the repository is not found") }
                 let proxy = try scenario.launch(
                     executable: try TestEnvironment.python3(),
@@ -297,6 +302,13 @@ extension IntegrationTests {
                 let lost = value("estuary_srt_packets_lost_total"), retransmitted = value("estuary_srt_packets_retransmitted_total")
                 scenario.note("SRT link: \(lost) packets lost, \(retransmitted) retransmitted, RTT \(value("estuary_srt_rtt_seconds")) s")
                 scenario.check(lost > 0 && retransmitted > 0, "no loss or no retransmission seen: lost \(lost), retransmitted \(retransmitted)")
+                // The same on the publisher's session entry in the admin API.
+                let publishers = (try? await SessionsTests.sessions(node, "?kind=publish")) ?? []
+                let link = publishers.first { $0["path"] as? String == "live/lossy" }?["link"] as? [String: Any]
+                let rtt = link?["rttSeconds"] as? Double ?? 0, entryLost = link?["packetsLost"] as? Int ?? 0
+                scenario.note("the publisher's session entry: link \(link.map { "\($0)" } ?? "none")")
+                scenario.check(rtt > 0.03 && entryLost > 0 && (link?["packetsRetransmitted"] as? Int ?? 0) > 0 && (link?["bitsPerSecond"] as? Double ?? 0) > 0,
+                               "the SRT publisher's session entry lacks its link statistics: \(publishers)")
                 _ = await proxy.stop()
                 scenario.note("proxy: \(proxy.stdoutText.split(separator: "\n").last ?? "")")
                 await viewer.close()

@@ -1,4 +1,5 @@
 import Foundation
+import Media
 
 /// A live session (a publisher or a viewer, over any protocol) as a node reports it: what
 /// `GET /api/v1/sessions` shows, on the node itself and, with `node` set, on the
@@ -20,6 +21,8 @@ public struct SessionReport: Codable, Sendable, Equatable {
     public var bytesOut: Int
     /// The node that holds it (set by the coordinator's aggregation).
     public var node: String?
+    /// The transport's own measure of the link, where it has one (SRT).
+    public var link: LinkStatistics?
 
     /// Whether `id` has a session id's form (`p-`/`v-` and 16 lower-case hex digits).
     public static func isValidID(_ id: String) -> Bool {
@@ -29,7 +32,7 @@ public struct SessionReport: Codable, Sendable, Equatable {
 
     public init(
         id: String, kind: String, path: String, protocol: String, remoteAddress: String, query: String,
-        startedAt: Date, durationSeconds: Double, bytesIn: Int, bytesOut: Int, node: String? = nil
+        startedAt: Date, durationSeconds: Double, bytesIn: Int, bytesOut: Int, node: String? = nil, link: LinkStatistics? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -42,5 +45,6 @@ public struct SessionReport: Codable, Sendable, Equatable {
         self.bytesIn = bytesIn
         self.bytesOut = bytesOut
         self.node = node
+        self.link = link
     }
 }

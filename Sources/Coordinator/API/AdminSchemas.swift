@@ -1,6 +1,7 @@
 import AdminAPI
 import Cluster
 import Foundation
+import Media
 
 // The coordinator's read model as the admin API's wire types (generated from
 // docs/openapi.yaml). A field the document lacks cannot be sent, and one it requires
@@ -79,7 +80,11 @@ extension Components.Schemas.Session {
             id: report.id, kind: kind, path: report.path, _protocol: proto,
             remoteAddress: report.remoteAddress, query: report.query,
             startedAt: report.startedAt, durationSeconds: report.durationSeconds,
-            bytesIn: report.bytesIn, bytesOut: report.bytesOut, node: report.node
+            bytesIn: report.bytesIn, bytesOut: report.bytesOut, node: report.node,
+            link: report.link.map {
+                .init(rttSeconds: $0.rttSeconds, bitsPerSecond: $0.bitsPerSecond, packetsLost: $0.packetsLost,
+                      packetsRetransmitted: $0.packetsRetransmitted, packetsDropped: $0.packetsDropped)
+            }
         )
     }
 }

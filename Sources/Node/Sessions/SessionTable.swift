@@ -175,6 +175,7 @@ final class SessionTable: SessionObserver, Sendable {
         if let traffic = entry.traffic {
             info.bytesIn = traffic.received
             info.bytesOut = traffic.sent
+            info.link = traffic.link
         } else if let hub = entry.hub {
             info.bytesIn = max(0, hub.statistics.bytesIn - entry.hubBytesAtStart)
         }
