@@ -8,7 +8,7 @@
 #   --test   the default: everything `make test` needs (`make build`, `make fuzz` too): --run,
 #            plus ffmpeg, rtmpdump, librtmp-dev, nats-server, srt-tools, curl, openssl, chromium,
 #            gcc + libc6-dev, python3-venv, and the virtualenv .venv/ with Playwright for Python
-#            and `cryptography` and schemathesis, pip-installed into it with .venv/bin/pip.
+#            and `cryptography`, schemathesis and PyAV, pip-installed into it with .venv/bin/pip.
 #   --bench  --test plus nginx and nginx-rtmp, the fan-out benchmark's reference, strace and perf.
 #
 # Python packages never go into the system python (Debian 12 refuses: externally-managed-
@@ -85,4 +85,10 @@ fi
 if ! "$venv/bin/python3" -c "import schemathesis" 2>/dev/null; then
   echo "installing into $venv: schemathesis"
   "$venv/bin/pip" install --quiet "schemathesis>=4,<5"
+fi
+# The Enhanced RTMP publisher and viewer of the tests (Tests/Peers/pyav_*.py): PyAV's wheel
+# bundles FFmpeg 7 or newer, whose FLV muxer and demuxer speak enhanced FLV.
+if ! "$venv/bin/python3" -c "import av, sys; sys.exit(0 if av.library_versions['libavformat'][0] >= 61 else 1)" 2>/dev/null; then
+  echo "installing into $venv: av (PyAV)"
+  "$venv/bin/pip" install --quiet "av>=14"
 fi

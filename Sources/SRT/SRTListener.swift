@@ -203,6 +203,28 @@ public final class SRTListener: Sendable {
         }
     }
 
+    /// The admission's decision for a caller, awaited from the caller's thread for at most
+    /// the admission timeout: what it accepted, or nil (refused, or no answer in time;
+    /// logged with the reason and counted in `refused`).
+    func admit<Accepted: Sendable>(
+        _ what: String, from remote: String, refused: Counter,
+        _ decide: @escaping @Sendable () async -> Result<Accepted, SessionRefusal>
+    ) -> Accepted? {
+        guard let answer = waitFromThread(for: configuration.admissionTimeout, decide) else {
+            refused.increment()
+            logger.warning("SRT \(what) from \(remote): the admission did not answer in time")
+            return nil
+        }
+        switch answer {
+        case .success(let accepted):
+            return accepted
+        case .failure(let refusal):
+            refused.increment()
+            logger.notice("SRT \(what) from \(remote) refused: \(refusal.description)")
+            return nil
+        }
+    }
+
     /// The caller's stream id, parsed; nil if it has none that parses.
     static func streamID(of socket: SRTSOCKET) -> SRTStreamID? {
         var buffer = [CChar](repeating: 0, count: SRTStreamID.maxLength + 1)

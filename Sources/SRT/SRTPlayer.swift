@@ -43,19 +43,12 @@ final class SRTPlayer: Sendable {
             }
         )
         let admission = listener.admission
-        guard let answer = waitFromThread(for: listener.configuration.admissionTimeout, { await admission.play(request) }) else {
-            Self.refused.increment()
-            logger.warning("SRT play of \(streamID.path) from \(remoteAddress): the admission did not answer in time")
-            return
-        }
-        let session: PlaySession
-        switch answer {
-        case .accepted(let accepted): session = accepted
-        case .refused(let refusal):
-            Self.refused.increment()
-            logger.notice("SRT play of \(streamID.path) from \(remoteAddress) refused: \(refusal.description)")
-            return
-        }
+        guard let session = listener.admit("play of \(streamID.path)", from: remoteAddress, refused: Self.refused, {
+            switch await admission.play(request) {
+            case .accepted(let session): .success(session)
+            case .refused(let refusal): .failure(refusal)
+            }
+        }) else { return }
         guard let feed = listener.feeds.acquire(session.hub) else {
             session.end(.streamEnded)
             return

@@ -44,28 +44,15 @@ final class SRTPublisher: Sendable {
                 srt_close(socket)
             }
         )
-        guard let answer = admit(request) else {
-            Self.refused.increment()
-            logger.warning("SRT publish of \(streamID.path) from \(remoteAddress): the admission did not answer in time")
-            return
-        }
-        let session: PublishSession
-        switch answer {
-        case .accepted(let accepted): session = accepted
-        case .refused(let refusal):
-            Self.refused.increment()
-            logger.notice("SRT publish of \(streamID.path) from \(remoteAddress) refused: \(refusal.description)")
-            return
-        }
+        let admission = listener.admission
+        guard let session = listener.admit("publish of \(streamID.path)", from: remoteAddress, refused: Self.refused, {
+            switch await admission.publish(request) {
+            case .accepted(let session): .success(session)
+            case .refused(let refusal): .failure(refusal)
+            }
+        }) else { return }
         let reason = publish(into: session, traffic: traffic)
         session.end(endedBy.withLock { $0 } ?? reason)
-    }
-
-    /// The admission's answer, awaited from this thread (a libsrt caller's, not the task
-    /// pool's), at most the admission timeout.
-    private func admit(_ request: PublishRequest) -> PublishAnswer? {
-        let admission = listener.admission
-        return waitFromThread(for: listener.configuration.admissionTimeout) { await admission.publish(request) }
     }
 
     /// Demuxes the caller's TS into the hub until the end; why it ended.

@@ -36,6 +36,12 @@ enum MediaKind: String, Sendable, CaseIterable {
     case noisyGOPAudioVideo
     /// 640x360 30 fps H.264 with 2 s GOPs + MP3 44.1 kHz stereo (an older encoder), 8 s.
     case gopVideoMP3
+    /// 640x360 30 fps HEVC Main (libx265) with 2 s GOPs + AAC-LC 48 kHz stereo, 12 s, in MP4:
+    /// Debian's ffmpeg 5.1 cannot write HEVC into FLV, so an Enhanced RTMP publisher remuxes it.
+    case hevcAudioVideo
+
+    /// The clip's container: FLV, but MP4 for what legacy FLV cannot carry.
+    var container: String { self == .hevcAudioVideo ? "mp4" : "flv" }
 
     /// H.264 Main with a keyframe every 60 frames (2 s at 30 fps) and no scene-cut keyframes.
     private static let twoSecondGOPs = ["-c:v", "libx264", "-profile:v", "main", "-preset", "veryfast", "-g", "60", "-keyint_min", "60", "-sc_threshold", "0", "-pix_fmt", "yuv420p"]
@@ -66,6 +72,10 @@ enum MediaKind: String, Sendable, CaseIterable {
             return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30,noise=alls=12:allf=t"] + sine + Self.twoSecondGOPs + ["-b:v", "2M"] + audio + ["-t", "18"]
         case .gopVideoMP3:
             return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30"] + sine + Self.twoSecondGOPs + ["-c:a", "libmp3lame", "-b:a", "128k", "-ac", "2"] + ["-t", "8"]
+        case .hevcAudioVideo:
+            return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+                    "-c:v", "libx265", "-preset", "ultrafast", "-x265-params", "keyint=60:min-keyint=60:scenecut=0:log-level=error",
+                    "-tag:v", "hvc1", "-pix_fmt", "yuv420p"] + audio + ["-t", "12"]
         }
     }
 }
@@ -116,11 +126,11 @@ actor MediaLibrary {
     }
 
     private static func generate(_ kind: MediaKind, in directory: URL) async throws -> MediaFile {
-        let url = directory.appendingPathComponent("\(kind.rawValue).flv")
+        let url = directory.appendingPathComponent("\(kind.rawValue).\(kind.container)")
         let ffmpeg = try TestEnvironment.tool("ffmpeg")
         let make = try await ChildProcess.run(
             ffmpeg,
-            ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"] + kind.arguments + ["-f", "flv", url.path],
+            ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"] + kind.arguments + ["-f", kind.container, url.path],
             name: "make-\(kind.rawValue)",
             directory: directory,
             timeout: .seconds(60)

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""A viewer that reads enhanced FLV: PyAV's bundled FFmpeg (7 or newer) plays URL (HTTP-FLV,
+or RTMP, where it announces the enhanced codecs on connect) for SECONDS, decoding every
+video frame, and prints what it saw as one JSON object.
+
+    pyav_watch.py URL SECONDS
+"""
+import json
+import sys
+import time
+
+import av
+
+
+def main():
+    url, seconds = sys.argv[1], float(sys.argv[2])
+    container = av.open(url, timeout=10)
+    video = container.streams.video[0] if container.streams.video else None
+    audio = container.streams.audio[0] if container.streams.audio else None
+    report = {
+        "video": video.codec_context.name if video else None,
+        "audio": audio.codec_context.name if audio else None,
+        "width": 0, "height": 0, "decoded": 0, "keyframes": 0, "firstIsKeyframe": None,
+        "audioPackets": 0, "dtsRegressions": 0, "decodeErrors": 0, "longestWait": 0.0,
+    }
+    last_dts, last_arrival = None, None
+    begin = time.monotonic()
+    for packet in container.demux():
+        now = time.monotonic()
+        if now - begin > seconds:
+            break
+        if packet.dts is None:
+            continue
+        if packet.stream is audio:
+            report["audioPackets"] += 1
+            continue
+        if packet.stream is not video:
+            continue
+        if last_arrival is not None:
+            report["longestWait"] = max(report["longestWait"], now - last_arrival)
+        last_arrival = now
+        if report["firstIsKeyframe"] is None:
+            report["firstIsKeyframe"] = bool(packet.is_keyframe)
+        report["keyframes"] += 1 if packet.is_keyframe else 0
+        if last_dts is not None and packet.dts < last_dts:
+            report["dtsRegressions"] += 1
+        last_dts = packet.dts
+        try:
+            for frame in packet.decode():
+                report["decoded"] += 1
+                report["width"], report["height"] = frame.width, frame.height
+        except av.error.FFmpegError:
+            report["decodeErrors"] += 1
+    container.close()
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
