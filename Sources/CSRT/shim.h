@@ -29,7 +29,8 @@ static inline int csrt_set_string(SRTSOCKET socket, SRT_SOCKOPT option, const ch
 /// The stream id a caller sent (at most 512 bytes, as SRT bounds it), NUL-terminated in
 /// `buffer` of `size` bytes; its length, or -1.
 static inline int csrt_get_streamid(SRTSOCKET socket, char *buffer, int size) {
-    int length = size - 1;
+    // libsrt wants room for the terminator too (a 512-byte id needs 513).
+    int length = size;
     if (srt_getsockflag(socket, SRTO_STREAMID, buffer, &length) != 0) return -1;
     if (length < 0 || length >= size) return -1;
     buffer[length] = 0;

@@ -208,9 +208,13 @@ public final class SRTListener: Sendable {
     /// logged with the reason and counted in `refused`).
     func admit<Accepted: Sendable>(
         _ what: String, from remote: String, refused: Counter,
+        endLate: @escaping @Sendable (Accepted) -> Void,
         _ decide: @escaping @Sendable () async -> Result<Accepted, SessionRefusal>
     ) -> Accepted? {
-        guard let answer = waitFromThread(for: configuration.admissionTimeout, decide) else {
+        let late: @Sendable (Result<Accepted, SessionRefusal>) -> Void = { answer in
+            if case .success(let accepted) = answer { endLate(accepted) }
+        }
+        guard let answer = waitFromThread(for: configuration.admissionTimeout, late: late, decide) else {
             refused.increment()
             logger.warning("SRT \(what) from \(remote): the admission did not answer in time")
             return nil

@@ -45,7 +45,7 @@ final class SRTPublisher: Sendable {
             }
         )
         let admission = listener.admission
-        guard let session = listener.admit("publish of \(streamID.path)", from: remoteAddress, refused: Self.refused, {
+        guard let session = listener.admit("publish of \(streamID.path)", from: remoteAddress, refused: Self.refused, endLate: { $0.end(.lateDecision) }, {
             switch await admission.publish(request) {
             case .accepted(let session): .success(session)
             case .refused(let refusal): .failure(refusal)

@@ -81,16 +81,16 @@ final class TSChunkRing: @unchecked Sendable {
     func read(from next: Int?, until deadline: Date) -> Read {
         condition.lock()
         defer { condition.unlock() }
+        var start = next
+        if let wanted = start, let oldest = chunks.first?.sequence, wanted < oldest {
+            // Fell behind past what is kept: on to the newest place to join (counted once).
+            Self.skips.increment()
+            start = nil
+        }
         while true {
-            var start = next
-            if let wanted = start, let oldest = chunks.first?.sequence, wanted < oldest {
-                // Fell behind past what is kept: on to the newest place to join.
-                Self.skips.increment()
-                start = nil
-            }
-            if start == nil { start = joinAt }
-            if let start, let oldest = chunks.first?.sequence, start < nextSequence {
-                let from = start - oldest
+            let from = start ?? joinAt
+            if let from, let oldest = chunks.first?.sequence, from >= oldest, from < nextSequence {
+                let from = from - oldest
                 let read = Array(chunks[chunks.index(chunks.startIndex, offsetBy: from)...])
                 return .chunks(read, next: nextSequence)
             }

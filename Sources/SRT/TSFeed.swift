@@ -48,6 +48,9 @@ private final class TSFeedMuxing: @unchecked Sendable {
     private var videoConfiguration: MediaFrame?
     private var audioConfiguration: MediaFrame?
     private var configurationChanged = false
+    /// The configuration as it stands gives no track the muxer takes (said once, until a
+    /// new sequence header).
+    private var unmuxable = false
     private var muxer: MemoryMuxer?
     /// The output being gathered starts where a player can join.
     private var gatheringJoinable = false
@@ -76,9 +79,11 @@ private final class TSFeedMuxing: @unchecked Sendable {
             switch frame.kind {
             case .video where videoConfiguration?.payload != frame.payload:
                 configurationChanged = configurationChanged || muxer != nil
+                unmuxable = false
                 videoConfiguration = frame
             case .audio where audioConfiguration?.payload != frame.payload:
                 configurationChanged = configurationChanged || muxer != nil
+                unmuxable = false
                 audioConfiguration = frame
             default:
                 break
@@ -95,16 +100,20 @@ private final class TSFeedMuxing: @unchecked Sendable {
         }
         if muxer == nil || (configurationChanged && joinPoint) {
             // Nothing plays before a join point.
-            guard joinPoint else { return }
+            guard joinPoint, !unmuxable else { return }
             if let muxer, let rest = try? muxer.finish() { ring.append(rest, joinable: gatheringJoinable) }
             muxer = nil
             configurationChanged = false
+            // Each track on its own: one the TS muxer cannot carry (MP3 without a sequence
+            // header, Opus) is left out, and the other still plays.
+            let video = videoConfiguration.flatMap { try? VideoTrack(sequenceHeader: $0) }
+            let audio = audioConfiguration.flatMap { try? AudioTrack(sequenceHeader: $0) }
             do {
-                let video = try videoConfiguration.map { try VideoTrack(sequenceHeader: $0) }
-                let audio = try audioConfiguration.map { try AudioTrack(sequenceHeader: $0) }
-                // A chunk is a batch's worth: a few frames, far below this backstop.
-                muxer = try MemoryMuxer(container: .mpegTS, video: video, audio: audio, maximumBufferedBytes: 8 * 1024 * 1024)
+                // A chunk is a batch's worth, but a new feed's first batch is the hub's
+                // whole cached GOP: the backstop is above any GOP the ring keeps.
+                muxer = try MemoryMuxer(container: .mpegTS, video: video, audio: audio, maximumBufferedBytes: 32 * 1024 * 1024)
             } catch {
+                unmuxable = true
                 logger.warning("SRT playback cannot mux this stream as MPEG-TS: \(error)")
                 return
             }
@@ -115,6 +124,8 @@ private final class TSFeedMuxing: @unchecked Sendable {
             gatheringJoinable = true
         }
         guard let muxer else { return }
+        // A frame of a track the muxer was made without is not played.
+        if frame.kind == .video ? muxer.videoTrack == nil : muxer.audioTrack == nil { return }
         do {
             try muxer.write(frame)
         } catch {

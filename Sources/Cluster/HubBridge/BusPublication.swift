@@ -45,6 +45,9 @@ public final class BusPublication: Sendable {
         // records first.
         let responder = try bus.subscribe(subject: MediaBusGOP.subject(for: subject)) { message in
             if let handover, !handover.answersGOPRequests(for: rung) { return }
+            // An ended hub's responder lingers until `BusPublications` sweeps it: it must
+            // not answer beside a live hub elsewhere, nor open a mirror of nothing.
+            if hub.isEnded { return }
             try? bus.respond(to: message, payload: MediaBusGOP.encode(hub.startFrames(), maxBytes: bus.maxPayload))
         }
         self.gopResponder = NIOLockedValueBox(responder)

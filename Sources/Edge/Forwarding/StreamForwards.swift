@@ -39,7 +39,8 @@ public actor StreamForwards {
         if live.count < maxForwards { live[path] = WeakHub(hub: hub) }
         guard let targets = targets[path.app], !targets.isEmpty else { return }
         if let running = forwards[path], running.contains(where: { !$0.isStopped }) { return }
-        let count = forwards.values.reduce(0) { $0 + $1.count }
+        // Running ones only: stopped forwards wait in the table for the next sweep.
+        let count = forwards.values.reduce(0) { $0 + $1.filter { !$0.isStopped }.count }
         guard count + targets.count <= maxForwards else {
             logger.warning("not forwarding: \(count) forwards run already", metadata: ["stream": "\(path)"])
             return

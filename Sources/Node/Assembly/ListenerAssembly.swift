@@ -90,6 +90,9 @@ struct ListenerAssembly {
             var srt = SRTListener.Configuration(host: configuration.bindHost, port: port)
             srt.latencyMilliseconds = configuration.srtLatencyMilliseconds
             srt.passphrase = configuration.srtPassphrase
+            // The node's own limit decides first (and ends a late decision's session); the
+            // caller's thread waits a little longer than it.
+            srt.admissionTimeout = configuration.admissionTimeout + .seconds(1)
             let registry = context.registry
             let listener = SRTListener(configuration: srt, admission: timed, isLive: { registry.knowsLocally($0) }, logger: context.logger)
             services.append(.init(service: SRTListenerService(listener: listener)))
