@@ -44,10 +44,7 @@ final class SRTPlayer: Sendable {
         )
         let admission = listener.admission
         guard let session = listener.admit("play of \(streamID.path)", from: remoteAddress, refused: Self.refused, endLate: { $0.end(.lateDecision) }, {
-            switch await admission.play(request) {
-            case .accepted(let session): .success(session)
-            case .refused(let refusal): .failure(refusal)
-            }
+            await admission.play(request).result
         }) else { return }
         guard let feed = listener.feeds.acquire(session.hub) else {
             session.end(.streamEnded)

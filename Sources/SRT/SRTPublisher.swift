@@ -46,10 +46,7 @@ final class SRTPublisher: Sendable {
         )
         let admission = listener.admission
         guard let session = listener.admit("publish of \(streamID.path)", from: remoteAddress, refused: Self.refused, endLate: { $0.end(.lateDecision) }, {
-            switch await admission.publish(request) {
-            case .accepted(let session): .success(session)
-            case .refused(let refusal): .failure(refusal)
-            }
+            await admission.publish(request).result
         }) else { return }
         let reason = publish(into: session, traffic: traffic)
         session.end(endedBy.withLock { $0 } ?? reason)

@@ -84,3 +84,23 @@ extension ImmediateSessionAdmission {
         eventLoop.submit { self.playImmediately(request) }
     }
 }
+
+extension PublishAnswer {
+    /// The answer as a `Result`, for callers that handle publishers and viewers alike.
+    public var result: Result<PublishSession, SessionRefusal> {
+        switch self {
+        case .accepted(let session): .success(session)
+        case .refused(let refusal): .failure(refusal)
+        }
+    }
+}
+
+extension PlayAnswer {
+    /// The answer as a `Result`, for callers that handle publishers and viewers alike.
+    public var result: Result<PlaySession, SessionRefusal> {
+        switch self {
+        case .accepted(let session): .success(session)
+        case .refused(let refusal): .failure(refusal)
+        }
+    }
+}
