@@ -27,8 +27,6 @@ final class SRTViewers: Sendable {
 
     private let viewers: Mutex<[Viewer]>
     private let stop = Atomic<Bool>(false)
-    /// Waits before this count as the window's (the connects and first GOP come before it).
-    private let windowStart = Mutex<ContinuousClock.Instant?>(nil)
 
     init(count: Int) {
         viewers = Mutex(Array(repeating: Viewer(), count: count))
@@ -47,9 +45,9 @@ final class SRTViewers: Sendable {
         }
     }
 
+    /// Waits from now on are the window's (the connects and first GOP came before it).
     func beginWindow() {
         let now = ContinuousClock.now
-        windowStart.withLock { $0 = now }
         viewers.withLock { viewers in
             for index in viewers.indices {
                 viewers[index].longestWait = .zero

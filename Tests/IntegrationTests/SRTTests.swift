@@ -21,6 +21,17 @@ extension IntegrationTests {
             return process
         }
 
+        /// What a viewer that stayed 30 s must have seen: no wait of 500 ms or more, not
+        /// dropped, FLV that parses with timestamps forward, and `minVideoFrames` frames.
+        static func checkStayed(_ scenario: Scenario, _ viewer: HTTPFLVViewer, _ label: String, longestWait: Duration, minVideoFrames: Int) throws -> FLVStream {
+            scenario.check(longestWait < .milliseconds(500), "\(label) of the SRT stream saw nothing for \(longestWait)")
+            scenario.check(!viewer.isClosed, "\(label) was dropped")
+            let flv = try viewer.flv()
+            scenario.check(flv.error == nil && flv.timestampRegressions().isEmpty, "\(label)'s FLV: \(flv.error ?? "") regressions \(flv.timestampRegressions().prefix(3))")
+            scenario.check(flv.videoFrames.count >= minVideoFrames, "\(label): \(flv.videoFrames.count) video frames in 30 s, expected \(minVideoFrames)+")
+            return flv
+        }
+
         @Test("An SRT publisher (ffmpeg, MediaMTX's stream id) is watched 30 s over HTTP-FLV without a gap, with monotonic timestamps and audio beside video; RTMP, HLS and the transcoder's rungs play it; its session is listed as srt")
         func publishedOverSRTPlaysEverywhere() async throws {
             try await Scenario.run("srt-publish") { scenario in
@@ -62,12 +73,7 @@ extension IntegrationTests {
                                    "LL-HLS of the SRT stream: \(String(describing: report.video)) \(String(describing: report.audio))")
                 }
 
-                let gap = try await watch.value
-                scenario.check(gap < .milliseconds(500), "the HTTP-FLV viewer of the SRT stream saw nothing for \(gap)")
-                scenario.check(!viewer.isClosed, "the HTTP-FLV viewer was dropped")
-                let flv = try viewer.flv()
-                scenario.check(flv.error == nil && flv.timestampRegressions().isEmpty, "the viewer's FLV: \(flv.error ?? "") regressions \(flv.timestampRegressions().prefix(3))")
-                scenario.check(flv.videoFrames.count >= 750, "\(flv.videoFrames.count) video frames in 30 s, expected 750+ (30 fps)")
+                let flv = try Self.checkStayed(scenario, viewer, "the HTTP-FLV viewer", longestWait: try await watch.value, minVideoFrames: 750)
                 scenario.check(flv.audioFrames.count >= 1000, "\(flv.audioFrames.count) audio frames in 30 s, expected 1000+ (44.1 kHz AAC)")
                 // Audio and video stay together: their latest timestamps are within 300 ms.
                 if let video = flv.videoFrames.last?.timestamp, let audio = flv.audioFrames.last?.timestamp {
@@ -75,12 +81,7 @@ extension IntegrationTests {
                     scenario.note("A/V offset at the end: \(offset) ms")
                     scenario.check(offset < 300, "audio and video drifted apart: video at \(video) ms, audio at \(audio) ms")
                 }
-                let rungGap = try await rungWatch.value
-                scenario.check(rungGap < .milliseconds(500), "the 240p viewer of the SRT stream saw nothing for \(rungGap)")
-                scenario.check(!rungViewer.isClosed, "the 240p viewer was dropped")
-                let rungFLV = try rungViewer.flv()
-                scenario.check(rungFLV.error == nil && rungFLV.timestampRegressions().isEmpty, "the 240p viewer's FLV: \(rungFLV.error ?? "") regressions \(rungFLV.timestampRegressions().prefix(3))")
-                scenario.check(rungFLV.videoFrames.count >= 700, "\(rungFLV.videoFrames.count) video frames of the 240p rung in 30 s, expected 700+")
+                _ = try Self.checkStayed(scenario, rungViewer, "the 240p viewer", longestWait: try await rungWatch.value, minVideoFrames: 700)
                 scenario.check(publisher.isRunning, "ffmpeg stopped publishing: \(publisher.stderrText.suffix(400))")
                 await viewer.close()
                 await rungViewer.close()
