@@ -17,6 +17,10 @@ extension MemoryMuxer {
         let parameters = stream.pointee.codecpar!
         parameters.pointee.codec_type = AVMEDIA_TYPE_VIDEO
         switch track.codec {
+        case .av1:
+            // MPEG-TS has no AV1 mapping FFmpeg 5.1 writes: fMP4 (av01 + av1C) only.
+            guard container == .fragmentedMP4 else { throw .unsupportedVideoCodec(.av1) }
+            parameters.pointee.codec_id = AV_CODEC_ID_AV1
         case .hevc:
             parameters.pointee.codec_id = AV_CODEC_ID_HEVC
             // mov's default HEVC sample entry is hev1 (parameter sets in band); hvc1 says

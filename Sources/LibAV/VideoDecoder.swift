@@ -2,7 +2,7 @@ import CFFmpeg
 import Media
 import NIOCore
 
-/// A libavcodec H.264 / H.265 decoder fed with Estuary's FLV-form video frames.
+/// A libavcodec H.264 / H.265 / AV1 decoder fed with Estuary's FLV-form video frames.
 ///
 /// It is opened from the stream's video sequence header: the AVCDecoderConfigurationRecord
 /// or HEVCDecoderConfigurationRecord becomes the codec's extradata, so the decoder reads the
@@ -70,10 +70,16 @@ public final class VideoDecoder {
             } catch {
                 throw .invalidCodecConfiguration(error)
             }
+        case .av1:
+            codecID = AV_CODEC_ID_AV1
+            lengthSize = 0  // OBUs, not length-prefixed NAL units
         default:
             throw .unsupportedVideoCodec(track.codec)
         }
-        guard let codec = avcodec_find_decoder(codecID) else {
+        // AV1: dav1d where libavcodec has it (FFmpeg 5.1's own AV1 decoder needs a hardware
+        // accelerator to output pictures).
+        let preferred = track.codec == .av1 ? avcodec_find_decoder_by_name("libdav1d") : nil
+        guard let codec = preferred ?? avcodec_find_decoder(codecID) else {
             throw .call(operation: "avcodec_find_decoder(\(track.codec))", code: cffmpeg_averror_decoder_not_found())
         }
         let codecContext = try CodecContext(codec: codec, name: "\(track.codec) decoder") { context throws(AVError) in
@@ -119,7 +125,7 @@ public final class VideoDecoder {
             return []
         }
         do {
-            try NALUnits.validateLengthPrefixed(body, lengthSize: nalUnitLengthSize)
+            if nalUnitLengthSize > 0 { try NALUnits.validateLengthPrefixed(body, lengthSize: nalUnitLengthSize) }
         } catch {
             statistics.corruptFrames += 1
             throw error

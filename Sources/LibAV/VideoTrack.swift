@@ -5,9 +5,10 @@ import NIOCore
 /// the decoder configuration record (which becomes the track's extradata, `avcC` / `hvcC`)
 /// and the picture size from its first SPS.
 public struct VideoTrack: Sendable {
-    /// `.avc` (H.264) or `.hevc` (H.265); the other FLV video codecs have no track here.
+    /// `.avc` (H.264), `.hevc` (H.265) or `.av1`; VP9 has no track here.
     public var codec: VideoCodec
-    /// The AVCDecoderConfigurationRecord or HEVCDecoderConfigurationRecord bytes, exactly
+    /// The AVCDecoderConfigurationRecord, HEVCDecoderConfigurationRecord or
+    /// AV1CodecConfigurationRecord bytes, exactly
     /// as they followed the FLV video tag header.
     public var decoderConfiguration: ByteBuffer
     /// Display width in pixels (after SPS cropping).
@@ -17,14 +18,14 @@ public struct VideoTrack: Sendable {
     /// Frames per second from the SPS VUI timing, when the encoder wrote it. Used only to
     /// guess the duration of the very first frame of a track.
     public var frameRate: Double?
-    /// The RFC 6381 codec string (`avc1.64001f`, `hvc1.1.6.L93.B0`).
+    /// The RFC 6381 codec string (`avc1.64001f`, `hvc1.1.6.L93.B0`, `av01.0.04M.08`).
     public var codecString: String
 
     /// Builds a track from a video sequence header frame: legacy AVC (`0x17 0x00`), legacy
-    /// codec id 12 HEVC, or an enhanced-RTMP `avc1` / `hvc1` SequenceStart.
+    /// codec id 12 HEVC, or an enhanced-RTMP `avc1` / `hvc1` / `av01` SequenceStart.
     ///
     /// Throws `.notASequenceHeader` for any other frame, `.unsupportedVideoCodec` for
-    /// AV1/VP9, and `.invalidTagHeader` / `.invalidCodecConfiguration` for malformed bytes.
+    /// VP9, and `.invalidTagHeader` / `.invalidCodecConfiguration` for malformed bytes.
     public init(sequenceHeader frame: MediaFrame) throws(AVError) {
         guard frame.kind == .video else {
             throw .notASequenceHeader(.video)
@@ -62,6 +63,14 @@ public struct VideoTrack: Sendable {
             // avgFrameRate counts frames per 256 s; 0 means unspecified.
             let frameRate = configuration.avgFrameRate > 0 ? Double(configuration.avgFrameRate) / 256 : nil
             self.init(codec: .hevc, decoderConfiguration: record, width: sps.width, height: sps.height, frameRate: frameRate, codecString: configuration.codecString)
+        case .av1:
+            let configuration: AV1CodecConfigurationRecord
+            do {
+                configuration = try AV1CodecConfigurationRecord(from: record)
+            } catch {
+                throw .invalidCodecConfiguration(error)
+            }
+            self.init(codec: .av1, decoderConfiguration: record, width: configuration.width, height: configuration.height, frameRate: nil, codecString: configuration.codecString)
         case let other:
             throw .unsupportedVideoCodec(other)
         }

@@ -39,7 +39,7 @@ actor IngestReporter {
         var facts = StreamFacts(container: "flv")
         let records = hub.configurationRecords
         if let video = records.video, let track = try? VideoTrack(sequenceHeader: video) {
-            facts.videoCodec = track.codec == .hevc ? "hevc" : "h264"
+            facts.videoCodec = switch track.codec { case .hevc: "hevc"; case .av1: "av1"; case .vp9: "vp9"; case .avc: "h264" }
             facts.width = track.width
             facts.height = track.height
             if track.codec == .avc, let record = try? AVCDecoderConfigurationRecord(from: track.decoderConfiguration) {

@@ -1,17 +1,43 @@
+import Logging
 import Media
+import Metrics
 import Session
 
 /// Answers play requests, from any protocol, with the streams this process holds or (on a
 /// relay) can mirror from the bus.
+///
+/// A viewer whose protocol said which video codecs it decodes (RTMP's `connect`) and that
+/// cannot decode the rendition it asked for (a legacy player of an HEVC or AV1 stream) is
+/// given the stream's tallest rendition it can decode, a transcoder's H.264 rung, and
+/// otherwise refused (`NetStream.Play.Failed`): bytes it cannot decode help no one.
 public struct Playback: Sendable {
     public let registry: StreamRegistry
+    private let logger: Logger
 
-    public init(registry: StreamRegistry) {
+    public init(registry: StreamRegistry, logger: Logger = Logger(label: "estuary.playback")) {
         self.registry = registry
+        self.logger = logger
     }
 
     public func play(_ request: PlayRequest) async -> PlayDecision {
         guard let hub = await registry.resolve(request.path) else { return .refuse(.notFound("No such stream: \(request.path)")) }
-        return .accept(hub: hub)
+        guard let codecs = request.videoCodecs, let codec = hub.videoCodec, !codecs.decodes(codec) else { return .accept(hub: hub) }
+        let metadata: Logger.Metadata = [
+            "stream": "\(request.path)", "from": "\(request.remoteAddress)", "codec": "\(codec.fourCCString)", "client": "\(codecs)",
+        ]
+        if let fallback = await registry.decodableRendition(of: hub.path.stream, for: codecs) {
+            logger.info("play of a codec the client did not announce: sending \(fallback.path) instead", metadata: metadata)
+            Self.negotiated(outcome: "fallback")
+            return .accept(hub: fallback)
+        }
+        logger.notice("play refused: the client did not announce the stream's codec, and no rendition in one it did is live", metadata: metadata)
+        Self.negotiated(outcome: "refused")
+        return .refuse(.unavailable("\(request.path) is \(codec.fourCCString), which this client did not announce (fourCcList), and it has no H.264 rendition"))
+    }
+
+    /// `estuary_play_codec_mismatches_total{outcome}`: plays of a codec the client did not
+    /// announce, given another rendition (`fallback`) or refused.
+    static func negotiated(outcome: String) {
+        Counter(label: "estuary_play_codec_mismatches_total", dimensions: [("outcome", outcome)]).increment()
     }
 }

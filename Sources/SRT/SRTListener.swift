@@ -26,8 +26,11 @@ public final class SRTListener: Sendable {
         public var port: Int
         /// SRT's latency (`SRTO_LATENCY`), the receiver's buffer of time for retransmissions.
         public var latencyMilliseconds = 120
-        /// Callers at once; more are rejected with `SRT_REJX_OVERLOAD`.
-        public var maxConnections = 256
+        /// Publishers at once; more are rejected with `SRT_REJX_OVERLOAD`. Separate from the
+        /// players' cap, so that viewers can never lock the encoders out.
+        public var maxPublishers = 64
+        /// Players at once; more are rejected with `SRT_REJX_OVERLOAD`.
+        public var maxPlayers = 256
         /// A caller silent this long is dropped (`SRTO_PEERIDLETIMEO`, and the read timeout).
         public var idleTimeout: Duration = .seconds(5)
         /// A player whose sends cannot complete this long is dropped (`SRTO_SNDTIMEO`).
@@ -56,7 +59,9 @@ public final class SRTListener: Sendable {
     let feeds: TSFeeds
     let logger: Logger
     private let listening = Mutex<SRTSOCKET?>(nil)
-    let open = Atomic<Int>(0)
+    /// Callers accepted and not yet closed, by mode.
+    let openPublishers = Atomic<Int>(0)
+    let openPlayers = Atomic<Int>(0)
     /// Rejection lines: 20 per 10 s per kind, the rest counted (a flood of handshakes is
     /// not a flood of log lines).
     private let logLimiter = LogRateLimiter(burst: 20, window: .seconds(10))
@@ -65,6 +70,26 @@ public final class SRTListener: Sendable {
     static let rejectedStreamID = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "bad_streamid")])
     static let rejectedUnknown = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "unknown_stream")])
     static let rejectedOverload = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "overload")])
+    /// Callers over the cap that the handshake let through (a burst vetted before any was
+    /// accepted), closed at accept.
+    static let closedOverCap = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "over_cap")])
+
+    /// The count and the cap of callers in `mode`.
+    func slots(_ mode: SRTStreamID.Mode) -> (open: Int, cap: Int) {
+        switch mode {
+        case .publish: (openPublishers.load(ordering: .relaxed), configuration.maxPublishers)
+        case .play: (openPlayers.load(ordering: .relaxed), configuration.maxPlayers)
+        }
+    }
+
+    /// Adds `delta` to the count of callers in `mode`; the new count.
+    @discardableResult
+    private func count(_ mode: SRTStreamID.Mode, adding delta: Int) -> Int {
+        switch mode {
+        case .publish: openPublishers.add(delta, ordering: .relaxed).newValue
+        case .play: openPlayers.add(delta, ordering: .relaxed).newValue
+        }
+    }
 
     public init(
         configuration: Configuration, admission: any SessionAdmission,
@@ -138,8 +163,9 @@ public final class SRTListener: Sendable {
     /// In libsrt's listen callback, on its thread: 0 lets the handshake complete, -1 rejects
     /// it with the reason set.
     private func vet(_ caller: SRTSOCKET, streamID: String) -> Int32 {
+        let parsed: SRTStreamID
         do {
-            let parsed = try SRTStreamID(parsing: streamID)
+            parsed = try SRTStreamID(parsing: streamID)
             if parsed.mode == .play {
                 guard let requested = RequestedRendition(app: parsed.path.app, name: parsed.path.name), isLive(requested) else {
                     Self.rejectedUnknown.increment()
@@ -154,9 +180,10 @@ public final class SRTListener: Sendable {
             srt_setrejectreason(caller, SRT_REJX_BAD_REQUEST)
             return -1
         }
-        guard open.load(ordering: .relaxed) < configuration.maxConnections else {
+        let (open, cap) = slots(parsed.mode)
+        guard open < cap else {
             Self.rejectedOverload.increment()
-            logRejection("overload", "SRT caller rejected: \(configuration.maxConnections) SRT connections are open")
+            logRejection("overload", "SRT caller rejected: \(cap) SRT \(parsed.mode == .publish ? "publishers" : "players") are connected, the most allowed")
             srt_setrejectreason(caller, SRT_REJX_OVERLOAD)
             return -1
         }
@@ -184,19 +211,30 @@ public final class SRTListener: Sendable {
                 if listening.withLock({ $0 }) != nil { logger.error("SRT accept failed: \(Self.lastError())") }
                 return
             }
-            Self.accepted.increment()
-            open.add(1, ordering: .relaxed)
             let remote = Self.describe(address)
+            // Vetted in the callback already; read again, as the caller's own.
+            guard let streamID = Self.streamID(of: caller) else {
+                srt_close(caller)
+                continue
+            }
+            // The callback's check is against the count when the handshake began: a burst of
+            // handshakes can each pass it before any is accepted. Here the count is exact.
+            let cap = slots(streamID.mode).cap
+            guard count(streamID.mode, adding: 1) <= cap else {
+                count(streamID.mode, adding: -1)
+                Self.closedOverCap.increment()
+                logRejection("overload", "SRT caller from \(remote) closed at accept: \(cap) SRT \(streamID.mode == .publish ? "publishers" : "players") are connected, the most allowed")
+                srt_close(caller)
+                continue
+            }
+            Self.accepted.increment()
             let thread = Thread { [self] in
-                // Vetted in the callback already; read again, as the caller's own.
-                if let streamID = Self.streamID(of: caller) {
-                    switch streamID.mode {
-                    case .publish: SRTPublisher(socket: caller, remoteAddress: remote, listener: self).run(streamID)
-                    case .play: SRTPlayer(socket: caller, remoteAddress: remote, listener: self).run(streamID)
-                    }
+                switch streamID.mode {
+                case .publish: SRTPublisher(socket: caller, remoteAddress: remote, listener: self).run(streamID)
+                case .play: SRTPlayer(socket: caller, remoteAddress: remote, listener: self).run(streamID)
                 }
                 srt_close(caller)
-                self.open.subtract(1, ordering: .relaxed)
+                self.count(streamID.mode, adding: -1)
             }
             thread.name = "srt-caller"
             thread.start()

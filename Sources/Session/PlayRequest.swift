@@ -15,10 +15,14 @@ public struct PlayRequest: Sendable {
     /// The id the session gets if it is accepted (a protocol that needs it before, HLS for
     /// its URIs, makes it).
     public var sessionID: SessionID
+    /// The video codecs the client decodes, where its protocol says (RTMP's `connect`); nil
+    /// where it does not (HTTP-FLV, HLS, SRT), and the stream is served as it is.
+    public var videoCodecs: VideoCodecSupport?
 
     public init(
         path: RequestedRendition, query: StreamQuery, remoteAddress: String, transport: StreamProtocol,
-        traffic: SessionTraffic = SessionTraffic(), kick: SessionKick? = nil, sessionID: SessionID = .make(.play)
+        traffic: SessionTraffic = SessionTraffic(), kick: SessionKick? = nil, sessionID: SessionID = .make(.play),
+        videoCodecs: VideoCodecSupport? = nil
     ) {
         self.path = path
         self.query = query
@@ -27,6 +31,7 @@ public struct PlayRequest: Sendable {
         self.traffic = traffic
         self.kick = kick
         self.sessionID = sessionID
+        self.videoCodecs = videoCodecs
     }
 }
 

@@ -28,6 +28,99 @@ extension IntegrationTests {
             return root.appendingPathComponent("Tests/Peers/\(name)").path
         }
 
+        /// Decodes one `pyav_watch.py` report, recording it in the scenario's notes.
+        static func watched(_ scenario: Scenario, _ viewer: ChildProcess, _ label: String) async throws -> Watch? {
+            let run = await viewer.finish(timeout: .seconds(60))
+            guard scenario.check(run.succeeded, "the PyAV \(label) viewer: \(run)") else { return nil }
+            scenario.note("PyAV over \(label): \(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines))")
+            return try JSONDecoder().decode(Watch.self, from: Data(run.stdout.utf8))
+        }
+
+        @Test("An HEVC source published over Enhanced RTMP is transcoded into the H.264 ladder: a viewer stays 30 s on the 240p rung and decodes H.264 426x240 with audio, and the master lists the rungs beside the HEVC source")
+        func hevcSourceFeedsTheH264Ladder() async throws {
+            try await Scenario.run("ertmp-hevc-ladder") { scenario in
+                let media = try await MediaLibrary.shared.file(.hevcAudioVideo)
+                let node = try await scenario.startNode(label: "node")
+                let python = try TestEnvironment.python3()
+                _ = try scenario.launch(executable: python, [try Self.peer("pyav_publish.py"), media.url.path, node.rtmpURL("abr", "hevc")], name: "pyav-publisher")
+                try await scenario.waitUntilLive(node, "abr", "hevc", timeout: .seconds(20))
+                try await scenario.waitUntilLive(node, "abr", "hevc_240p", timeout: .seconds(30))
+
+                let watcher = try Self.peer("pyav_watch.py")
+                let rung = try scenario.launch(executable: python, [watcher, node.flvURL("abr", "hevc_240p"), "30"], name: "pyav-240p-viewer")
+                // An RTMP player that announces no enhanced codec (no fourCcList) asks for the
+                // HEVC source: it is given the stream's tallest H.264 rung instead.
+                let legacy = try scenario.launch(executable: python, [watcher, node.rtmpURL("abr", "hevc"), "30", "--announce", ""], name: "pyav-legacy-rtmp-viewer")
+                let listed = await eventually(timeout: .seconds(20), interval: .milliseconds(250)) {
+                    guard let master = try? await scenario.hlsGet(node, "/abr/hevc/llhls.m3u8"), master.status == 200 else { return false }
+                    return master.bodyText.contains("CODECS=\"hvc1.") && master.bodyText.contains("CODECS=\"avc1.")
+                }
+                scenario.check(listed, "the LL-HLS master of the HEVC stream does not list the HEVC source beside H.264 rungs")
+                if let watch = try await Self.watched(scenario, rung, "240p rung") {
+                    scenario.check(watch.video == "h264" && watch.width == 426 && watch.height == 240, "240p rung: video \(watch.video ?? "none") \(watch.width)x\(watch.height)")
+                    scenario.check(watch.audio == "aac" && watch.audioPackets >= 1200, "240p rung: audio \(watch.audio ?? "none"), \(watch.audioPackets) packets in 30 s")
+                    scenario.check(watch.decoded >= 800 && watch.decodeErrors == 0, "240p rung: \(watch.decoded) frames decoded in 30 s (expected 800+), \(watch.decodeErrors) errors")
+                    scenario.check(watch.firstIsKeyframe == true && watch.dtsRegressions == 0, "240p rung: keyframe first \(watch.firstIsKeyframe ?? false), \(watch.dtsRegressions) DTS regressions")
+                    scenario.check(watch.longestWait < 0.5, "240p rung: waited \(watch.longestWait) s for a video frame")
+                }
+                if let watch = try await Self.watched(scenario, legacy, "RTMP without fourCcList") {
+                    // The source is 360p: the tallest rung is 360p (or 240p, should the ladder skip it).
+                    scenario.check(watch.video == "h264" && [240, 360].contains(watch.height), "the legacy RTMP player of the HEVC source: video \(watch.video ?? "none") \(watch.width)x\(watch.height), expected an H.264 rung")
+                    scenario.check(watch.decoded >= 800 && watch.decodeErrors == 0 && watch.dtsRegressions == 0, "the legacy RTMP player: \(watch.decoded) frames decoded, \(watch.decodeErrors) errors, \(watch.dtsRegressions) DTS regressions")
+                    scenario.check(watch.audio == "aac" && watch.longestWait < 0.5, "the legacy RTMP player: audio \(watch.audio ?? "none"), waited \(watch.longestWait) s")
+                }
+                let metrics = try await node.metrics().text
+                scenario.check(metrics.contains("estuary_play_codec_mismatches_total{outcome=\"fallback\"} 1"), "the fallback is not counted: \(metrics.split(separator: "\n").filter { $0.contains("codec_mismatch") })")
+            }
+        }
+
+        @Test("AV1 published over Enhanced RTMP: HTTP-FLV watched 30 s and decoded as AV1; LL-HLS (fMP4) names av01 and ffprobe reads it, while the classic (TS) master leaves the AV1 rendition out; the transcoder decodes it into the H.264 ladder, whose 240p rung a viewer watches 30 s")
+        func av1ReachesFMP4AndTheLadder() async throws {
+            try await Scenario.run("ertmp-av1") { scenario in
+                let media = try await MediaLibrary.shared.file(.av1AudioVideo)
+                let node = try await scenario.startNode(label: "node")
+                let python = try TestEnvironment.python3()
+                _ = try scenario.launch(executable: python, [try Self.peer("pyav_publish.py"), media.url.path, node.rtmpURL("abr", "av1")], name: "pyav-publisher")
+                try await scenario.waitUntilLive(node, "abr", "av1", timeout: .seconds(20))
+                let watcher = try Self.peer("pyav_watch.py")
+                let flv = try scenario.launch(executable: python, [watcher, node.flvURL("abr", "av1"), "30"], name: "pyav-flv-viewer")
+                try await scenario.waitUntilLive(node, "abr", "av1_240p", timeout: .seconds(30))
+                let rung = try scenario.launch(executable: python, [watcher, node.flvURL("abr", "av1_240p"), "30"], name: "pyav-240p-viewer")
+
+                // LL-HLS lists the AV1 source beside the H.264 rungs; classic HLS has no AV1.
+                let listed = await eventually(timeout: .seconds(20), interval: .milliseconds(250)) {
+                    guard let master = try? await scenario.hlsGet(node, "/abr/av1/llhls.m3u8"), master.status == 200 else { return false }
+                    return master.bodyText.contains("CODECS=\"av01.0.01M.08") && master.bodyText.contains("CODECS=\"avc1.")
+                }
+                scenario.check(listed, "the LL-HLS master of the AV1 stream does not list av01 beside avc1 rungs")
+                let classic = try await scenario.hlsGet(node, "/abr/av1/index.m3u8")
+                scenario.check(classic.status == 200 && !classic.bodyText.contains("av01") && !classic.bodyText.contains("src/") && classic.bodyText.contains("avc1."),
+                               "the classic master should list the H.264 rungs only: \(classic.status) \(classic.bodyText)")
+                let tsPlaylist = try await scenario.hlsGet(node, "/abr/av1/src/index.m3u8")
+                scenario.check(tsPlaylist.status == 404, "the AV1 rendition's MPEG-TS playlist answered \(tsPlaylist.status)")
+                if let report = try await scenario.probeLive("\(node.httpBase)/abr/av1/src/llhls.m3u8", name: "probe-av1-fmp4", seconds: 4) {
+                    let video = report.packets(of: report.video)
+                    scenario.check(report.video?.codecName == "av1" && report.video?.width == 640 && report.audio?.codecName == "aac",
+                                   "LL-HLS of the AV1 stream: \(String(describing: report.video)) \(String(describing: report.audio))")
+                    scenario.check(video.count >= 60 && video.first?.isKeyframe == true && report.dtsRegressions(of: report.video).isEmpty,
+                                   "LL-HLS of the AV1 stream: \(video.count) video packets, keyframe first: \(video.first?.isKeyframe ?? false)")
+                }
+
+                if let watch = try await Self.watched(scenario, flv, "HTTP-FLV (AV1)") {
+                    scenario.check(watch.video == "av1" || watch.video == "libdav1d", "HTTP-FLV: video \(watch.video ?? "none")")
+                    scenario.check(watch.width == 640 && watch.height == 360 && watch.decoded >= 800 && watch.decodeErrors == 0,
+                                   "HTTP-FLV (AV1): \(watch.width)x\(watch.height), \(watch.decoded) frames decoded, \(watch.decodeErrors) errors")
+                    scenario.check(watch.firstIsKeyframe == true && watch.dtsRegressions == 0 && watch.longestWait < 0.5 && watch.audioPackets >= 1200,
+                                   "HTTP-FLV (AV1): keyframe first \(watch.firstIsKeyframe ?? false), \(watch.dtsRegressions) regressions, waited \(watch.longestWait) s, \(watch.audioPackets) audio packets")
+                }
+                if let watch = try await Self.watched(scenario, rung, "240p rung of AV1") {
+                    scenario.check(watch.video == "h264" && watch.width == 426 && watch.height == 240, "240p rung of AV1: video \(watch.video ?? "none") \(watch.width)x\(watch.height)")
+                    scenario.check(watch.decoded >= 800 && watch.decodeErrors == 0 && watch.dtsRegressions == 0 && watch.longestWait < 0.5,
+                                   "240p rung of AV1: \(watch.decoded) frames decoded, \(watch.decodeErrors) errors, \(watch.dtsRegressions) regressions, waited \(watch.longestWait) s")
+                }
+            }
+        }
+
         @Test("HEVC published over Enhanced RTMP by PyAV's FFmpeg reaches every viewer: RTMP play (E-RTMP, PyAV) and HTTP-FLV (PyAV) watched 30 s, every frame decoded, with audio; LL-HLS (fMP4) with CODECS hvc1 and TS HLS, read by ffprobe")
         func hevcReachesEveryViewer() async throws {
             try await Scenario.run("ertmp-hevc") { scenario in
@@ -58,11 +151,13 @@ extension IntegrationTests {
                     }
                 }
 
+                // rtmpdump (librtmp) announces no enhanced codec, and the stream has no ladder:
+                // a clear NetStream.Play.Failed, not HEVC bytes it cannot decode.
+                let refused = try await scenario.run("rtmpdump", ["-r", node.rtmpURL("live", "hevc"), "-v", "-B", "5", "-o", scenario.directory.appendingPathComponent("legacy.flv").path], name: "rtmpdump-legacy", timeout: .seconds(20))
+                scenario.check(refused.stderr.contains("NetStream.Play.Failed"), "rtmpdump of the HEVC stream was not told NetStream.Play.Failed: \(refused.stderr.suffix(600))")
+                scenario.check(node.log.contains("did not announce the stream's codec"), "the codec refusal is not logged")
                 for (label, viewer) in [("HTTP-FLV", flv), ("RTMP", rtmp)] {
-                    let run = await viewer.finish(timeout: .seconds(60))
-                    guard scenario.check(run.succeeded, "the PyAV \(label) viewer: \(run)") else { continue }
-                    let watch = try JSONDecoder().decode(Watch.self, from: Data(run.stdout.utf8))
-                    scenario.note("PyAV over \(label): \(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines))")
+                    guard let watch = try await Self.watched(scenario, viewer, label) else { continue }
                     scenario.check(watch.video == "hevc" && watch.width == 640 && watch.height == 360, "\(label): video \(watch.video ?? "none") \(watch.width)x\(watch.height)")
                     scenario.check(watch.audio == "aac" && watch.audioPackets >= 1200, "\(label): audio \(watch.audio ?? "none"), \(watch.audioPackets) packets in 30 s")
                     scenario.check(watch.decoded >= 850 && watch.decodeErrors == 0, "\(label): \(watch.decoded) frames decoded in 30 s (expected 850+), \(watch.decodeErrors) errors")

@@ -177,6 +177,42 @@ extension IntegrationTests {
             }
         }
 
+        @Test("Publishers and players have caps of their own (srtMaxPublishers, srtMaxPlayers): a caller past either is rejected with SRT code 1402, seen by the caller; players at their cap never lock an encoder out, and a freed slot is taken again")
+        func publishersAndPlayersHaveTheirOwnCaps() async throws {
+            try await Scenario.run("srt-caps") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let srtPort = try await FreePorts.allocate(1)[0]
+                let node = try await scenario.startNode(
+                    NodeConfig(srtMaxPublishers: 2, srtMaxPlayers: 1), label: "node", arguments: ["--srt-port", String(srtPort), "--admin-token", SessionsTests.token]
+                )
+                _ = try Self.publishOverSRT(scenario, media: media, port: srtPort, streamID: "publish:live/a", name: "srt-publisher-a")
+                try await scenario.waitUntilLive(node, "live", "a", timeout: .seconds(15))
+                // The one player slot, taken.
+                let player = try scenario.launch("srt-live-transmit", ["-q", "srt://127.0.0.1:\(srtPort)?streamid=read:live/a", "file://con"], name: "srt-player")
+                func srtSessions(_ kind: String) async -> Int {
+                    ((try? await SessionsTests.sessions(node, "?kind=\(kind)")) ?? []).filter { $0["protocol"] as? String == "srt" }.count
+                }
+                try scenario.require(await eventually(timeout: .seconds(10), interval: .milliseconds(200)) { await srtSessions("play") == 1 }, "the first SRT player is not a session")
+                let second = await SRTCaller.rejection(port: srtPort, streamID: "read:live/a")
+                scenario.check(second == SRT_REJX_OVERLOAD, "a second player past srtMaxPlayers 1: rejection \(second), expected \(SRT_REJX_OVERLOAD)")
+                // Players at their cap do not keep an encoder out: the second publisher goes live.
+                _ = try Self.publishOverSRT(scenario, media: media, port: srtPort, streamID: "publish:live/b", name: "srt-publisher-b")
+                try await scenario.waitUntilLive(node, "live", "b", timeout: .seconds(15))
+                let third = await SRTCaller.rejection(port: srtPort, streamID: "publish:live/c")
+                scenario.check(third == SRT_REJX_OVERLOAD, "a third publisher past srtMaxPublishers 2: rejection \(third), expected \(SRT_REJX_OVERLOAD)")
+                scenario.check(await srtSessions("publish") == 2, "two SRT publishers should be sessions")
+                scenario.check(node.log.contains("SRT players are connected, the most allowed") && node.log.contains("SRT publishers are connected, the most allowed"), "the cap rejections are not logged")
+                let metrics = try await node.metrics().text
+                scenario.check(metrics.contains("estuary_srt_connections_total{result=\"overload\"} 2"), "the two rejections are not counted: \(metrics.split(separator: "\n").filter { $0.contains("srt_connections") })")
+                // The player leaves: its slot is free again.
+                player.send(signal: SIGKILL)
+                let freed = await eventually(timeout: .seconds(15), interval: .milliseconds(250)) { await srtSessions("play") == 0 }
+                scenario.check(freed, "the killed SRT player is still a session")
+                let again = await SRTCaller.rejection(port: srtPort, streamID: "read:live/a", hold: .seconds(1))
+                scenario.check(again == 0, "a player after the first left: rejection \(again), expected to connect")
+            }
+        }
+
         @Test("SRS's stream id with a stream key: the key is checked by the same admission as RTMP's; a stream id that does not parse is rejected with SRT code 1400, seen by the caller")
         func streamIDsAndKeys() async throws {
             try await Scenario.run("srt-refusals") { scenario in

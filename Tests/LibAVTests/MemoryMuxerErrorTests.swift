@@ -58,11 +58,24 @@ import Testing
     }
 
     @Test func unsupportedCodecsAreTypedErrors() throws {
-        // Enhanced RTMP av01 SequenceStart.
+        // Enhanced RTMP vp09 SequenceStart: VP9 has no track here.
+        let vp9 = try Self.frame(.video, [0x90] + Array("vp09".utf8) + [0x01, 0x00, 0x00, 0x00])
+        #expect(throws: AVError.unsupportedVideoCodec(.vp9)) {
+            try VideoTrack(sequenceHeader: vp9)
+        }
+        // An av01 SequenceStart whose av1C has no sequence header OBU describes no picture.
         let av1 = try Self.frame(.video, [0x90] + Array("av01".utf8) + [0x81, 0x00, 0x0C, 0x00])
-        #expect(throws: AVError.unsupportedVideoCodec(.av1)) {
+        #expect(throws: AVError.invalidCodecConfiguration(.missingSequenceParameterSet)) {
             try VideoTrack(sequenceHeader: av1)
         }
+        // A valid AV1 track, but MPEG-TS cannot carry AV1: fMP4 only.
+        let av1Track = try VideoTrack(sequenceHeader: Self.frame(.video, [0x90] + Array("av01".utf8) + [0x81, 0x01, 0x0C, 0x00, 0x0A, 0x0B, 0x00, 0x00, 0x00, 0x0C, 0xC4, 0xFF, 0x67, 0x36, 0xBE, 0x40, 0x10]))
+        #expect(av1Track.width == 640 && av1Track.height == 360 && av1Track.codecString == "av01.0.01M.08")
+        #expect(throws: AVError.unsupportedVideoCodec(.av1)) {
+            try MemoryMuxer(container: .mpegTS, video: av1Track, audio: nil)
+        }
+        let fragmented = try MemoryMuxer(container: .fragmentedMP4, video: av1Track, audio: nil)
+        #expect(fragmented.initializationSegment().readableBytes > 0)
         // MP3 (SoundFormat 2) has no sequence header and no track here.
         let mp3 = try Self.frame(.audio, [0x2F, 0xFF, 0xFB])
         #expect(throws: AVError.unsupportedAudioFormat(.mp3)) {

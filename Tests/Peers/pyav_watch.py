@@ -3,7 +3,10 @@
 or RTMP, where it announces the enhanced codecs on connect) for SECONDS, decoding every
 video frame, and prints what it saw as one JSON object.
 
-    pyav_watch.py URL SECONDS
+    pyav_watch.py URL SECONDS [--announce FOURCCS]
+
+Over RTMP it announces FOURCCS on connect (FFmpeg's rtmp_enhanced_codecs, sent as
+fourCcList; default hvc1,av01,vp09); --announce "" announces none, as a legacy player.
 """
 import json
 import sys
@@ -14,7 +17,11 @@ import av
 
 def main():
     url, seconds = sys.argv[1], float(sys.argv[2])
-    container = av.open(url, timeout=10)
+    announce = "hvc1,av01,vp09"
+    if len(sys.argv) > 4 and sys.argv[3] == "--announce":
+        announce = sys.argv[4]
+    options = {"rtmp_enhanced_codecs": announce} if url.startswith("rtmp") and announce else {}
+    container = av.open(url, timeout=10, options=options)
     video = container.streams.video[0] if container.streams.video else None
     audio = container.streams.audio[0] if container.streams.audio else None
     report = {

@@ -180,6 +180,18 @@ public actor StreamRegistry {
         for hub in all { hub.end() }
     }
 
+    /// The live rendition of `stream` (its source or a rung) a viewer that decodes `codecs`
+    /// can be sent, the tallest H.264 one first: the fallback for a viewer that cannot decode
+    /// the rendition it asked for (an HEVC source). Walks the table: it runs once per such
+    /// play, never per frame.
+    public func decodableRendition(of stream: StreamPath, for codecs: VideoCodecSupport) -> StreamHub? {
+        hubs.lazy
+            .filter { $0.key.stream == stream && !$0.value.isEnded }
+            .map(\.value)
+            .filter { $0.videoCodec.map(codecs.decodes) ?? false }
+            .max { $0.avcPictureHeight < $1.avcPictureHeight }
+    }
+
     /// Every live hub, sources and rungs.
     public var streams: [RenditionPath: StreamHub] { hubs.filter { !$0.value.isEnded } }
 }

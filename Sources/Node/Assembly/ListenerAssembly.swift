@@ -45,7 +45,7 @@ struct ListenerAssembly {
         )
         let notifications = WebhookNotifications(hooks: hooks, notifier: HookNotifier(caller: hookCaller, logger: context.logger), nodeID: configuration.nodeID)
         admission = NodeAdmission(
-            admission: ingest?.admission, playback: relay?.playback ?? Playback(registry: context.registry),
+            admission: ingest?.admission, playback: relay?.playback ?? Playback(registry: context.registry, logger: context.logger),
             logger: context.logger,
             policies: policies.make(configuration, tokens: context.tokens),
             // In order: HLS segments a stream before the bus and the coordinator hear of it.
@@ -90,6 +90,8 @@ struct ListenerAssembly {
             var srt = SRTListener.Configuration(host: configuration.bindHost, port: port)
             srt.latencyMilliseconds = configuration.srtLatencyMilliseconds
             srt.passphrase = configuration.srtPassphrase
+            srt.maxPublishers = configuration.srtMaxPublishers
+            srt.maxPlayers = configuration.srtMaxPlayers
             // The node's own limit decides first (and ends a late decision's session); the
             // caller's thread waits a little longer than it.
             srt.admissionTimeout = configuration.admissionTimeout + .seconds(1)

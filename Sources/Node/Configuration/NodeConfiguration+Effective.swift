@@ -23,6 +23,8 @@ extension NodeConfiguration {
         file.httpsPort = httpsPort
         file.srtPort = srtPort
         file.srtLatencyMilliseconds = srtLatencyMilliseconds
+        file.srtMaxPublishers = srtMaxPublishers
+        file.srtMaxPlayers = srtMaxPlayers
         file.srtPassphrase = srtPassphrase
         file.dataDir = dataDir
         file.logLevel = resolved.logLevel ?? "info"
@@ -53,6 +55,7 @@ extension NodeConfiguration {
         file.maxConnections = rtmp.connectionLimits.maxConnections
         file.maxConnectionsPerAddress = rtmp.connectionLimits.maxConnectionsPerAddress
         file.limitLoopbackConnections = rtmp.connectionLimits.limitLoopback
+        file.negotiateVideoCodecs = rtmp.negotiateVideoCodecs
         file.viewerWakeIntervalMilliseconds = Int(seconds(hub.wakeInterval) * 1000)
         file.mergeWritesAboveViewers = hub.wakeLoad?.lowViewers
         file.mergeWritesFullAtViewers = hub.wakeLoad?.fullViewers
@@ -118,6 +121,8 @@ extension NodeConfiguration {
         kept.httpsPort = running.httpsPort
         kept.srtPort = running.srtPort
         kept.srtLatencyMilliseconds = running.srtLatencyMilliseconds
+        kept.srtMaxPublishers = running.srtMaxPublishers
+        kept.srtMaxPlayers = running.srtMaxPlayers
         kept.srtPassphrase = running.srtPassphrase
         kept.tlsCertificateFile = running.tlsCertificateFile
         kept.tlsKeyFile = running.tlsKeyFile

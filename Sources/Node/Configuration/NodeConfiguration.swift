@@ -28,6 +28,8 @@ struct NodeConfiguration: Sendable {
     /// The SRT listener (UDP; MPEG-TS publishers), off when nil, and its latency.
     var srtPort: Int?
     var srtLatencyMilliseconds = 120
+    var srtMaxPublishers = 64
+    var srtMaxPlayers = 256
     var srtPassphrase: String?
     /// PEM files of the TLS certificate chain and key.
     var tlsCertificateFile: String?
@@ -108,6 +110,8 @@ struct NodeConfiguration: Sendable {
             }
             srtPassphrase = value
         }
+        if let value = file.srtMaxPublishers { srtMaxPublishers = try positive(value, "srtMaxPublishers") }
+        if let value = file.srtMaxPlayers { srtMaxPlayers = try positive(value, "srtMaxPlayers") }
         if let value = file.srtLatencyMilliseconds {
             guard (20...8000).contains(value) else {
                 throw ConfigurationError.invalidValue("srtLatencyMilliseconds must be within 20…8000, got \(value)")
@@ -161,6 +165,9 @@ struct NodeConfiguration: Sendable {
         if let value = file.limitLoopbackConnections {
             rtmp.connectionLimits.limitLoopback = value
             httpConnectionLimits.limitLoopback = value
+        }
+        if let value = file.negotiateVideoCodecs {
+            rtmp.negotiateVideoCodecs = value
         }
         if let value = file.maxConnectionsPerAddress {
             rtmp.connectionLimits.maxConnectionsPerAddress = try positive(value, "maxConnectionsPerAddress")

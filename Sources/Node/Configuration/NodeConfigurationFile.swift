@@ -31,6 +31,10 @@ struct NodeConfigurationFile: Codable, Sendable {
     /// The SRT listener's UDP port (MPEG-TS publishers; off when absent) and SRT latency.
     var srtPort: Int?
     var srtLatencyMilliseconds: Int?
+    /// SRT publishers and SRT players at once, each its own cap (64, 256); more are rejected
+    /// in the handshake (`SRT_REJX_OVERLOAD`, 1402).
+    var srtMaxPublishers: Int?
+    var srtMaxPlayers: Int?
     /// SRT's AES passphrase (10–79 characters): callers must give the same.
     var srtPassphrase: String?
     /// The certificate chain and key of RTMPS and HTTPS, PEM files: `{"certificateFile": "…", "keyFile": "…"}`.
@@ -87,6 +91,9 @@ struct NodeConfigurationFile: Codable, Sendable {
     var maxConnectionsPerAddress: Int?
     /// The per-address limit applies to loopback clients too (false: a local proxy is exempt).
     var limitLoopbackConnections: Bool?
+    /// RTMP players get the codecs they announced (`fourCcList`): an HEVC, AV1 or VP9 stream's
+    /// H.264 rung, or `NetStream.Play.Failed`, for one that did not announce it (true).
+    var negotiateVideoCodecs: Bool?
     var viewerWakeIntervalMilliseconds: Int?
     /// Viewers on the node up to which writes are not merged (20), and from which they are
     /// merged over the whole `viewerWakeIntervalMilliseconds` (300); linear in between.

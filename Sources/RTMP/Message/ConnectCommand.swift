@@ -1,4 +1,5 @@
 import AMF0
+import Media
 
 /// The parameters of a `connect` command (RTMP specification 7.2.1.1).
 public struct ConnectCommand: Sendable, Equatable {
@@ -19,6 +20,9 @@ public struct ConnectCommand: Sendable, Equatable {
     /// Enhanced RTMP v2 capability flags (`capsEx`), 0 when absent: `reconnectCapability`
     /// and others the server does not act on (multitrack, ModEx, nanosecond offsets).
     public var capsEx: UInt32
+    /// The video codecs the client announced it decodes (Enhanced RTMP's `fourCcList` and
+    /// `videoFourCcInfoMap`); `.legacy` (H.264 only) when it announced neither.
+    public var videoCodecs: VideoCodecSupport
     /// The whole command object as received.
     public var commandObject: AMF0Value
     /// Values after the command object (some clients send user arguments here).
@@ -34,6 +38,7 @@ public struct ConnectCommand: Sendable, Equatable {
         pageUrl: String? = nil,
         objectEncoding: Double = 0,
         capsEx: UInt32 = 0,
+        videoCodecs: VideoCodecSupport = .legacy,
         commandObject: AMF0Value = .object([]),
         optionalArguments: [AMF0Value] = []
     ) {
@@ -45,6 +50,7 @@ public struct ConnectCommand: Sendable, Equatable {
         self.pageUrl = pageUrl
         self.objectEncoding = objectEncoding
         self.capsEx = capsEx
+        self.videoCodecs = videoCodecs
         self.commandObject = commandObject
         self.optionalArguments = optionalArguments
     }
@@ -61,9 +67,30 @@ public struct ConnectCommand: Sendable, Equatable {
             pageUrl: object["pageUrl"]?.stringValue,
             objectEncoding: object["objectEncoding"]?.numberValue ?? 0,
             capsEx: Self.flags(object["capsEx"]?.numberValue),
+            videoCodecs: Self.videoCodecs(fourCcList: object["fourCcList"], infoMap: object["videoFourCcInfoMap"]),
             commandObject: object,
             optionalArguments: command.arguments
         )
+    }
+
+    /// `videoFourCcInfoMap` flags: the client can decode the codec (0x01), or forward it as it
+    /// is (0x04, a relay or recorder).
+    static let canDecode: UInt32 = 0x01
+    static let canForward: UInt32 = 0x04
+
+    /// The codecs of `fourCcList` (an array of FourCC strings, `*` for any) and of the keys of
+    /// `videoFourCcInfoMap` whose flags say decode or forward. Anything else is ignored.
+    static func videoCodecs(fourCcList: AMF0Value?, infoMap: AMF0Value?) -> VideoCodecSupport {
+        var names: [String] = []
+        if let list = fourCcList?.arrayValue ?? fourCcList?.properties?.map(\.value) {
+            names += list.prefix(VideoCodecSupport.maxEntries).compactMap(\.stringValue)
+        }
+        if let map = infoMap?.properties {
+            names += map.prefix(VideoCodecSupport.maxEntries)
+                .filter { flags($0.value.numberValue) & (canDecode | canForward) != 0 }
+                .map(\.name)
+        }
+        return names.isEmpty ? .legacy : VideoCodecSupport(fourCCs: names)
     }
 
     /// `capsEx` bit: the client handles `NetConnection.Connect.ReconnectRequest`.

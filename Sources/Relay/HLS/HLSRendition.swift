@@ -51,6 +51,9 @@ public actor HLSRendition {
         public var frameRate: Double?
         public var hasVideo = false
         public var hasAudio = false
+        /// Whether the rendition has MPEG-TS segments (classic HLS); false for AV1, which
+        /// only fMP4 (LL-HLS) carries.
+        public var hasTransportStream = true
     }
 
     public private(set) var segments: [Segment] = []
@@ -130,7 +133,7 @@ public actor HLSRendition {
     }
 
     /// Closes the open segment with its duration and its MPEG-TS bytes.
-    public func completeSegment(duration: Double, transportStream: ByteBuffer) {
+    public func completeSegment(duration: Double, transportStream: ByteBuffer?) {
         guard let last = segments.indices.last, segments[last].duration == nil else { return }
         segments[last].duration = duration
         segments[last].transportStream = transportStream
@@ -182,8 +185,10 @@ public actor HLSRendition {
 
     private func updateBitrates() {
         let rates = segments.compactMap { segment -> Int? in
-            guard let duration = segment.duration, duration > 0, let ts = segment.transportStream else { return nil }
-            return Int(Double(ts.readableBytes * 8) / duration)
+            guard let duration = segment.duration, duration > 0 else { return nil }
+            // The TS bytes where there are some; the fMP4 parts' otherwise (AV1).
+            let bytes = segment.transportStream?.readableBytes ?? segment.parts.reduce(0) { $0 + $1.data.readableBytes }
+            return Int(Double(bytes * 8) / duration)
         }
         peakBitrate = rates.max() ?? 0
         averageBitrate = rates.isEmpty ? 0 : rates.reduce(0, +) / rates.count

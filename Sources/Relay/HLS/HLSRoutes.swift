@@ -141,6 +141,8 @@ public struct HLSRoutes: Sendable {
         var streams: [HLSPlaylist.VariantStream] = []
         for (renditionName, rendition) in listed.sorted(by: { Self.order($0.key, $1.key) }) {
             guard await rendition.hasCompleteSegment else { continue }
+            // A rendition MPEG-TS cannot carry (AV1) is in the LL-HLS master only.
+            if file == "index.m3u8", await !rendition.description.hasTransportStream { continue }
             streams.append(HLSPlaylist.VariantStream(
                 uri: "\(renditionName)/\(file)",
                 description: await rendition.description,
@@ -161,6 +163,9 @@ public struct HLSRoutes: Sendable {
             return Self.status(.notFound)
         }
         if case .mediaPlaylist(let variant) = request {
+            if variant == .transportStream, await !rendition.description.hasTransportStream {
+                return Self.status(.notFound)  // AV1: LL-HLS (fMP4) only
+            }
             // A player that came through a master names its session; one that asks for the
             // media playlist directly (and reloads that same URL) is served without one.
             guard Self.split(rawQuery).session != nil, await !rendition.ended else {

@@ -17,7 +17,8 @@ final class HLSSegmenter {
         case initSection(Int, ByteBuffer)
         case beginSegment(sequence: Int, initSection: Int, discontinuity: Bool, programDateTime: Double)
         case part(HLSRendition.Part)
-        case completeSegment(duration: Double, transportStream: ByteBuffer)
+        /// The MPEG-TS bytes are nil for a rendition MPEG-TS cannot carry (AV1).
+        case completeSegment(duration: Double, transportStream: ByteBuffer?)
         /// The open segment grew past its bounds without a keyframe to end it: drop it.
         case abandonSegment(HLSRendition.AbandonReason)
         case end
@@ -234,7 +235,9 @@ final class HLSSegmenter {
         // `maxOpenSegmentBytes`; the muxers' own bound (writes fail past it, and the
         // segmenter resets) is a backstop at twice that, not MemoryMuxer's default 64 MiB.
         let buffered = configuration.maxOpenSegmentBytes
-        transportStream = try MemoryMuxer(container: .mpegTS, video: video, audio: audio, maximumBufferedBytes: buffered)
+        // AV1 has no MPEG-TS mapping FFmpeg 5.1 writes: such a rendition is LL-HLS (fMP4) only,
+        // and the classic master leaves it out (`Description.hasTransportStream`).
+        transportStream = video?.codec == .av1 ? nil : try MemoryMuxer(container: .mpegTS, video: video, audio: audio, maximumBufferedBytes: buffered)
         let fragmented = try MemoryMuxer(container: .fragmentedMP4, video: video, audio: audio, maximumBufferedBytes: buffered)
         self.fragmented = fragmented
         initSection += 1
@@ -244,6 +247,7 @@ final class HLSSegmenter {
 
     private func describe(video: VideoTrack?, audio: AudioTrack?) -> HLSRendition.Description {
         var description = HLSRendition.Description()
+        description.hasTransportStream = video?.codec != .av1
         if let video {
             description.hasVideo = true
             description.codecs.append(video.codecString)
@@ -278,7 +282,7 @@ final class HLSSegmenter {
     private func closeSegment(at timestamp: Int64) throws {
         guard let start = segmentStart else { return }
         try closePart(at: timestamp)
-        let ts = try transportStream?.takeOutput() ?? ByteBuffer()
+        let ts = try transportStream?.takeOutput()
         events.yield(.completeSegment(duration: Double(timestamp - start) / 1000, transportStream: ts))
         sequence += 1
         segmentStart = nil

@@ -30,6 +30,9 @@ struct NodeConfig: Encodable, Sendable {
     var maxConnections: Int?
     var maxConnectionsPerAddress: Int?
     var limitLoopbackConnections: Bool?
+    var negotiateVideoCodecs: Bool?
+    var srtMaxPublishers: Int?
+    var srtMaxPlayers: Int?
     var maxTranscodes: Int?
     var maxStreams: Int?
     var maxMetadataBytes: Int?

@@ -39,9 +39,11 @@ enum MediaKind: String, Sendable, CaseIterable {
     /// 640x360 30 fps HEVC Main (libx265) with 2 s GOPs + AAC-LC 48 kHz stereo, 12 s, in MP4:
     /// Debian's ffmpeg 5.1 cannot write HEVC into FLV, so an Enhanced RTMP publisher remuxes it.
     case hevcAudioVideo
+    /// 640x360 30 fps AV1 Main (libaom, realtime) with 2 s GOPs + AAC-LC 48 kHz stereo, 12 s, in MP4.
+    case av1AudioVideo
 
     /// The clip's container: FLV, but MP4 for what legacy FLV cannot carry.
-    var container: String { self == .hevcAudioVideo ? "mp4" : "flv" }
+    var container: String { self == .hevcAudioVideo || self == .av1AudioVideo ? "mp4" : "flv" }
 
     /// H.264 Main with a keyframe every 60 frames (2 s at 30 fps) and no scene-cut keyframes.
     private static let twoSecondGOPs = ["-c:v", "libx264", "-profile:v", "main", "-preset", "veryfast", "-g", "60", "-keyint_min", "60", "-sc_threshold", "0", "-pix_fmt", "yuv420p"]
@@ -76,6 +78,10 @@ enum MediaKind: String, Sendable, CaseIterable {
             return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
                     "-c:v", "libx265", "-preset", "ultrafast", "-x265-params", "keyint=60:min-keyint=60:scenecut=0:log-level=error",
                     "-tag:v", "hvc1", "-pix_fmt", "yuv420p"] + audio + ["-t", "12"]
+        case .av1AudioVideo:
+            return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+                    "-c:v", "libaom-av1", "-usage", "realtime", "-cpu-used", "8", "-b:v", "600k", "-g", "60", "-keyint_min", "60",
+                    "-pix_fmt", "yuv420p"] + audio + ["-t", "12"]
         }
     }
 }

@@ -1,3 +1,4 @@
+import NIOCore
 import Testing
 
 @testable import Media
@@ -50,5 +51,48 @@ import Testing
         let stillCurrent = await registry.hub(for: Self.path)
         #expect(stillCurrent === second)
         #expect(await registry.entryCount == 1)
+    }
+}
+
+/// `StreamRegistry.decodableRendition`: what a player that did not announce a stream's codec
+/// (an HEVC source, a legacy RTMP player) is sent instead: the tallest H.264 rendition.
+@Suite struct DecodableRenditionTests {
+    static let stream = try! StreamPath(app: "abr", name: "hevc")  // literal, valid by construction
+
+    /// A rendition of `stream` whose publisher sent `sequenceHeader` (an FLV video tag body).
+    func rendition(_ name: String?, _ sequenceHeader: ByteBuffer, in registry: StreamRegistry) async throws -> StreamHub {
+        let path = try name.map { try RenditionPath(stream: Self.stream, rendition: $0) } ?? .source(Self.stream)
+        let (hub, id) = await registry.hubForPublishing(path)
+        _ = hub.attachPublisher(id: id, owner: "test") {}
+        let frame = try MediaFrame.classified(kind: .video, timestamp: 0, payload: sequenceHeader)
+        #expect(hub.publish(frame, publisher: id))
+        return hub
+    }
+
+    /// An enhanced-RTMP HEVC sequence start: `[KeyFrame | SequenceStart]`, `hvc1`, hvcC.
+    static var hevcSequenceStart: ByteBuffer {
+        var buffer = ByteBuffer(bytes: [0x90, 0x68, 0x76, 0x63, 0x31])
+        var record = ByteBuffer(hex: Vectors.hevcMain720Record)
+        buffer.writeBuffer(&record)
+        return buffer
+    }
+
+    @Test func aLegacyPlayerOfAnHEVCSourceGetsTheTallestH264Rung() async throws {
+        let registry = StreamRegistry(serializers: [])
+        let source = try await rendition(nil, Self.hevcSequenceStart, in: registry)
+        #expect(source.videoCodec == .hevc)
+        #expect(await registry.decodableRendition(of: Self.stream, for: .legacy) == nil)
+
+        let low = try await rendition("360p", ByteBuffer(hex: Vectors.avcBaseline360TagBody), in: registry)
+        let high = try await rendition("720p", ByteBuffer(hex: Vectors.avcHigh720TagBody), in: registry)
+        #expect(low.videoCodec == .avc && low.avcPictureHeight == 360 && high.avcPictureHeight == 720)
+        #expect(await registry.decodableRendition(of: Self.stream, for: .legacy) === high)
+        high.end()
+        #expect(await registry.decodableRendition(of: Self.stream, for: .legacy) === low)
+        // Another stream's rungs are never offered.
+        #expect(await registry.decodableRendition(of: try StreamPath(app: "abr", name: "other"), for: .legacy) == nil)
+        // A player that announced hvc1 is not redirected at all (Playback asks only when the
+        // codec is not decodable), but the lookup would still prefer a tall H.264 rung.
+        #expect(VideoCodecSupport(fourCCs: ["hvc1"]).decodes(.hevc))
     }
 }

@@ -1,4 +1,5 @@
 @testable import AMF0
+import Media
 import NIOCore
 import Testing
 
@@ -146,6 +147,31 @@ struct CommandMessageTests {
         let connect = ConnectCommand(CommandMessage(name: "connect", transactionID: 1, commandObject: .object(properties)))
         #expect(connect.capsEx == flags)
         #expect(connect.advertises(ConnectCommand.reconnectCapability) == reconnect)
+    }
+
+    /// Enhanced RTMP codec negotiation: `fourCcList` (FFmpeg's `rtmp_enhanced_codecs`) and
+    /// `videoFourCcInfoMap` (OBS) say which video codecs a player decodes; H.264 always, and
+    /// nothing else when the client announced neither. Junk entries are ignored, not trusted.
+    @Test
+    func connectReadsAnnouncedVideoCodecs() throws {
+        func codecs(_ extra: [AMF0Property]) -> VideoCodecSupport {
+            ConnectCommand(CommandMessage(name: "connect", transactionID: 1, commandObject: .object([AMF0Property("app", .string("live"))] + extra))).videoCodecs
+        }
+        let legacy = codecs([])
+        #expect(legacy == .legacy && legacy.decodes(.avc) && !legacy.decodes(.hevc) && !legacy.decodes(.av1))
+        let listed = codecs([AMF0Property("fourCcList", .strictArray([.string("hvc1"), .string("av01"), .number(7), .string("toolong"), .string("mp4a")]))])
+        #expect(listed.decodes(.hevc) && listed.decodes(.av1) && !listed.decodes(.vp9) && listed.decodes(.avc))
+        #expect(listed.description == "avc1,av01,hvc1")
+        #expect(codecs([AMF0Property("fourCcList", .strictArray([.string("*")]))]).decodes(.vp9))
+        // OBS's map: decode (1) or forward (4) counts; encode only (2) does not.
+        let mapped = codecs([AMF0Property("videoFourCcInfoMap", .object([
+            AMF0Property("hvc1", .number(1)), AMF0Property("av01", .number(2)), AMF0Property("vp09", .number(4)), AMF0Property("*", .number(.nan)),
+        ]))])
+        #expect(mapped.decodes(.hevc) && !mapped.decodes(.av1) && mapped.decodes(.vp9) && !mapped.acceptsAny)
+        // A hostile list: past the first 64 entries nothing is read.
+        let flood = codecs([AMF0Property("fourCcList", .strictArray(Array(repeating: .string("xxxx"), count: 1000) + [.string("hvc1")]))])
+        #expect(!flood.decodes(.hevc))
+        #expect(codecs([AMF0Property("fourCcList", .string("hvc1"))]) == .legacy)
     }
 
     @Test
