@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-reload bench-hooks bench-srt bench-hls bench-transcode bench-transcode-churn bench-cluster bench-cluster-soak bench-edge bench-latency bench-syscalls bench-profile clean
+.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-reload bench-hooks bench-srt bench-hls bench-transcode bench-transcode-hevc bench-transcode-churn bench-cluster bench-cluster-soak bench-edge bench-latency bench-syscalls bench-profile clean
 
 ## Everything `make test` needs: Debian packages (test tools, chromium) and the Python
 ## virtualenv .venv/ with Playwright and cryptography (scripts/install-deps.sh --test).
@@ -65,6 +65,10 @@ bench-hls: deps
 ## ABR ladder transcoding against the ffmpeg CLI on the same settings; figures for docs/benchmarks.md.
 bench-transcode: deps
 	scripts/bench-transcode.sh
+
+## The same from an HEVC source (enhanced FLV, remuxed by PyAV) into the H.264 ladder, against the ffmpeg CLI.
+bench-transcode-hevc: deps
+	SOURCE_CODEC=hevc scripts/bench-transcode.sh
 
 ## Transcoder memory under job churn: the pipeline JOBS=60 times in one process, RSS and heap after each job,
 ## as the heap leaves it and with freed pages handed back (as the node does). Figures for docs/benchmarks.md.

@@ -3,10 +3,11 @@
 FLV muxer writes enhanced FLV (FourCC video: HEVC, AV1, VP9; Opus audio) and whose native
 RTMP protocol publishes it.
 
-    pyav_publish.py FILE URL [--loops N]
+    pyav_publish.py FILE URL [--loops N] [--unpaced]
 
 Remuxes FILE (-c copy) to URL in real time (paced by DTS), looping N times (0: forever),
-with timestamps running on across loops, as `ffmpeg -re -stream_loop` does.
+with timestamps running on across loops, as `ffmpeg -re -stream_loop` does. `--unpaced`
+writes as fast as it can (URL a file: an enhanced FLV of FILE, for the benchmarks).
 """
 import argparse
 import sys
@@ -20,6 +21,7 @@ def main():
     parser.add_argument("file")
     parser.add_argument("url")
     parser.add_argument("--loops", type=int, default=0)
+    parser.add_argument("--unpaced", action="store_true")
     args = parser.parse_args()
 
     output = av.open(args.url, "w", format="flv")
@@ -43,7 +45,7 @@ def main():
             seconds = float(packet.dts * packet.time_base)
             last = max(last, seconds + float((packet.duration or 0) * packet.time_base))
             delay = start + offset + seconds - time.monotonic()
-            if delay > 0:
+            if delay > 0 and not args.unpaced:
                 time.sleep(delay)
             shift = int(offset / packet.time_base)
             packet.dts += shift
