@@ -64,6 +64,7 @@ for target in "${targets[@]}"; do
     FuzzMediaBus|FuzzBusFrame) seed_dirs=("$seeds/busframe") ;;
     FuzzMetadata) seed_dirs=("$seeds/metadata" "$seeds/gortmplib/amf0") ;;
     FuzzHTTPPath) seed_dirs=("$seeds/httppath") ;;
+    FuzzCodecConfig) seed_dirs=("$seeds/codecconfig") ;;
     FuzzRTMPClient) seed_dirs=("$seeds/client") ;;
     # An input is at most a few SRT messages of TS: libavformat probes up to 512 KiB.
     FuzzSRTInput) seed_dirs=("$seeds/srt"); extra=(-max_len=65536) ;;

@@ -1,5 +1,6 @@
 // libFuzzer target: codec configuration records and FLV audio/video tag headers, the
-// parsers that see every publisher's sequence headers.
+// parsers that see every publisher's sequence headers, and Enhanced RTMP v2 multitrack
+// video tags, split into single-track tags that must classify or throw.
 import Media
 import CLibFuzzer
 import Glibc
@@ -11,6 +12,14 @@ func fuzzCodecConfig(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let payload = ByteBuffer(bytes: UnsafeBufferPointer(start: data, count: size))
     if let record = try? AVCDecoderConfigurationRecord(from: payload) { _ = record.codecString }
     if let record = try? HEVCDecoderConfigurationRecord(from: payload) { _ = record.codecString }
+    if let record = try? AV1CodecConfigurationRecord(from: payload) { _ = record.codecString }
+    if MultitrackVideoTag.isMultitrack(payload), let tag = try? MultitrackVideoTag(payload) {
+        for track in tag.tracks {
+            if let frame = try? MediaFrame.classified(kind: .video, timestamp: 0, payload: track.payload) {
+                _ = try? frame.validatedConfigurationRecord()
+            }
+        }
+    }
     if let config = try? AudioSpecificConfig(from: payload) { _ = config.codecString }
     _ = try? VideoTagHeader(from: payload)
     _ = try? AudioTagHeader(from: payload)

@@ -33,6 +33,11 @@ public final class SRTListener: Sendable {
         public var maxPlayers = 256
         /// A caller silent this long is dropped (`SRTO_PEERIDLETIMEO`, and the read timeout).
         public var idleTimeout: Duration = .seconds(5)
+        /// libsrt's send buffer of each caller (`SRTO_SNDBUF`, set on the listener and inherited):
+        /// what a player that acknowledges slowly (with too-late drop turned off) can hold
+        /// without its sends blocking into the write timeout. libsrt's default is about 12 MB;
+        /// 2 MiB holds over 2 s of a 6 Mbit/s stream, far above the latency window.
+        public var sendBufferBytes = 2 << 20
         /// A player whose sends cannot complete this long is dropped (`SRTO_SNDTIMEO`).
         public var writeTimeout: Duration = .seconds(5)
         /// The admission's answer is awaited this long at most.
@@ -109,6 +114,7 @@ public final class SRTListener: Sendable {
         guard socket != csrt_invalid_socket() else { throw StartFailure(description: "srt_create_socket: \(Self.lastError())") }
         _ = csrt_set_int(socket, SRTO_LATENCY, Int32(configuration.latencyMilliseconds))
         _ = csrt_set_int(socket, SRTO_PEERIDLETIMEO, Int32(configuration.idleTimeout.milliseconds))
+        _ = csrt_set_int(socket, SRTO_SNDBUF, Int32(clamping: configuration.sendBufferBytes))
         if let passphrase = configuration.passphrase {
             guard (10...79).contains(passphrase.utf8.count), csrt_set_string(socket, SRTO_PASSPHRASE, passphrase) == 0 else {
                 srt_close(socket)

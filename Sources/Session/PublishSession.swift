@@ -22,6 +22,10 @@ public final class PublishSession: Sendable {
     /// hub's count stands in).
     public let traffic: SessionTraffic?
     public let startedAt: Date
+    /// For one track of a multitrack publisher (a rendition of `parent`'s stream): the
+    /// publisher's own session, which the track's starts, ends and drains with. Nil for a
+    /// publisher.
+    public let parent: PublishSession?
     private let kicker: SessionKick?
     private let evict: (@Sendable () -> Void)?
     private let sink: SessionEventSink
@@ -31,7 +35,7 @@ public final class PublishSession: Sendable {
         sessionID: SessionID = .make(.publish), path: StreamPath, hub: StreamHub, id: StreamHub.PublisherID,
         transport: StreamProtocol, remoteAddress: String, requestReconnect: ReconnectRequester? = nil,
         query: StreamQuery = StreamQuery(), traffic: SessionTraffic? = nil, kick: SessionKick? = nil,
-        evict: (@Sendable () -> Void)? = nil, sink: @escaping SessionEventSink = { _ in }
+        evict: (@Sendable () -> Void)? = nil, parent: PublishSession? = nil, sink: @escaping SessionEventSink = { _ in }
     ) {
         self.sessionID = sessionID
         self.path = path
@@ -45,6 +49,7 @@ public final class PublishSession: Sendable {
         self.startedAt = Date()
         self.kicker = kick
         self.evict = evict
+        self.parent = parent
         self.sink = sink
     }
 

@@ -18,6 +18,9 @@ public protocol SessionAdmission: Sendable {
     func play(_ request: PlayRequest) async -> PlayAnswer
     /// A rendition the node made (a transcoder's rung) becomes a publishing session.
     func publishRendition(_ request: RenditionRequest) async -> PublishAnswer
+    /// One track of an admitted multitrack publisher becomes rendition `rendition` of its
+    /// stream, with a hub of its own, as a session whose parent is the publisher's.
+    func publishTrack(of publisher: PublishSession, rendition: String) async -> PublishAnswer
     /// The node reading one of its own streams to push it elsewhere (a forward) becomes a
     /// viewing session. The protocol starts and ends it, as a viewer's.
     func playOutbound(_ request: OutboundRequest) async -> PlayAnswer
@@ -33,6 +36,11 @@ extension SessionAdmission {
     /// An admission that hands out no hubs of its own (a test's) takes no renditions.
     public func publishRendition(_ request: RenditionRequest) async -> PublishAnswer {
         .refused(.unavailable("renditions are not published here"))
+    }
+
+    /// An admission that hands out no hubs of its own (a test's) takes no tracks.
+    public func publishTrack(of publisher: PublishSession, rendition: String) async -> PublishAnswer {
+        .refused(.unavailable("tracks are not published here"))
     }
 
     /// An admission that keeps no sessions of its own (a test's) lists no forwards.

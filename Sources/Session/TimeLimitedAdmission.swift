@@ -48,6 +48,11 @@ public struct TimeLimitedAdmission: SessionAdmission {
         await inner.publishRendition(request)
     }
 
+    /// Local and quick (no policy is asked: its publisher was admitted): not timed.
+    public func publishTrack(of publisher: PublishSession, rendition: String) async -> PublishAnswer {
+        await inner.publishTrack(of: publisher, rendition: rendition)
+    }
+
     public func play(_ request: PlayRequest) async -> PlayAnswer {
         let inner = inner
         return await Self.decide(within: timeout, refusal: .refused(Self.refusal(timeout)), onTimeout: { onTimeout(.play, "\(request.path)") }) {

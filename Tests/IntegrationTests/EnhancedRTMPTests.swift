@@ -121,6 +121,57 @@ extension IntegrationTests {
             }
         }
 
+        @Test("An Enhanced RTMP v2 multitrack publisher (PyAV's FFmpeg 8 remuxing three H.264 streams) is one publisher whose tracks are renditions: each is watched 30 s over HTTP-FLV or RTMP at its own size with the publisher's audio, both HLS masters list the three with their resolutions, and nothing is transcoded")
+        func multitrackPublisherIsALadder() async throws {
+            try await Scenario.run("ertmp-multitrack") { scenario in
+                let media = try await MediaLibrary.shared.file(.multitrackAudioVideo)
+                let node = try await scenario.startNode(label: "node", arguments: ["--admin-token", SessionsTests.token])
+                let python = try TestEnvironment.python3()
+                _ = try scenario.launch(executable: python, [try Self.peer("pyav_publish.py"), media.url.path, node.rtmpURL("live", "mt")], name: "pyav-multitrack-publisher")
+                try await scenario.waitUntilLive(node, "live", "mt", timeout: .seconds(20))
+                try await scenario.waitUntilLive(node, "live", "mt/track1", timeout: .seconds(10))
+                try await scenario.waitUntilLive(node, "live", "mt/track2", timeout: .seconds(10))
+
+                // The viewers that stay, one per rendition: track 0 over RTMP, tracks 1 and 2 over HTTP-FLV.
+                let watcher = try Self.peer("pyav_watch.py")
+                let viewers = [
+                    ("track 0 (RTMP)", 640, 360, try scenario.launch(executable: python, [watcher, node.rtmpURL("live", "mt"), "30"], name: "pyav-track0")),
+                    ("track 1 (HTTP-FLV)", 426, 240, try scenario.launch(executable: python, [watcher, node.flvURL("live", "mt/track1"), "30"], name: "pyav-track1")),
+                    ("track 2 (HTTP-FLV)", 320, 180, try scenario.launch(executable: python, [watcher, node.flvURL("live", "mt/track2"), "30"], name: "pyav-track2")),
+                ]
+                // One publisher session and a session per added track, with the publisher's address.
+                let publishers = ((try? await SessionsTests.sessions(node, "?kind=publish")) ?? []).filter { ($0["path"] as? String)?.hasPrefix("live/mt") == true }
+                scenario.check(Set(publishers.compactMap { $0["path"] as? String }) == ["live/mt", "live/mt/track1", "live/mt/track2"],
+                               "the multitrack publisher's sessions: \(publishers)")
+                for file in ["llhls.m3u8", "index.m3u8"] {
+                    let listed = await eventually(timeout: .seconds(15), interval: .milliseconds(250)) {
+                        guard let master = try? await scenario.hlsGet(node, "/live/mt/\(file)"), master.status == 200 else { return false }
+                        return ["RESOLUTION=640x360", "RESOLUTION=426x240", "RESOLUTION=320x180"].allSatisfy(master.bodyText.contains)
+                            && master.bodyText.contains("track1/\(file)") && master.bodyText.contains("track2/\(file)")
+                    }
+                    let master = try? await scenario.hlsGet(node, "/live/mt/\(file)")
+                    scenario.check(listed, "the \(file) master does not list the three tracks: \(master?.bodyText ?? "")")
+                }
+                if let report = try await scenario.probeLive("\(node.httpBase)/live/mt/track2/llhls.m3u8", name: "probe-track2-fmp4", seconds: 4) {
+                    scenario.check(report.video?.codecName == "h264" && report.video?.width == 320 && report.audio?.codecName == "aac",
+                                   "LL-HLS of track 2: \(String(describing: report.video)) \(String(describing: report.audio))")
+                }
+                for (label, width, height, viewer) in viewers {
+                    guard let watch = try await Self.watched(scenario, viewer, label) else { continue }
+                    scenario.check(watch.video == "h264" && watch.width == width && watch.height == height, "\(label): video \(watch.video ?? "none") \(watch.width)x\(watch.height), expected \(width)x\(height)")
+                    scenario.check(watch.audio == "aac" && watch.audioPackets >= 1200, "\(label): audio \(watch.audio ?? "none"), \(watch.audioPackets) packets in 30 s")
+                    scenario.check(watch.decoded >= 800 && watch.decodeErrors == 0, "\(label): \(watch.decoded) frames decoded in 30 s (expected 800+), \(watch.decodeErrors) errors")
+                    scenario.check(watch.firstIsKeyframe == true && watch.dtsRegressions == 0 && watch.longestWait < 0.5,
+                                   "\(label): keyframe first \(watch.firstIsKeyframe ?? false), \(watch.dtsRegressions) DTS regressions, waited \(watch.longestWait) s")
+                }
+                // An encoder-made ladder costs no encoding: no transcoder job ran.
+                let metrics = try await node.metrics().text
+                let encoded = metrics.split(separator: "\n").filter { $0.hasPrefix("estuary_transcode_encoded_frames_total") }
+                scenario.check(encoded.allSatisfy { $0.hasSuffix(" 0") }, "a transcoder encoded for the multitrack stream: \(encoded)")
+                scenario.check(publishers.allSatisfy { $0["protocol"] as? String == "rtmp" }, "the tracks' sessions are not the publisher's protocol: \(publishers)")
+            }
+        }
+
         @Test("HEVC published over Enhanced RTMP by PyAV's FFmpeg reaches every viewer: RTMP play (E-RTMP, PyAV) and HTTP-FLV (PyAV) watched 30 s, every frame decoded, with audio; LL-HLS (fMP4) with CODECS hvc1 and TS HLS, read by ffprobe")
         func hevcReachesEveryViewer() async throws {
             try await Scenario.run("ertmp-hevc") { scenario in

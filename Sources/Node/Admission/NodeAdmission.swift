@@ -139,6 +139,40 @@ struct NodeAdmission: SessionAdmission {
         return .accepted(session)
     }
 
+    /// One track of a multitrack publisher: rendition `rendition` of its stream, published
+    /// into a hub of its own that players, HLS and the session table find as any rung's. No
+    /// policy is asked (the publisher was admitted); the bus, the coordinator, forwards and
+    /// the drain leave it to its publisher (`PublishSession.parent`). Its end leaves the hub
+    /// its grace period, as a publisher's does.
+    func publishTrack(of publisher: PublishSession, rendition: String) async -> PublishAnswer {
+        guard let path = try? RenditionPath(stream: publisher.path, rendition: rendition) else {
+            return .refused(.badName("\(rendition) is not a rendition name"))
+        }
+        let registry = playback.registry
+        let (hub, id) = await registry.hubForPublishing(path)
+        // Owned as the publisher owns its stream (its key, else its host), so that it takes
+        // its tracks back when it reconnects within the grace period.
+        let host = publisher.remoteAddress.split(separator: ":").dropLast().joined(separator: ":")
+        let owner = publisher.query.streamKey.map { "key:" + $0 } ?? "address:" + (host.isEmpty ? publisher.remoteAddress : host)
+        switch hub.attachPublisher(id: id, owner: owner, evict: {}) {
+        case .attached:
+            break
+        case .busy, .notOwner, .ended:
+            return .refused(.badName("\(path) is already being published"))
+        }
+        let tell = tellObservers
+        let session = PublishSession(
+            path: publisher.path, hub: hub, id: id, transport: publisher.transport, remoteAddress: publisher.remoteAddress,
+            query: publisher.query, parent: publisher,
+            sink: { event in
+                if case .publishEnded = event { await registry.publisherLeft(path, id: id) }
+                await tell(event)
+            }
+        )
+        await session.start()
+        return .accepted(session)
+    }
+
     /// A forward of one of the node's streams: a viewer of it, told to the observers (the
     /// session table lists it with its target; the drain does not wait for it). No policy is
     /// asked: the stream was admitted and the operator configured the push.

@@ -170,10 +170,11 @@ final class NodeDrain: SessionObserver, Sendable {
 
     func observe(_ event: SessionEvent) async {
         switch event {
-        case .publishStarted(let session) where session.transport == .pull || session.transport == .transcode,
-             .publishEnded(let session) where session.transport == .pull || session.transport == .transcode:
+        case .publishStarted(let session) where session.transport == .pull || session.transport == .transcode || session.parent != nil,
+             .publishEnded(let session) where session.transport == .pull || session.transport == .transcode || session.parent != nil:
             // The node's own static pulls and rungs: nobody to wait for (a transcoder's
-            // jobs have their own part in the drain).
+            // jobs have their own part in the drain); a multitrack publisher's tracks move
+            // with it.
             break
         case .playStarted(let session) where session.transport == .forward,
              .playEnded(let session) where session.transport == .forward:

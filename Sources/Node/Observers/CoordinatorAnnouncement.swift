@@ -14,7 +14,7 @@ struct CoordinatorAnnouncement: SessionObserver {
     func observe(_ event: SessionEvent) async {
         // A transcoder's rungs are its own to publish (on the bus with its handover) and no
         // stream of their own.
-        guard case .publishStarted(let session) = event, session.transport != .transcode else { return }
+        guard case .publishStarted(let session) = event, session.transport != .transcode, session.parent == nil else { return }
         let start = StreamStart(app: session.path.app, name: session.path.name, ingestNode: nodeID, facts: IngestReporter.facts(of: session.hub))
         let coordinator = coordinator
         let logger = logger

@@ -9,7 +9,7 @@ struct Forwarding: SessionObserver {
     func observe(_ event: SessionEvent) async {
         // A transcoder's rungs are its own to publish (on the bus with its handover) and no
         // stream of their own.
-        guard case .publishStarted(let session) = event, session.transport != .transcode else { return }
+        guard case .publishStarted(let session) = event, session.transport != .transcode, session.parent == nil else { return }
         await forwards.start(session.path, hub: session.hub)
     }
 }

@@ -10,6 +10,8 @@ enum RTMPMetrics {
     static let plays = Counter(label: "estuary_rtmp_plays_total")
     /// Enhanced RTMP v2 reconnect requests sent to publishers (a draining node).
     static let reconnectRequests = Counter(label: "estuary_rtmp_reconnect_requests_total")
+    /// Multitrack video tracks past the most a publisher may add, dropped.
+    static let droppedTracks = Counter(label: "estuary_rtmp_tracks_dropped_total")
     /// Connections open now (past the accept-time limits).
     private static let openConnectionsGauge = Gauge(label: "estuary_rtmp_connections_open")
     static func openConnections(_ count: Int) { openConnectionsGauge.record(count) }

@@ -75,6 +75,10 @@ extension RTMPServerConnectionHandler {
             // Frames from this connection's last read must reach viewers before the end.
             publish.hub.flush(force: true)
             publish.session.end(reason)
+            for track in publish.openTracks {
+                track.hub.flush(force: true)
+                track.end(reason)
+            }
             log(.info, "unpublished")
         case .playing(let play):
             play.hub.unsubscribe(play.subscriber)

@@ -149,6 +149,9 @@ extension RTMPServerConnectionHandler {
         case .audio, .video:
             guard message.payload.readableBytes > 0 else { return }  // some encoders send empty keep-alives
             let kind: MediaKind = message.typeID == MediaKind.audio.rawValue ? .audio : .video
+            if kind == .video, MultitrackVideoTag.isMultitrack(message.payload) {
+                return try handleMultitrack(message, publish: publish)
+            }
             do {
                 frame = try MediaFrame.classified(kind: kind, timestamp: Int64(message.timestamp), payload: message.payload)
                 if frame.isSequenceHeader {
@@ -162,6 +165,95 @@ extension RTMPServerConnectionHandler {
         }
         if !publish.hub.publish(frame, publisher: publish.id) {
             throw .evicted
+        }
+        if frame.kind == .audio, !publish.tracks.isEmpty {
+            // Every rendition of the ladder has the publisher's one audio track.
+            for track in publish.openTracks { _ = track.hub.publish(frame, publisher: track.id) }
+        }
+    }
+
+    // MARK: Multitrack
+
+    /// Renditions a multitrack publisher may add besides its main track.
+    static let maxTracks = 7
+
+    /// An Enhanced RTMP v2 multitrack video tag: each track's frame, rewritten as a
+    /// single-track tag, goes to its hub (track 0 to the stream's own).
+    func handleMultitrack(_ message: RTMPMessage, publish: PublishContext) throws(RTMPConnectionError) {
+        var frames: [(UInt8, MediaFrame)] = []
+        do {
+            let tag = try MultitrackVideoTag(message.payload, allocator: context?.channel.allocator ?? ByteBufferAllocator())
+            for track in tag.tracks {
+                let frame = try MediaFrame.classified(kind: .video, timestamp: Int64(message.timestamp), payload: track.payload)
+                if frame.isSequenceHeader { _ = try frame.validatedConfigurationRecord() }
+                frames.append((track.trackID, frame))
+            }
+        } catch {
+            throw .badMedia("multitrack: \(error)")
+        }
+        for (trackID, frame) in frames {
+            if trackID == 0 {
+                if frame.isSequenceHeader {
+                    do { try validateSequenceHeader(frame, publish: publish) } catch { throw .badMedia("\(error)") }
+                }
+                guard publish.hub.publish(frame, publisher: publish.id) else { throw .evicted }
+            } else {
+                publishTrack(trackID, frame, publish: publish)
+            }
+        }
+    }
+
+    func publishTrack(_ trackID: UInt8, _ frame: MediaFrame, publish: PublishContext) {
+        switch publish.tracks[trackID] {
+        case .open(let session):
+            _ = session.hub.publish(frame, publisher: session.id)
+        case .opening:
+            if frame.isSequenceHeader { publish.tracks[trackID] = .opening(sequenceHeader: frame) }
+        case .refused:
+            return
+        case nil:
+            guard publish.tracks.count < Self.maxTracks else {
+                RTMPMetrics.droppedTracks.increment()
+                if !publish.warnedTracks {
+                    publish.warnedTracks = true
+                    log(.warning, "dropping video track \(trackID): \(Self.maxTracks) tracks besides the main one are the most taken")
+                }
+                return
+            }
+            // A track starts with its sequence start; frames before it decode to nothing.
+            guard frame.isSequenceHeader, let context else { return }
+            publish.tracks[trackID] = .opening(sequenceHeader: frame)
+            let admission = admission
+            let session = publish.session
+            context.eventLoop.makeFutureWithTask {
+                await admission.publishTrack(of: session, rendition: "track\(trackID)")
+            }.assumeIsolated().whenSuccess { answer in
+                self.resolveTrack(trackID, answer, publish: publish)
+            }
+        }
+    }
+
+    func resolveTrack(_ trackID: UInt8, _ answer: PublishAnswer, publish: PublishContext) {
+        guard let current = machine.publishing, current === publish, case .opening(let header) = publish.tracks[trackID] else {
+            // The publisher left while we waited.
+            if case .accepted(let session) = answer { session.end(.left) }
+            return
+        }
+        switch answer {
+        case .accepted(let session):
+            log(.info, "publishing video track \(trackID) as \(session.hub.path)")
+            publish.tracks[trackID] = .open(session)
+            // What a player of the track needs before its first keyframe: the audio's
+            // configuration (the publisher sent it once, to the main track) and the video's.
+            if var audio = publish.hub.configurationRecords.audio {
+                audio.timestamp = header.timestamp  // on the track's timeline, not the stream hub's
+                _ = session.hub.publish(audio, publisher: session.id)
+            }
+            _ = session.hub.publish(header, publisher: session.id)
+            session.hub.flush(force: true)
+        case .refused(let refusal):
+            log(.warning, "video track \(trackID) not published: \(refusal.description)")
+            publish.tracks[trackID] = .refused
         }
     }
 

@@ -29,6 +29,22 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         var path: StreamPath { session.path }
         var announcedVideo = false
         var announcedAudio = false
+        /// A multitrack publisher's other video tracks (trackId 1…), each a rendition of the
+        /// stream (`track1`, …) with a hub of its own.
+        var tracks: [UInt8: TrackState] = [:]
+        var warnedTracks = false
+
+        enum TrackState {
+            /// Asked of the admission; the track's latest sequence start waits for the answer
+            /// (its coded frames until then are dropped: a player starts at a keyframe anyway).
+            case opening(sequenceHeader: MediaFrame)
+            case open(PublishSession)
+            case refused
+        }
+
+        var openTracks: [PublishSession] {
+            tracks.values.compactMap { if case .open(let session) = $0 { session } else { nil } }
+        }
 
         init(session: PublishSession) {
             self.session = session
@@ -247,7 +263,11 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if let publish = machine.publishing { flushHub(publish.hub) }
+        if let publish = machine.publishing {
+            flushHub(publish.hub)
+            // A track's hub is woken at once: its viewers are few (one rung of a ladder each).
+            for track in publish.openTracks { track.hub.flush(force: true) }
+        }
         acknowledgeIfNeeded()
         flushIfNeeded()
         context.fireChannelReadComplete()

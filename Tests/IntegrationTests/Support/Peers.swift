@@ -41,9 +41,14 @@ enum MediaKind: String, Sendable, CaseIterable {
     case hevcAudioVideo
     /// 640x360 30 fps AV1 Main (libaom, realtime) with 2 s GOPs + AAC-LC 48 kHz stereo, 12 s, in MP4.
     case av1AudioVideo
+    /// An encoder-made ladder: three H.264 Main video streams (640x360, 426x240, 320x180; 30
+    /// fps, 2 s GOPs at the same frames) + AAC-LC 48 kHz stereo, 12 s, in MP4. PyAV's FFmpeg
+    /// writes it as Enhanced RTMP v2 multitrack: the first stream as track 0, the others as
+    /// tracks 1 and 2.
+    case multitrackAudioVideo
 
     /// The clip's container: FLV, but MP4 for what legacy FLV cannot carry.
-    var container: String { self == .hevcAudioVideo || self == .av1AudioVideo ? "mp4" : "flv" }
+    var container: String { [.hevcAudioVideo, .av1AudioVideo, .multitrackAudioVideo].contains(self) ? "mp4" : "flv" }
 
     /// H.264 Main with a keyframe every 60 frames (2 s at 30 fps) and no scene-cut keyframes.
     private static let twoSecondGOPs = ["-c:v", "libx264", "-profile:v", "main", "-preset", "veryfast", "-g", "60", "-keyint_min", "60", "-sc_threshold", "0", "-pix_fmt", "yuv420p"]
@@ -78,6 +83,10 @@ enum MediaKind: String, Sendable, CaseIterable {
             return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
                     "-c:v", "libx265", "-preset", "ultrafast", "-x265-params", "keyint=60:min-keyint=60:scenecut=0:log-level=error",
                     "-tag:v", "hvc1", "-pix_fmt", "yuv420p"] + audio + ["-t", "12"]
+        case .multitrackAudioVideo:
+            return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-f", "lavfi", "-i", "testsrc2=size=426x240:rate=30",
+                    "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+                    "-map", "0:v", "-map", "1:v", "-map", "2:v", "-map", "3:a"] + Self.twoSecondGOPs + audio + ["-t", "12"]
         case .av1AudioVideo:
             return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
                     "-c:v", "libaom-av1", "-usage", "realtime", "-cpu-used", "8", "-b:v", "600k", "-g", "60", "-keyint_min", "60",
