@@ -50,12 +50,18 @@ public struct PublishAdmission: Sendable {
     /// Who a publisher is, for taking over its own stream: its stream key when it has one
     /// (a phone changes address when it moves from Wi-Fi to mobile data), else its address.
     static func owner(of request: PublishRequest) -> String {
-        if let key = request.query.streamKey, !key.isEmpty {
+        owner(query: request.query, remoteAddress: request.remoteAddress)
+    }
+
+    /// The owner of a publisher with `query` from `remoteAddress` (a multitrack publisher's
+    /// tracks are owned the same way, so a reconnect takes them back too).
+    public static func owner(query: StreamQuery, remoteAddress: String) -> String {
+        if let key = query.streamKey, !key.isEmpty {
             return "key:" + key
         }
         // `remoteAddress` is `host:port`; the port changes with every connection.
-        let host = request.remoteAddress.split(separator: ":").dropLast().joined(separator: ":")
-        return "address:" + (host.isEmpty ? request.remoteAddress : host)
+        let host = remoteAddress.split(separator: ":").dropLast().joined(separator: ":")
+        return "address:" + (host.isEmpty ? remoteAddress : host)
     }
 
     /// The stream key in an owner made by ``owner(of:)``, or nil for an address owner.

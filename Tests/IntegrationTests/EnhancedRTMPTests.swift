@@ -127,7 +127,7 @@ extension IntegrationTests {
                 let media = try await MediaLibrary.shared.file(.multitrackAudioVideo)
                 let node = try await scenario.startNode(label: "node", arguments: ["--admin-token", SessionsTests.token])
                 let python = try TestEnvironment.python3()
-                _ = try scenario.launch(executable: python, [try Self.peer("pyav_publish.py"), media.url.path, node.rtmpURL("live", "mt")], name: "pyav-multitrack-publisher")
+                let publisher = try scenario.launch(executable: python, [try Self.peer("pyav_publish.py"), media.url.path, node.rtmpURL("live", "mt")], name: "pyav-multitrack-publisher")
                 try await scenario.waitUntilLive(node, "live", "mt", timeout: .seconds(20))
                 try await scenario.waitUntilLive(node, "live", "mt/track1", timeout: .seconds(10))
                 try await scenario.waitUntilLive(node, "live", "mt/track2", timeout: .seconds(10))
@@ -169,6 +169,12 @@ extension IntegrationTests {
                 let encoded = metrics.split(separator: "\n").filter { $0.hasPrefix("estuary_transcode_encoded_frames_total") }
                 scenario.check(encoded.allSatisfy { $0.hasSuffix(" 0") }, "a transcoder encoded for the multitrack stream: \(encoded)")
                 scenario.check(publishers.allSatisfy { $0["protocol"] as? String == "rtmp" }, "the tracks' sessions are not the publisher's protocol: \(publishers)")
+                // The publisher goes: its tracks' sessions end with its own.
+                publisher.send(signal: SIGKILL)
+                let ended = await eventually(timeout: .seconds(10), interval: .milliseconds(250)) {
+                    ((try? await SessionsTests.sessions(node, "?kind=publish")) ?? []).allSatisfy { ($0["path"] as? String)?.hasPrefix("live/mt") != true }
+                }
+                scenario.check(ended, "the multitrack publisher's sessions outlived its connection")
             }
         }
 

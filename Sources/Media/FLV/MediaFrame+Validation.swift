@@ -2,7 +2,8 @@ import NIOCore
 
 extension MediaFrame {
     /// Parses the configuration record a sequence header carries (an AVC or HEVC decoder
-    /// configuration record with its SPS, or an AAC AudioSpecificConfig), so that a garbage
+    /// configuration record with its SPS, an AV1 `av1C` with its sequence header, or an AAC
+    /// AudioSpecificConfig), so that a garbage
     /// record is refused where it enters (RTMP ingest, the cluster bus) instead of breaking
     /// every player of the stream. Returns a line for the log (`video: avc1.64001f 640x360`),
     /// or nil for frames that carry no record. Throws the parsers' errors.
@@ -20,6 +21,9 @@ extension MediaFrame {
             case .hevc:
                 let record = try HEVCDecoderConfigurationRecord(from: payload)
                 return "video: \(record.codecString)"
+            case .av1:
+                let record = try AV1CodecConfigurationRecord(from: payload)
+                return "video: \(record.codecString) \(record.width)x\(record.height)"
             default:
                 return nil
             }

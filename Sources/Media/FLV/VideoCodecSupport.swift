@@ -58,8 +58,8 @@ extension VideoCodec {
 
     /// The codec a FourCC string names (`"hvc1"`, `"av01"`); nil for anything else.
     public init?(fourCCString text: String) {
+        guard text.utf8.count == 4 else { return nil }
         let bytes = Array(text.utf8)
-        guard bytes.count == 4 else { return nil }
         self.init(fourCC: bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
     }
 }

@@ -181,7 +181,7 @@ public actor StreamRegistry {
     }
 
     /// The live rendition of `stream` (its source or a rung) a viewer that decodes `codecs`
-    /// can be sent, the tallest H.264 one first: the fallback for a viewer that cannot decode
+    /// can be sent, one with a publisher and the tallest H.264 one first: the fallback for a viewer that cannot decode
     /// the rendition it asked for (an HEVC source). Walks the table: it runs once per such
     /// play, never per frame.
     public func decodableRendition(of stream: StreamPath, for codecs: VideoCodecSupport) -> StreamHub? {
@@ -189,7 +189,8 @@ public actor StreamRegistry {
             .filter { $0.key.stream == stream && !$0.value.isEnded }
             .map(\.value)
             .filter { $0.videoCodec.map(codecs.decodes) ?? false }
-            .max { $0.avcPictureHeight < $1.avcPictureHeight }
+            // A rendition with a publisher before one waiting out its grace period, then the tallest.
+            .max { ($0.hasPublisher ? 1 : 0, $0.avcPictureHeight) < ($1.hasPublisher ? 1 : 0, $1.avcPictureHeight) }
     }
 
     /// Every live hub, sources and rungs.

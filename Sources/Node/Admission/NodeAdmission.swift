@@ -149,17 +149,20 @@ struct NodeAdmission: SessionAdmission {
             return .refused(.badName("\(rendition) is not a rendition name"))
         }
         let registry = playback.registry
-        let (hub, id) = await registry.hubForPublishing(path)
         // Owned as the publisher owns its stream (its key, else its host), so that it takes
         // its tracks back when it reconnects within the grace period.
-        let host = publisher.remoteAddress.split(separator: ":").dropLast().joined(separator: ":")
-        let owner = publisher.query.streamKey.map { "key:" + $0 } ?? "address:" + (host.isEmpty ? publisher.remoteAddress : host)
-        switch hub.attachPublisher(id: id, owner: owner, evict: {}) {
-        case .attached:
-            break
-        case .busy, .notOwner, .ended:
-            return .refused(.badName("\(path) is already being published"))
+        let owner = PublishAdmission.owner(query: publisher.query, remoteAddress: publisher.remoteAddress)
+        var attached: (StreamHub, StreamHub.PublisherID)?
+        // Two attempts: the hub found may end between lookup and attach (grace expiry).
+        for _ in 0..<2 where attached == nil {
+            let (hub, id) = await registry.hubForPublishing(path)
+            switch hub.attachPublisher(id: id, owner: owner, evict: {}) {
+            case .attached: attached = (hub, id)
+            case .ended: continue
+            case .busy, .notOwner: return .refused(.badName("\(path) is already being published"))
+            }
         }
+        guard let (hub, id) = attached else { return .refused(.badName("\(path) is unavailable")) }
         let tell = tellObservers
         let session = PublishSession(
             path: publisher.path, hub: hub, id: id, transport: publisher.transport, remoteAddress: publisher.remoteAddress,

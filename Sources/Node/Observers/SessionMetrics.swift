@@ -8,14 +8,16 @@ import Session
 struct SessionMetrics: SessionObserver {
     func observe(_ event: SessionEvent) async {
         switch event {
-        case .publishStarted(let session):
+        case .publishStarted(let session) where session.parent == nil:
             Self.started("publish", session.transport)
         case .playStarted(let session):
             Self.started("play", session.transport)
         case .playEnded(let session):
             Self.ended("play", session.transport, session.endReason)
-        case .publishEnded(let session):
+        case .publishEnded(let session) where session.parent == nil:
             Self.ended("publish", session.transport, session.endReason)
+        case .publishStarted, .publishEnded:
+            break  // a multitrack publisher's track: counted with its publisher
         }
     }
 

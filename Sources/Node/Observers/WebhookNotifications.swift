@@ -14,7 +14,7 @@ struct WebhookNotifications: SessionObserver {
 
     func observe(_ event: SessionEvent) async {
         switch event {
-        case .publishEnded(let session) where session.transport != .transcode:
+        case .publishEnded(let session) where session.transport != .transcode && session.parent == nil:
             guard let endpoint = hooks.value.hooks(for: session.path.app)?.onUnpublish else { return }
             notifier.notify(endpoint, .unpublished(session, nodeID: nodeID))
         case .playEnded(let session) where session.transport != .forward:

@@ -60,7 +60,7 @@ final class SessionTable: SessionObserver, Sendable {
                 ),
                 started: .now, traffic: session.traffic, hub: session.traffic == nil ? session.hub : nil,
                 hubBytesAtStart: session.traffic == nil ? session.hub.statistics.bytesIn : 0,
-                kick: kick, stream: session.transport == .transcode ? nil : session.path
+                kick: kick, stream: session.transport == .transcode || session.parent != nil ? nil : session.path
             )
             insert(entry)
         case .publishEnded(let session):

@@ -81,16 +81,15 @@ public struct ConnectCommand: Sendable, Equatable {
     /// The codecs of `fourCcList` (an array of FourCC strings, `*` for any) and of the keys of
     /// `videoFourCcInfoMap` whose flags say decode or forward. Anything else is ignored.
     static func videoCodecs(fourCcList: AMF0Value?, infoMap: AMF0Value?) -> VideoCodecSupport {
-        var names: [String] = []
-        if let list = fourCcList?.arrayValue ?? fourCcList?.properties?.map(\.value) {
-            names += list.prefix(VideoCodecSupport.maxEntries).compactMap(\.stringValue)
-        }
-        if let map = infoMap?.properties {
-            names += map.prefix(VideoCodecSupport.maxEntries)
-                .filter { flags($0.value.numberValue) & (canDecode | canForward) != 0 }
-                .map(\.name)
-        }
-        return names.isEmpty ? .legacy : VideoCodecSupport(fourCCs: names)
+        let listed = (fourCcList?.arrayValue ?? fourCcList?.properties?.map(\.value))?.prefix(VideoCodecSupport.maxEntries).compactMap(\.stringValue)
+        let mapped = infoMap?.properties?.prefix(VideoCodecSupport.maxEntries)
+            .filter { flags($0.value.numberValue) & (canDecode | canForward) != 0 }
+            .map(\.name)
+        guard listed?.isEmpty == false || mapped?.isEmpty == false else { return .legacy }
+        // Read apart, so that junk in one cannot crowd out the other.
+        let fromList = VideoCodecSupport(fourCCs: listed ?? [])
+        let fromMap = VideoCodecSupport(fourCCs: mapped ?? [])
+        return VideoCodecSupport(codecs: fromList.codecs.union(fromMap.codecs), acceptsAny: fromList.acceptsAny || fromMap.acceptsAny)
     }
 
     /// `capsEx` bit: the client handles `NetConnection.Connect.ReconnectRequest`.

@@ -204,18 +204,37 @@ extension RTMPServerConnectionHandler {
     }
 
     func publishTrack(_ trackID: UInt8, _ frame: MediaFrame, publish: PublishContext) {
+        let ends = (try? frame.videoTagHeader())?.packetType == .sequenceEnd
         switch publish.tracks[trackID] {
-        case .open(let session):
+        case .open(let session, let started):
+            if !started, !ends {
+                guard frame.isKeyframe || frame.isSequenceHeader else { return }
+                if frame.isKeyframe, !frame.isSequenceHeader { publish.tracks[trackID] = .open(session, started: true) }
+            }
             _ = session.hub.publish(frame, publisher: session.id)
+            if ends {
+                // The encoder ended this rendition: its players are told now, not when the
+                // publisher leaves; a later sequence start opens it again.
+                log(.info, "video track \(trackID) ended by the publisher")
+                session.hub.flush(force: true)
+                session.end(.left)
+                publish.tracks[trackID] = nil
+            }
         case .opening:
-            if frame.isSequenceHeader { publish.tracks[trackID] = .opening(sequenceHeader: frame) }
-        case .refused:
-            return
+            if ends {
+                publish.tracks[trackID] = nil  // the answer, when it comes, ends its session
+            } else if frame.isSequenceHeader {
+                publish.tracks[trackID] = .opening(sequenceHeader: frame)
+            }
+        case .refused(let at):
+            // Asked again on a later sequence start, at most once a second.
+            guard frame.isSequenceHeader, NIODeadline.now() - at >= .seconds(1) else { return }
+            publish.tracks[trackID] = nil
+            publishTrack(trackID, frame, publish: publish)
         case nil:
             guard publish.tracks.count < Self.maxTracks else {
-                RTMPMetrics.droppedTracks.increment()
-                if !publish.warnedTracks {
-                    publish.warnedTracks = true
+                if publish.droppedTracks.count < 256, publish.droppedTracks.insert(trackID).inserted {
+                    RTMPMetrics.droppedTracks.increment()
                     log(.warning, "dropping video track \(trackID): \(Self.maxTracks) tracks besides the main one are the most taken")
                 }
                 return
@@ -242,7 +261,7 @@ extension RTMPServerConnectionHandler {
         switch answer {
         case .accepted(let session):
             log(.info, "publishing video track \(trackID) as \(session.hub.path)")
-            publish.tracks[trackID] = .open(session)
+            publish.tracks[trackID] = .open(session, started: false)
             // What a player of the track needs before its first keyframe: the audio's
             // configuration (the publisher sent it once, to the main track) and the video's.
             if var audio = publish.hub.configurationRecords.audio {
@@ -253,7 +272,7 @@ extension RTMPServerConnectionHandler {
             session.hub.flush(force: true)
         case .refused(let refusal):
             log(.warning, "video track \(trackID) not published: \(refusal.description)")
-            publish.tracks[trackID] = .refused
+            publish.tracks[trackID] = .refused(at: .now())
         }
     }
 

@@ -32,18 +32,22 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         /// A multitrack publisher's other video tracks (trackId 1…), each a rendition of the
         /// stream (`track1`, …) with a hub of its own.
         var tracks: [UInt8: TrackState] = [:]
-        var warnedTracks = false
+        /// Track ids past `maxTracks`, dropped (each counted and logged once).
+        var droppedTracks: Set<UInt8> = []
 
         enum TrackState {
             /// Asked of the admission; the track's latest sequence start waits for the answer
             /// (its coded frames until then are dropped: a player starts at a keyframe anyway).
             case opening(sequenceHeader: MediaFrame)
-            case open(PublishSession)
-            case refused
+            /// `started` once a keyframe went in: frames before it (the track opened mid-GOP)
+            /// would make a player's first picture undecodable.
+            case open(PublishSession, started: Bool)
+            /// Asked again on a sequence start a second or more after this.
+            case refused(at: NIODeadline)
         }
 
         var openTracks: [PublishSession] {
-            tracks.values.compactMap { if case .open(let session) = $0 { session } else { nil } }
+            tracks.values.compactMap { if case .open(let session, _) = $0 { session } else { nil } }
         }
 
         init(session: PublishSession) {

@@ -60,6 +60,7 @@ import Testing
     static let stream = try! StreamPath(app: "abr", name: "hevc")  // literal, valid by construction
 
     /// A rendition of `stream` whose publisher sent `sequenceHeader` (an FLV video tag body).
+    @discardableResult
     func rendition(_ name: String?, _ sequenceHeader: ByteBuffer, in registry: StreamRegistry) async throws -> StreamHub {
         let path = try name.map { try RenditionPath(stream: Self.stream, rendition: $0) } ?? .source(Self.stream)
         let (hub, id) = await registry.hubForPublishing(path)
@@ -89,10 +90,14 @@ import Testing
         #expect(await registry.decodableRendition(of: Self.stream, for: .legacy) === high)
         high.end()
         #expect(await registry.decodableRendition(of: Self.stream, for: .legacy) === low)
+        // A taller rung whose publisher left (waiting out its grace period) loses to a live one.
+        let (stale, staleID) = await registry.hubForPublishing(try RenditionPath(stream: Self.stream, rendition: "1080p"))
+        _ = stale.attachPublisher(id: staleID, owner: "test") {}
+        #expect(stale.publish(try MediaFrame.classified(kind: .video, timestamp: 0, payload: ByteBuffer(hex: Vectors.avcMain1080TagBody)), publisher: staleID))
+        #expect(await registry.decodableRendition(of: Self.stream, for: .legacy) === stale)
+        stale.detachPublisher(id: staleID)
+        #expect(await registry.decodableRendition(of: Self.stream, for: .legacy) === low)
         // Another stream's rungs are never offered.
         #expect(await registry.decodableRendition(of: try StreamPath(app: "abr", name: "other"), for: .legacy) == nil)
-        // A player that announced hvc1 is not redirected at all (Playback asks only when the
-        // codec is not decodable), but the lookup would still prefer a tall H.264 rung.
-        #expect(VideoCodecSupport(fourCCs: ["hvc1"]).decodes(.hevc))
     }
 }

@@ -171,6 +171,12 @@ struct CommandMessageTests {
         // A hostile list: past the first 64 entries nothing is read.
         let flood = codecs([AMF0Property("fourCcList", .strictArray(Array(repeating: .string("xxxx"), count: 1000) + [.string("hvc1")]))])
         #expect(!flood.decodes(.hevc))
+        // Junk in the list does not crowd out the map.
+        let both = codecs([
+            AMF0Property("fourCcList", .strictArray(Array(repeating: .string("xxxx"), count: 1000))),
+            AMF0Property("videoFourCcInfoMap", .object([AMF0Property("hvc1", .number(1))])),
+        ])
+        #expect(both.decodes(.hevc))
         #expect(codecs([AMF0Property("fourCcList", .string("hvc1"))]) == .legacy)
     }
 
