@@ -36,14 +36,40 @@ extension IntegrationTests {
             return try JSONDecoder().decode(Watch.self, from: Data(run.stdout.utf8))
         }
 
+        /// A viewer that stayed 30 s (`pyav_watch.py`): its video in `codecs` at `width`x`height`,
+        /// `minDecoded` pictures decoded without an error, a keyframe first, DTS forward, no
+        /// wait over 500 ms for a picture, and the stream's AAC beside it.
+        static func checkStayed(
+            _ scenario: Scenario, _ viewer: ChildProcess, _ label: String, video codecs: Set<String> = ["h264"], width: Int, height: Int, minDecoded: Int = 800
+        ) async throws {
+            guard let watch = try await watched(scenario, viewer, label) else { return }
+            scenario.check(watch.video.map(codecs.contains) == true && watch.width == width && watch.height == height,
+                           "\(label): video \(watch.video ?? "none") \(watch.width)x\(watch.height), expected \(codecs.sorted()) \(width)x\(height)")
+            scenario.check(watch.audio == "aac" && watch.audioPackets >= 1200, "\(label): audio \(watch.audio ?? "none"), \(watch.audioPackets) packets in 30 s")
+            scenario.check(watch.decoded >= minDecoded && watch.decodeErrors == 0, "\(label): \(watch.decoded) frames decoded in 30 s (expected \(minDecoded)+), \(watch.decodeErrors) errors")
+            scenario.check(watch.firstIsKeyframe == true && watch.dtsRegressions == 0, "\(label): keyframe first \(watch.firstIsKeyframe ?? false), \(watch.dtsRegressions) DTS regressions")
+            scenario.check(watch.longestWait < 0.5, "\(label): waited \(watch.longestWait) s for a video frame")
+        }
+
+        /// A node, and PyAV's FFmpeg publishing a clip of `kind` to `app/name` on it in a loop,
+        /// once the stream is live.
+        static func publishing(
+            _ scenario: Scenario, _ kind: MediaKind, to app: String, _ name: String, nodeArguments: [String] = []
+        ) async throws -> (node: NodeProcess, publisher: ChildProcess) {
+            let media = try await MediaLibrary.shared.file(kind)
+            let node = try await scenario.startNode(label: "node", arguments: nodeArguments)
+            let publisher = try scenario.launch(
+                executable: try TestEnvironment.python3(), [try peer("pyav_publish.py"), media.url.path, node.rtmpURL(app, name)], name: "pyav-publisher"
+            )
+            try await scenario.waitUntilLive(node, app, name, timeout: .seconds(20))
+            return (node, publisher)
+        }
+
         @Test("An HEVC source published over Enhanced RTMP is transcoded into the H.264 ladder: a viewer stays 30 s on the 240p rung and decodes H.264 426x240 with audio, and the master lists the rungs beside the HEVC source")
         func hevcSourceFeedsTheH264Ladder() async throws {
             try await Scenario.run("ertmp-hevc-ladder") { scenario in
-                let media = try await MediaLibrary.shared.file(.hevcAudioVideo)
-                let node = try await scenario.startNode(label: "node")
+                let (node, _) = try await Self.publishing(scenario, .hevcAudioVideo, to: "abr", "hevc")
                 let python = try TestEnvironment.python3()
-                _ = try scenario.launch(executable: python, [try Self.peer("pyav_publish.py"), media.url.path, node.rtmpURL("abr", "hevc")], name: "pyav-publisher")
-                try await scenario.waitUntilLive(node, "abr", "hevc", timeout: .seconds(20))
                 try await scenario.waitUntilLive(node, "abr", "hevc_240p", timeout: .seconds(30))
 
                 let watcher = try Self.peer("pyav_watch.py")
@@ -56,19 +82,9 @@ extension IntegrationTests {
                     return master.bodyText.contains("CODECS=\"hvc1.") && master.bodyText.contains("CODECS=\"avc1.")
                 }
                 scenario.check(listed, "the LL-HLS master of the HEVC stream does not list the HEVC source beside H.264 rungs")
-                if let watch = try await Self.watched(scenario, rung, "240p rung") {
-                    scenario.check(watch.video == "h264" && watch.width == 426 && watch.height == 240, "240p rung: video \(watch.video ?? "none") \(watch.width)x\(watch.height)")
-                    scenario.check(watch.audio == "aac" && watch.audioPackets >= 1200, "240p rung: audio \(watch.audio ?? "none"), \(watch.audioPackets) packets in 30 s")
-                    scenario.check(watch.decoded >= 800 && watch.decodeErrors == 0, "240p rung: \(watch.decoded) frames decoded in 30 s (expected 800+), \(watch.decodeErrors) errors")
-                    scenario.check(watch.firstIsKeyframe == true && watch.dtsRegressions == 0, "240p rung: keyframe first \(watch.firstIsKeyframe ?? false), \(watch.dtsRegressions) DTS regressions")
-                    scenario.check(watch.longestWait < 0.5, "240p rung: waited \(watch.longestWait) s for a video frame")
-                }
-                if let watch = try await Self.watched(scenario, legacy, "RTMP without fourCcList") {
-                    // The source is 360p: the ladder's tallest rung is 360p.
-                    scenario.check(watch.video == "h264" && watch.width == 640 && watch.height == 360, "the legacy RTMP player of the HEVC source: video \(watch.video ?? "none") \(watch.width)x\(watch.height), expected the 360p H.264 rung")
-                    scenario.check(watch.decoded >= 800 && watch.decodeErrors == 0 && watch.dtsRegressions == 0, "the legacy RTMP player: \(watch.decoded) frames decoded, \(watch.decodeErrors) errors, \(watch.dtsRegressions) DTS regressions")
-                    scenario.check(watch.audio == "aac" && watch.longestWait < 0.5, "the legacy RTMP player: audio \(watch.audio ?? "none"), waited \(watch.longestWait) s")
-                }
+                try await Self.checkStayed(scenario, rung, "240p rung", width: 426, height: 240)
+                // The source is 360p: the ladder's tallest rung is 360p.
+                try await Self.checkStayed(scenario, legacy, "RTMP without fourCcList (the HEVC source's tallest H.264 rung)", width: 640, height: 360)
                 let metrics = try await node.metrics().text
                 scenario.check(metrics.contains("estuary_play_codec_mismatches_total{outcome=\"fallback\"} 1"), "the fallback is not counted: \(metrics.split(separator: "\n").filter { $0.contains("codec_mismatch") })")
             }
@@ -77,11 +93,8 @@ extension IntegrationTests {
         @Test("AV1 published over Enhanced RTMP: HTTP-FLV watched 30 s and decoded as AV1; LL-HLS (fMP4) names av01 and ffprobe reads it, while the classic (TS) master leaves the AV1 rendition out; the transcoder decodes it into the H.264 ladder, whose 240p rung a viewer watches 30 s")
         func av1ReachesFMP4AndTheLadder() async throws {
             try await Scenario.run("ertmp-av1") { scenario in
-                let media = try await MediaLibrary.shared.file(.av1AudioVideo)
-                let node = try await scenario.startNode(label: "node")
+                let (node, _) = try await Self.publishing(scenario, .av1AudioVideo, to: "abr", "av1")
                 let python = try TestEnvironment.python3()
-                _ = try scenario.launch(executable: python, [try Self.peer("pyav_publish.py"), media.url.path, node.rtmpURL("abr", "av1")], name: "pyav-publisher")
-                try await scenario.waitUntilLive(node, "abr", "av1", timeout: .seconds(20))
                 let watcher = try Self.peer("pyav_watch.py")
                 let flv = try scenario.launch(executable: python, [watcher, node.flvURL("abr", "av1"), "30"], name: "pyav-flv-viewer")
                 try await scenario.waitUntilLive(node, "abr", "av1_240p", timeout: .seconds(30))
@@ -106,29 +119,16 @@ extension IntegrationTests {
                                    "LL-HLS of the AV1 stream: \(video.count) video packets, keyframe first: \(video.first?.isKeyframe ?? false)")
                 }
 
-                if let watch = try await Self.watched(scenario, flv, "HTTP-FLV (AV1)") {
-                    scenario.check(watch.video == "av1" || watch.video == "libdav1d", "HTTP-FLV: video \(watch.video ?? "none")")
-                    scenario.check(watch.width == 640 && watch.height == 360 && watch.decoded >= 800 && watch.decodeErrors == 0,
-                                   "HTTP-FLV (AV1): \(watch.width)x\(watch.height), \(watch.decoded) frames decoded, \(watch.decodeErrors) errors")
-                    scenario.check(watch.firstIsKeyframe == true && watch.dtsRegressions == 0 && watch.longestWait < 0.5 && watch.audioPackets >= 1200,
-                                   "HTTP-FLV (AV1): keyframe first \(watch.firstIsKeyframe ?? false), \(watch.dtsRegressions) regressions, waited \(watch.longestWait) s, \(watch.audioPackets) audio packets")
-                }
-                if let watch = try await Self.watched(scenario, rung, "240p rung of AV1") {
-                    scenario.check(watch.video == "h264" && watch.width == 426 && watch.height == 240, "240p rung of AV1: video \(watch.video ?? "none") \(watch.width)x\(watch.height)")
-                    scenario.check(watch.decoded >= 800 && watch.decodeErrors == 0 && watch.dtsRegressions == 0 && watch.longestWait < 0.5,
-                                   "240p rung of AV1: \(watch.decoded) frames decoded, \(watch.decodeErrors) errors, \(watch.dtsRegressions) regressions, waited \(watch.longestWait) s")
-                }
+                try await Self.checkStayed(scenario, flv, "HTTP-FLV (AV1)", video: ["av1", "libdav1d"], width: 640, height: 360)
+                try await Self.checkStayed(scenario, rung, "240p rung of AV1", width: 426, height: 240)
             }
         }
 
         @Test("An Enhanced RTMP v2 multitrack publisher (PyAV's FFmpeg 8 remuxing three H.264 streams) is one publisher whose tracks are renditions: each is watched 30 s over HTTP-FLV or RTMP at its own size with the publisher's audio, both HLS masters list the three with their resolutions, and nothing is transcoded")
         func multitrackPublisherIsALadder() async throws {
             try await Scenario.run("ertmp-multitrack") { scenario in
-                let media = try await MediaLibrary.shared.file(.multitrackAudioVideo)
-                let node = try await scenario.startNode(label: "node", arguments: ["--admin-token", SessionsTests.token])
+                let (node, publisher) = try await Self.publishing(scenario, .multitrackAudioVideo, to: "live", "mt", nodeArguments: ["--admin-token", SessionsTests.token])
                 let python = try TestEnvironment.python3()
-                let publisher = try scenario.launch(executable: python, [try Self.peer("pyav_publish.py"), media.url.path, node.rtmpURL("live", "mt")], name: "pyav-multitrack-publisher")
-                try await scenario.waitUntilLive(node, "live", "mt", timeout: .seconds(20))
                 try await scenario.waitUntilLive(node, "live", "mt/track1", timeout: .seconds(10))
                 try await scenario.waitUntilLive(node, "live", "mt/track2", timeout: .seconds(10))
 
@@ -157,12 +157,7 @@ extension IntegrationTests {
                                    "LL-HLS of track 2: \(String(describing: report.video)) \(String(describing: report.audio))")
                 }
                 for (label, width, height, viewer) in viewers {
-                    guard let watch = try await Self.watched(scenario, viewer, label) else { continue }
-                    scenario.check(watch.video == "h264" && watch.width == width && watch.height == height, "\(label): video \(watch.video ?? "none") \(watch.width)x\(watch.height), expected \(width)x\(height)")
-                    scenario.check(watch.audio == "aac" && watch.audioPackets >= 1200, "\(label): audio \(watch.audio ?? "none"), \(watch.audioPackets) packets in 30 s")
-                    scenario.check(watch.decoded >= 800 && watch.decodeErrors == 0, "\(label): \(watch.decoded) frames decoded in 30 s (expected 800+), \(watch.decodeErrors) errors")
-                    scenario.check(watch.firstIsKeyframe == true && watch.dtsRegressions == 0 && watch.longestWait < 0.5,
-                                   "\(label): keyframe first \(watch.firstIsKeyframe ?? false), \(watch.dtsRegressions) DTS regressions, waited \(watch.longestWait) s")
+                    try await Self.checkStayed(scenario, viewer, label, width: width, height: height)
                 }
                 // An encoder-made ladder costs no encoding: no transcoder job ran.
                 let metrics = try await node.metrics().text
@@ -181,11 +176,8 @@ extension IntegrationTests {
         @Test("HEVC published over Enhanced RTMP by PyAV's FFmpeg reaches every viewer: RTMP play (E-RTMP, PyAV) and HTTP-FLV (PyAV) watched 30 s, every frame decoded, with audio; LL-HLS (fMP4) with CODECS hvc1 and TS HLS, read by ffprobe")
         func hevcReachesEveryViewer() async throws {
             try await Scenario.run("ertmp-hevc") { scenario in
-                let media = try await MediaLibrary.shared.file(.hevcAudioVideo)
-                let node = try await scenario.startNode(label: "node")
+                let (node, _) = try await Self.publishing(scenario, .hevcAudioVideo, to: "live", "hevc")
                 let python = try TestEnvironment.python3()
-                _ = try scenario.launch(executable: python, [try Self.peer("pyav_publish.py"), media.url.path, node.rtmpURL("live", "hevc")], name: "pyav-publisher")
-                try await scenario.waitUntilLive(node, "live", "hevc", timeout: .seconds(20))
 
                 // The viewers that stay: HTTP-FLV and RTMP, each read and decoded by PyAV.
                 let watcher = try Self.peer("pyav_watch.py")
@@ -214,12 +206,7 @@ extension IntegrationTests {
                 scenario.check(refused.stderr.contains("NetStream.Play.Failed"), "rtmpdump of the HEVC stream was not told NetStream.Play.Failed: \(refused.stderr.suffix(600))")
                 scenario.check(node.log.contains("did not announce the stream's codec"), "the codec refusal is not logged")
                 for (label, viewer) in [("HTTP-FLV", flv), ("RTMP", rtmp)] {
-                    guard let watch = try await Self.watched(scenario, viewer, label) else { continue }
-                    scenario.check(watch.video == "hevc" && watch.width == 640 && watch.height == 360, "\(label): video \(watch.video ?? "none") \(watch.width)x\(watch.height)")
-                    scenario.check(watch.audio == "aac" && watch.audioPackets >= 1200, "\(label): audio \(watch.audio ?? "none"), \(watch.audioPackets) packets in 30 s")
-                    scenario.check(watch.decoded >= 850 && watch.decodeErrors == 0, "\(label): \(watch.decoded) frames decoded in 30 s (expected 850+), \(watch.decodeErrors) errors")
-                    scenario.check(watch.firstIsKeyframe == true && watch.dtsRegressions == 0, "\(label): keyframe first \(watch.firstIsKeyframe ?? false), \(watch.dtsRegressions) DTS regressions")
-                    scenario.check(watch.longestWait < 0.5, "\(label): waited \(watch.longestWait) s for a video frame")
+                    try await Self.checkStayed(scenario, viewer, label, video: ["hevc"], width: 640, height: 360, minDecoded: 850)
                 }
             }
         }
