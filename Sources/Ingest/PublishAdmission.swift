@@ -23,28 +23,42 @@ public struct PublishAdmission: Sendable {
     }
 
     public func publish(_ request: PublishRequest) async -> PublishDecision {
-        // Two attempts: the hub found may end between lookup and attach (grace expiry).
-        for _ in 0..<2 {
-            let (hub, id) = await registry.hubForPublishing(request.path)
-            switch hub.attachPublisher(id: id, owner: Self.owner(of: request), evict: request.evict) {
-            case .attached(let replacedIdle):
-                if replacedIdle {
-                    logger.notice("publisher from \(request.remoteAddress) took over idle stream \(request.path)")
-                    IngestMetrics.takeovers.increment()
-                }
-                return .accept(hub: hub, id: id)
-            case .busy(let idleFor):
-                logger.notice("refusing second publisher for \(request.path) from \(request.remoteAddress): current one active \(idleFor) ago")
-                return .refuse(.badName("\(request.path) is already being published"))
-            case .notOwner:
-                logger.notice("refusing publisher for \(request.path) from \(request.remoteAddress): the stream's owner may resume it until its grace period ends")
-                IngestMetrics.refusedTakeovers.increment()
-                return .refuse(.badName("\(request.path) belongs to another publisher"))
-            case .ended:
-                continue
-            }
+        guard let (hub, id, result) = await attach(.source(request.path), owner: Self.owner(of: request), evict: request.evict) else {
+            return .refuse(.badName("\(request.path) is unavailable"))
         }
-        return .refuse(.badName("\(request.path) is unavailable"))
+        switch result {
+        case .attached(let replacedIdle):
+            if replacedIdle {
+                logger.notice("publisher from \(request.remoteAddress) took over idle stream \(request.path)")
+                IngestMetrics.takeovers.increment()
+            }
+            return .accept(hub: hub, id: id)
+        case .busy(let idleFor):
+            logger.notice("refusing second publisher for \(request.path) from \(request.remoteAddress): current one active \(idleFor) ago")
+            return .refuse(.badName("\(request.path) is already being published"))
+        case .notOwner:
+            logger.notice("refusing publisher for \(request.path) from \(request.remoteAddress): the stream's owner may resume it until its grace period ends")
+            IngestMetrics.refusedTakeovers.increment()
+            return .refuse(.badName("\(request.path) belongs to another publisher"))
+        case .ended:
+            return .refuse(.badName("\(request.path) is unavailable"))
+        }
+    }
+
+    /// Attaches a publisher owned by `owner` to `path`'s hub (made if needed): the hub, the
+    /// publisher's id and how the attach went; nil when both attempts found a hub that had
+    /// ended (one may end between lookup and attach, at its grace's expiry). A publisher's
+    /// stream and a multitrack publisher's tracks attach the same way.
+    public func attach(
+        _ path: RenditionPath, owner: String, evict: @escaping @Sendable () -> Void
+    ) async -> (hub: StreamHub, id: StreamHub.PublisherID, result: StreamHub.AttachResult)? {
+        for _ in 0..<2 {
+            let (hub, id) = await registry.hubForPublishing(path)
+            let result = hub.attachPublisher(id: id, owner: owner, evict: evict)
+            if case .ended = result { continue }
+            return (hub, id, result)
+        }
+        return nil
     }
 
     /// Who a publisher is, for taking over its own stream: its stream key when it has one

@@ -112,3 +112,15 @@ extension AVError {
         return code
     }
 }
+
+extension AVError {
+    /// What `parse` reads from a configuration record (avcC, hvcC, av1C, AudioSpecificConfig),
+    /// its error as `.invalidCodecConfiguration`.
+    static func parsingConfiguration<Record>(_ parse: () throws(CodecConfigError) -> Record) throws(AVError) -> Record {
+        do {
+            return try parse()
+        } catch {
+            throw .invalidCodecConfiguration(error)
+        }
+    }
+}

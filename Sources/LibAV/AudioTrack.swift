@@ -42,12 +42,7 @@ public struct AudioTrack: Sendable {
         guard let bytes = frame.codecData(from: header.headerLength) else {
             throw .invalidTagHeader(.truncated(needed: header.headerLength, available: frame.payload.readableBytes))
         }
-        let configuration: AudioSpecificConfig
-        do {
-            configuration = try AudioSpecificConfig(from: bytes)
-        } catch {
-            throw .invalidCodecConfiguration(error)
-        }
+        let configuration = try AVError.parsingConfiguration { () throws(CodecConfigError) in try AudioSpecificConfig(from: bytes) }
         try self.init(audioSpecificConfig: bytes, configuration: configuration)
     }
 

@@ -58,18 +58,10 @@ public final class VideoDecoder {
         switch track.codec {
         case .avc:
             codecID = AV_CODEC_ID_H264
-            do {
-                lengthSize = try AVCDecoderConfigurationRecord(from: track.decoderConfiguration).nalUnitLengthSize
-            } catch {
-                throw .invalidCodecConfiguration(error)
-            }
+            lengthSize = try AVError.parsingConfiguration { () throws(CodecConfigError) in try AVCDecoderConfigurationRecord(from: track.decoderConfiguration) }.nalUnitLengthSize
         case .hevc:
             codecID = AV_CODEC_ID_HEVC
-            do {
-                lengthSize = try HEVCDecoderConfigurationRecord(from: track.decoderConfiguration).nalUnitLengthSize
-            } catch {
-                throw .invalidCodecConfiguration(error)
-            }
+            lengthSize = try AVError.parsingConfiguration { () throws(CodecConfigError) in try HEVCDecoderConfigurationRecord(from: track.decoderConfiguration) }.nalUnitLengthSize
         case .av1:
             codecID = AV_CODEC_ID_AV1
             lengthSize = 0  // OBUs, not length-prefixed NAL units

@@ -44,32 +44,17 @@ public struct VideoTrack: Sendable {
         }
         switch header.codec {
         case .avc:
-            let configuration: AVCDecoderConfigurationRecord
-            do {
-                configuration = try AVCDecoderConfigurationRecord(from: record)
-            } catch {
-                throw .invalidCodecConfiguration(error)
-            }
+            let configuration = try AVError.parsingConfiguration { () throws(CodecConfigError) in try AVCDecoderConfigurationRecord(from: record) }
             let sps = configuration.sequenceParameterSet
             self.init(codec: .avc, decoderConfiguration: record, width: sps.width, height: sps.height, frameRate: sps.frameRate, codecString: configuration.codecString)
         case .hevc:
-            let configuration: HEVCDecoderConfigurationRecord
-            do {
-                configuration = try HEVCDecoderConfigurationRecord(from: record)
-            } catch {
-                throw .invalidCodecConfiguration(error)
-            }
+            let configuration = try AVError.parsingConfiguration { () throws(CodecConfigError) in try HEVCDecoderConfigurationRecord(from: record) }
             let sps = configuration.sequenceParameterSet
             // avgFrameRate counts frames per 256 s; 0 means unspecified.
             let frameRate = configuration.avgFrameRate > 0 ? Double(configuration.avgFrameRate) / 256 : nil
             self.init(codec: .hevc, decoderConfiguration: record, width: sps.width, height: sps.height, frameRate: frameRate, codecString: configuration.codecString)
         case .av1:
-            let configuration: AV1CodecConfigurationRecord
-            do {
-                configuration = try AV1CodecConfigurationRecord(from: record)
-            } catch {
-                throw .invalidCodecConfiguration(error)
-            }
+            let configuration = try AVError.parsingConfiguration { () throws(CodecConfigError) in try AV1CodecConfigurationRecord(from: record) }
             self.init(codec: .av1, decoderConfiguration: record, width: configuration.width, height: configuration.height, frameRate: nil, codecString: configuration.codecString)
         case let other:
             throw .unsupportedVideoCodec(other)

@@ -38,9 +38,12 @@ extension IntegrationTests {
 
         /// A viewer that stayed 30 s (`pyav_watch.py`): its video in `codecs` at `width`x`height`,
         /// `minDecoded` pictures decoded without an error, a keyframe first, DTS forward, no
-        /// wait over 500 ms for a picture, and the stream's AAC beside it.
+        /// wait over `maxWait` seconds for a picture (500 ms; an HLS reader takes whole
+        /// segments, so it waits up to a segment's 2 s and a playlist reload), and the
+        /// stream's AAC beside it.
         static func checkStayed(
-            _ scenario: Scenario, _ viewer: ChildProcess, _ label: String, video codecs: Set<String> = ["h264"], width: Int, height: Int, minDecoded: Int = 800
+            _ scenario: Scenario, _ viewer: ChildProcess, _ label: String, video codecs: Set<String> = ["h264"], width: Int, height: Int,
+            minDecoded: Int = 800, maxWait: Double = 0.5
         ) async throws {
             guard let watch = try await watched(scenario, viewer, label) else { return }
             scenario.check(watch.video.map(codecs.contains) == true && watch.width == width && watch.height == height,
@@ -48,11 +51,14 @@ extension IntegrationTests {
             scenario.check(watch.audio == "aac" && watch.audioPackets >= 1200, "\(label): audio \(watch.audio ?? "none"), \(watch.audioPackets) packets in 30 s")
             scenario.check(watch.decoded >= minDecoded && watch.decodeErrors == 0, "\(label): \(watch.decoded) frames decoded in 30 s (expected \(minDecoded)+), \(watch.decodeErrors) errors")
             scenario.check(watch.firstIsKeyframe == true && watch.dtsRegressions == 0, "\(label): keyframe first \(watch.firstIsKeyframe ?? false), \(watch.dtsRegressions) DTS regressions")
-            scenario.check(watch.longestWait < 0.5, "\(label): waited \(watch.longestWait) s for a video frame")
+            scenario.check(watch.longestWait < maxWait, "\(label): waited \(watch.longestWait) s for a video frame")
         }
 
         /// A node, and PyAV's FFmpeg publishing a clip of `kind` to `app/name` on it in a loop,
         /// once the stream is live.
+        /// The longest wait between pictures allowed to a viewer that reads HLS segments.
+        static let hlsMaxWait = 4.5
+
         static func publishing(
             _ scenario: Scenario, _ kind: MediaKind, to app: String, _ name: String, nodeArguments: [String] = []
         ) async throws -> (node: NodeProcess, publisher: ChildProcess) {
@@ -90,7 +96,7 @@ extension IntegrationTests {
             }
         }
 
-        @Test("AV1 published over Enhanced RTMP: HTTP-FLV watched 30 s and decoded as AV1; LL-HLS (fMP4) names av01 and ffprobe reads it, while the classic (TS) master leaves the AV1 rendition out; the transcoder decodes it into the H.264 ladder, whose 240p rung a viewer watches 30 s")
+        @Test("AV1 published over Enhanced RTMP: HTTP-FLV watched 30 s and decoded as AV1; LL-HLS (fMP4) names av01 and ffprobe reads it, while the classic (TS) master leaves the AV1 rendition out; the transcoder decodes it into the H.264 ladder, whose 240p rung a viewer watches 30 s; the fMP4-only AV1 rendition is watched 30 s over LL-HLS")
         func av1ReachesFMP4AndTheLadder() async throws {
             try await Scenario.run("ertmp-av1") { scenario in
                 let (node, _) = try await Self.publishing(scenario, .av1AudioVideo, to: "abr", "av1")
@@ -99,6 +105,8 @@ extension IntegrationTests {
                 let flv = try scenario.launch(executable: python, [watcher, node.flvURL("abr", "av1"), "30"], name: "pyav-flv-viewer")
                 try await scenario.waitUntilLive(node, "abr", "av1_240p", timeout: .seconds(30))
                 let rung = try scenario.launch(executable: python, [watcher, node.flvURL("abr", "av1_240p"), "30"], name: "pyav-240p-viewer")
+                // The AV1 rendition's fMP4-only segments, read by a viewer that stays 30 s too.
+                let hls = try scenario.launch(executable: python, [watcher, "\(node.httpBase)/abr/av1/src/llhls.m3u8", "30"], name: "pyav-av1-hls-viewer")
 
                 // LL-HLS lists the AV1 source beside the H.264 rungs; classic HLS has no AV1.
                 let listed = await eventually(timeout: .seconds(20), interval: .milliseconds(250)) {
@@ -121,10 +129,11 @@ extension IntegrationTests {
 
                 try await Self.checkStayed(scenario, flv, "HTTP-FLV (AV1)", video: ["av1", "libdav1d"], width: 640, height: 360)
                 try await Self.checkStayed(scenario, rung, "240p rung of AV1", width: 426, height: 240)
+                try await Self.checkStayed(scenario, hls, "LL-HLS (AV1, fMP4)", video: ["av1", "libdav1d"], width: 640, height: 360, maxWait: Self.hlsMaxWait)
             }
         }
 
-        @Test("An Enhanced RTMP v2 multitrack publisher (PyAV's FFmpeg 8 remuxing three H.264 streams) is one publisher whose tracks are renditions: each is watched 30 s over HTTP-FLV or RTMP at its own size with the publisher's audio, both HLS masters list the three with their resolutions, and nothing is transcoded")
+        @Test("An Enhanced RTMP v2 multitrack publisher (PyAV's FFmpeg 8 remuxing three H.264 streams) is one publisher whose tracks are renditions: each is watched 30 s over HTTP-FLV or RTMP, and one over LL-HLS, at its own size with the publisher's audio, both HLS masters list the three with their resolutions, and nothing is transcoded")
         func multitrackPublisherIsALadder() async throws {
             try await Scenario.run("ertmp-multitrack") { scenario in
                 let (node, publisher) = try await Self.publishing(scenario, .multitrackAudioVideo, to: "live", "mt", nodeArguments: ["--admin-token", SessionsTests.token])
@@ -134,10 +143,13 @@ extension IntegrationTests {
 
                 // The viewers that stay, one per rendition: track 0 over RTMP, tracks 1 and 2 over HTTP-FLV.
                 let watcher = try Self.peer("pyav_watch.py")
+                // And track 1's LL-HLS, whose segments are cut from the track's own hub.
                 let viewers = [
-                    ("track 0 (RTMP)", 640, 360, try scenario.launch(executable: python, [watcher, node.rtmpURL("live", "mt"), "30"], name: "pyav-track0")),
-                    ("track 1 (HTTP-FLV)", 426, 240, try scenario.launch(executable: python, [watcher, node.flvURL("live", "mt/track1"), "30"], name: "pyav-track1")),
-                    ("track 2 (HTTP-FLV)", 320, 180, try scenario.launch(executable: python, [watcher, node.flvURL("live", "mt/track2"), "30"], name: "pyav-track2")),
+                    ("track 0 (RTMP)", 640, 360, 0.5, try scenario.launch(executable: python, [watcher, node.rtmpURL("live", "mt"), "30"], name: "pyav-track0")),
+                    ("track 1 (HTTP-FLV)", 426, 240, 0.5, try scenario.launch(executable: python, [watcher, node.flvURL("live", "mt/track1"), "30"], name: "pyav-track1")),
+                    ("track 2 (HTTP-FLV)", 320, 180, 0.5, try scenario.launch(executable: python, [watcher, node.flvURL("live", "mt/track2"), "30"], name: "pyav-track2")),
+                    ("track 1 (LL-HLS)", 426, 240, Self.hlsMaxWait,
+                     try scenario.launch(executable: python, [watcher, "\(node.httpBase)/live/mt/track1/llhls.m3u8", "30"], name: "pyav-track1-hls")),
                 ]
                 // One publisher session and a session per added track, with the publisher's address.
                 let publishers = ((try? await SessionsTests.sessions(node, "?kind=publish")) ?? []).filter { ($0["path"] as? String)?.hasPrefix("live/mt") == true }
@@ -156,8 +168,8 @@ extension IntegrationTests {
                     scenario.check(report.video?.codecName == "h264" && report.video?.width == 320 && report.audio?.codecName == "aac",
                                    "LL-HLS of track 2: \(String(describing: report.video)) \(String(describing: report.audio))")
                 }
-                for (label, width, height, viewer) in viewers {
-                    try await Self.checkStayed(scenario, viewer, label, width: width, height: height)
+                for (label, width, height, maxWait, viewer) in viewers {
+                    try await Self.checkStayed(scenario, viewer, label, width: width, height: height, maxWait: maxWait)
                 }
                 // An encoder-made ladder costs no encoding: no transcoder job ran.
                 let metrics = try await node.metrics().text

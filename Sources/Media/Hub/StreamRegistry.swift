@@ -189,8 +189,10 @@ public actor StreamRegistry {
             .filter { $0.key.stream == stream && !$0.value.isEnded }
             .map(\.value)
             .filter { $0.videoCodec.map(codecs.decodes) ?? false }
-            // A rendition with a publisher before one waiting out its grace period, then the tallest.
-            .max { ($0.hasPublisher ? 1 : 0, $0.avcPictureHeight) < ($1.hasPublisher ? 1 : 0, $1.avcPictureHeight) }
+            // A rendition with a publisher before one waiting out its grace period, then the
+            // tallest; each rank read once (it parses the sequence header).
+            .map { (hub: $0, rank: ($0.hasPublisher ? 1 : 0, $0.avcPictureHeight)) }
+            .max { $0.rank < $1.rank }?.hub
     }
 
     /// Every live hub, sources and rungs.

@@ -145,24 +145,18 @@ struct NodeAdmission: SessionAdmission {
     /// the drain leave it to its publisher (`PublishSession.parent`). Its end leaves the hub
     /// its grace period, as a publisher's does.
     func publishTrack(of publisher: PublishSession, rendition: String) async -> PublishAnswer {
+        guard let admission else { return .refused(.badName("this node is a relay: publish to an ingest node")) }
         guard let path = try? RenditionPath(stream: publisher.path, rendition: rendition) else {
             return .refused(.badName("\(rendition) is not a rendition name"))
         }
-        let registry = playback.registry
         // Owned as the publisher owns its stream (its key, else its host), so that it takes
         // its tracks back when it reconnects within the grace period.
         let owner = PublishAdmission.owner(query: publisher.query, remoteAddress: publisher.remoteAddress)
-        var attached: (StreamHub, StreamHub.PublisherID)?
-        // Two attempts: the hub found may end between lookup and attach (grace expiry).
-        for _ in 0..<2 where attached == nil {
-            let (hub, id) = await registry.hubForPublishing(path)
-            switch hub.attachPublisher(id: id, owner: owner, evict: {}) {
-            case .attached: attached = (hub, id)
-            case .ended: continue
-            case .busy, .notOwner: return .refused(.badName("\(path) is already being published"))
-            }
+        guard let (hub, id, result) = await admission.attach(path, owner: owner, evict: {}) else {
+            return .refused(.badName("\(path) is unavailable"))
         }
-        guard let (hub, id) = attached else { return .refused(.badName("\(path) is unavailable")) }
+        guard case .attached = result else { return .refused(.badName("\(path) is already being published")) }
+        let registry = admission.registry
         let tell = tellObservers
         let session = PublishSession(
             path: publisher.path, hub: hub, id: id, transport: publisher.transport, remoteAddress: publisher.remoteAddress,

@@ -166,7 +166,7 @@ extension RTMPServerConnectionHandler {
         if !publish.hub.publish(frame, publisher: publish.id) {
             throw .evicted
         }
-        if frame.kind == .audio, !publish.tracks.isEmpty {
+        if frame.kind == .audio {
             // Every rendition of the ladder has the publisher's one audio track.
             for track in publish.openTracks { _ = track.hub.publish(frame, publisher: track.id) }
         }

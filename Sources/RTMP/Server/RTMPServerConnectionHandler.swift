@@ -46,8 +46,9 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             case refused(at: NIODeadline)
         }
 
-        var openTracks: [PublishSession] {
-            tracks.values.compactMap { if case .open(let session, _) = $0 { session } else { nil } }
+        /// Lazily, without an array: it is walked for every audio frame and every read.
+        var openTracks: some Sequence<PublishSession> {
+            tracks.values.lazy.compactMap { if case .open(let session, _) = $0 { session } else { nil } }
         }
 
         init(session: PublishSession) {
