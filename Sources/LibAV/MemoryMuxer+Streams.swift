@@ -2,7 +2,7 @@ import CFFmpeg
 import Media
 import NIOCore
 
-/// The muxer's streams: one video and one audio track, with their codec parameters and
+/// The muxer's streams: one video and one audio track (AAC or Opus), with their codec parameters and
 /// extradata, as `init` adds them.
 extension MemoryMuxer {
     static func addVideoStream(
@@ -46,11 +46,19 @@ extension MemoryMuxer {
         stream.pointee.time_base = millisecondTimeBase
         let parameters = stream.pointee.codecpar!
         parameters.pointee.codec_type = AVMEDIA_TYPE_AUDIO
-        parameters.pointee.codec_id = AV_CODEC_ID_AAC
+        switch track.format {
+        case .aac:
+            parameters.pointee.codec_id = AV_CODEC_ID_AAC
+        case .opus(let head):
+            // mov writes `dOps` from the OpusHead extradata; both muxers take the pre-skip
+            // as the stream's initial padding.
+            parameters.pointee.codec_id = AV_CODEC_ID_OPUS
+            parameters.pointee.initial_padding = Int32(head.preSkip)
+        }
         parameters.pointee.sample_rate = Int32(clamping: track.sampleRate)
         parameters.pointee.frame_size = Int32(track.samplesPerFrame)
         av_channel_layout_default(&parameters.pointee.ch_layout, Int32(clamping: track.channelCount))
-        try setExtradata(track.audioSpecificConfig, on: parameters)
+        try setExtradata(track.decoderConfiguration, on: parameters)
         return stream.pointee.index
     }
 

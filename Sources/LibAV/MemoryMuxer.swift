@@ -190,10 +190,11 @@ public final class MemoryMuxer {
         if let audioIndex, let audioTrack {
             let timeBase = context.pointee.streams[Int(audioIndex)]!.pointee.time_base
             // An AAC frame is 1024 samples at the core sampling frequency (with SBR, 2048
-            // output samples at twice the rate: the same duration).
+            // output samples at twice the rate: the same duration). An Opus packet says its
+            // own duration; 20 ms is the first guess.
             let frameDuration = av_rescale_q(
                 Int64(audioTrack.samplesPerFrame),
-                AVRational(num: 1, den: Int32(audioTrack.configuration.samplingFrequency)),
+                AVRational(num: 1, den: Int32(clamping: audioTrack.clockRate)),
                 timeBase
             )
             self.audioFrameDuration = frameDuration
@@ -284,8 +285,8 @@ public final class MemoryMuxer {
     ///   length-prefixed: MP4 stores them so, and for MPEG-TS libavformat inserts the
     ///   `h264_mp4toannexb` / `hevc_mp4toannexb` filter itself (start codes, parameter
     ///   sets before each IDR).
-    /// - AAC: the FLV audio tag header is stripped; for MPEG-TS the muxer adds ADTS
-    ///   headers from the AudioSpecificConfig.
+    /// - AAC and Opus: the FLV audio tag header is stripped; for MPEG-TS the muxer adds
+    ///   ADTS headers from the AudioSpecificConfig (AAC) or Opus control headers.
     /// - Sequence headers equal to the track's configuration and script frames are
     ///   skipped; a different sequence header throws `.configurationChanged`.
     /// - Other video packet types (sequence end, metadata, commands) and empty coded frames
@@ -380,11 +381,11 @@ public final class MemoryMuxer {
         } catch {
             throw .invalidTagHeader(error)
         }
-        guard header.codec == .aac else {
+        guard header.codec == track.codec else {
             throw .codecMismatch(.audio)
         }
         if header.isSequenceHeader {
-            guard frame.codecData(from: header.headerLength) == track.audioSpecificConfig else {
+            guard frame.codecData(from: header.headerLength) == track.decoderConfiguration else {
                 throw .configurationChanged(.audio)
             }
             return
@@ -394,13 +395,21 @@ public final class MemoryMuxer {
         else {
             return
         }
+        var duration = audioFrameDuration
+        if track.codec == .opus {
+            // Opus packets run 2.5 to 120 ms, each saying which in its TOC byte.
+            let coded = frame.payload.readableBytesView.dropFirst(header.headerLength)
+            if let samples = OpusHead.packetSamples(coded) {
+                duration = av_rescale_q(Int64(samples), AVRational(num: 1, den: Int32(OpusHead.clockRate)), stream.timeBase)
+            }
+        }
         try writePacket(
             frame.payload,
             offset: header.headerLength,
             dts: frame.timestamp,
             pts: frame.timestamp,
             isKeyframe: true,
-            exactDuration: audioFrameDuration,
+            exactDuration: duration,
             stream: &stream
         )
         audio = stream

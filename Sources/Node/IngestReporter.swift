@@ -47,7 +47,7 @@ actor IngestReporter {
             }
         }
         if let audio = records.audio, let track = try? AudioTrack(sequenceHeader: audio) {
-            facts.audioCodec = "aac"
+            facts.audioCodec = track.codec == .opus ? "opus" : "aac"
             facts.audioSampleRate = track.sampleRate
             facts.audioChannels = track.channelCount
         }

@@ -105,7 +105,7 @@ private final class TSFeedMuxing: @unchecked Sendable {
             muxer = nil
             configurationChanged = false
             // Each track on its own: one the TS muxer cannot carry (MP3 without a sequence
-            // header, Opus) is left out, and the other still plays.
+            // header) is left out, and the other still plays. Opus goes in with its control headers.
             let video = videoConfiguration.flatMap { try? VideoTrack(sequenceHeader: $0) }
             let audio = audioConfiguration.flatMap { try? AudioTrack(sequenceHeader: $0) }
             do {

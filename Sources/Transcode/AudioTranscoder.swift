@@ -55,8 +55,8 @@ final class AudioTranscoder {
             statistics.unsupportedFrames += 1
             return []
         }
+        var output: [MediaFrame] = []
         do {
-            var output: [MediaFrame] = []
             let (resampler, encoder) = try openEncoder(for: format)
             if !announced {
                 // The AAC header goes out with the first source audio, ahead of the rung's
@@ -80,7 +80,10 @@ final class AudioTranscoder {
                     "format": "\(format)", "error": "\(error)", "skipped_total": "\(statistics.corruptFrames)",
                 ])
             }
-            return []
+            // The AAC sequence header, when this frame announced it, goes out all the same:
+            // it is sent once, and without it no rendition's HLS could ever take the audio.
+            statistics.framesOut += output.count
+            return output
         }
     }
 

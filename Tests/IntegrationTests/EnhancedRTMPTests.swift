@@ -40,15 +40,15 @@ extension IntegrationTests {
         /// `minDecoded` pictures decoded without an error, a keyframe first, DTS forward, no
         /// wait over `maxWait` seconds for a picture (500 ms; an HLS reader takes whole
         /// segments, so it waits up to a segment's 2 s and a playlist reload), and the
-        /// stream's AAC beside it.
+        /// stream's `audio` (AAC unless told) beside it.
         static func checkStayed(
             _ scenario: Scenario, _ viewer: ChildProcess, _ label: String, video codecs: Set<String> = ["h264"], width: Int, height: Int,
-            minDecoded: Int = 800, maxWait: Double = 0.5
+            audio: String = "aac", minDecoded: Int = 800, maxWait: Double = 0.5
         ) async throws {
             guard let watch = try await watched(scenario, viewer, label) else { return }
             scenario.check(watch.video.map(codecs.contains) == true && watch.width == width && watch.height == height,
                            "\(label): video \(watch.video ?? "none") \(watch.width)x\(watch.height), expected \(codecs.sorted()) \(width)x\(height)")
-            scenario.check(watch.audio == "aac" && watch.audioPackets >= 1200, "\(label): audio \(watch.audio ?? "none"), \(watch.audioPackets) packets in 30 s")
+            scenario.check(watch.audio == audio && watch.audioPackets >= 1200, "\(label): audio \(watch.audio ?? "none"), \(watch.audioPackets) packets in 30 s, expected \(audio)")
             scenario.check(watch.decoded >= minDecoded && watch.decodeErrors == 0, "\(label): \(watch.decoded) frames decoded in 30 s (expected \(minDecoded)+), \(watch.decodeErrors) errors")
             scenario.check(watch.firstIsKeyframe == true && watch.dtsRegressions == 0, "\(label): keyframe first \(watch.firstIsKeyframe ?? false), \(watch.dtsRegressions) DTS regressions")
             scenario.check(watch.longestWait < maxWait, "\(label): waited \(watch.longestWait) s for a video frame")
@@ -93,6 +93,45 @@ extension IntegrationTests {
                 try await Self.checkStayed(scenario, legacy, "RTMP without fourCcList (the HEVC source's tallest H.264 rung)", width: 640, height: 360)
                 let metrics = try await node.metrics().text
                 scenario.check(metrics.contains("estuary_play_codec_mismatches_total{outcome=\"fallback\"} 1"), "the fallback is not counted: \(metrics.split(separator: "\n").filter { $0.contains("codec_mismatch") })")
+            }
+        }
+
+        @Test("Opus published over Enhanced RTMP: RTMP and LL-HLS (fMP4) viewers stay 30 s and decode Opus beside H.264; the LL-HLS master names opus, the classic (TS) master leaves the Opus rendition out and lists the ladder's rungs, which the transcoder re-encodes to AAC (a viewer stays 30 s on one); SRT players get Opus in MPEG-TS")
+        func opusReachesFMP4RTMPAndTheLadder() async throws {
+            try await Scenario.run("ertmp-opus") { scenario in
+                let srtPort = try await FreePorts.allocate(1)[0]
+                let (node, _) = try await Self.publishing(scenario, .opusAudioVideo, to: "abr", "opus", nodeArguments: ["--srt-port", String(srtPort)])
+                let python = try TestEnvironment.python3()
+                let watcher = try Self.peer("pyav_watch.py")
+                let rtmp = try scenario.launch(executable: python, [watcher, node.rtmpURL("abr", "opus"), "30"], name: "pyav-rtmp-viewer")
+                let hls = try scenario.launch(executable: python, [watcher, "\(node.httpBase)/abr/opus/src/llhls.m3u8", "30"], name: "pyav-opus-hls-viewer")
+                try await scenario.waitUntilLive(node, "abr", "opus_240p", timeout: .seconds(30))
+                let rung = try scenario.launch(executable: python, [watcher, node.flvURL("abr", "opus_240p"), "30"], name: "pyav-240p-viewer")
+
+                let listed = await eventually(timeout: .seconds(20), interval: .milliseconds(250)) {
+                    guard let master = try? await scenario.hlsGet(node, "/abr/opus/llhls.m3u8"), master.status == 200 else { return false }
+                    return master.bodyText.contains(",opus\"") && master.bodyText.contains("mp4a.40.2\"")
+                }
+                scenario.check(listed, "the LL-HLS master of the Opus stream does not list opus beside the AAC rungs")
+                let classic = try await scenario.hlsGet(node, "/abr/opus/index.m3u8")
+                scenario.check(classic.status == 200 && !classic.bodyText.contains("opus") && !classic.bodyText.contains("src/") && classic.bodyText.contains("mp4a.40.2"),
+                               "the classic master should list the AAC rungs only: \(classic.status) \(classic.bodyText)")
+                let tsPlaylist = try await scenario.hlsGet(node, "/abr/opus/src/index.m3u8")
+                scenario.check(tsPlaylist.status == 404, "the Opus rendition's MPEG-TS playlist answered \(tsPlaylist.status)")
+                if let report = try await scenario.probeLive("\(node.httpBase)/abr/opus/src/llhls.m3u8", name: "probe-opus-fmp4", seconds: 4) {
+                    scenario.check(report.video?.codecName == "h264" && report.audio?.codecName == "opus" && report.audio?.sampleRate == "48000",
+                                   "LL-HLS of the Opus stream: \(String(describing: report.video)) \(String(describing: report.audio))")
+                    scenario.check(report.packets(of: report.audio).count >= 100 && report.dtsRegressions(of: report.audio).isEmpty,
+                                   "LL-HLS of the Opus stream: \(report.packets(of: report.audio).count) Opus packets, DTS regressions \(report.dtsRegressions(of: report.audio).prefix(3))")
+                }
+                if let report = try await scenario.probeLive("srt://127.0.0.1:\(srtPort)?streamid=read:abr/opus&latency=120000", name: "probe-opus-srt", seconds: 4) {
+                    scenario.check(report.video?.codecName == "h264" && report.audio?.codecName == "opus" && report.packets(of: report.audio).count >= 100,
+                                   "SRT of the Opus stream: \(String(describing: report.video)) \(String(describing: report.audio)), \(report.packets(of: report.audio).count) Opus packets")
+                }
+
+                try await Self.checkStayed(scenario, rtmp, "RTMP (Opus)", width: 640, height: 360, audio: "opus")
+                try await Self.checkStayed(scenario, hls, "LL-HLS (Opus, fMP4)", width: 640, height: 360, audio: "opus", maxWait: Self.hlsMaxWait)
+                try await Self.checkStayed(scenario, rung, "240p rung of the Opus stream (AAC)", width: 426, height: 240)
             }
         }
 

@@ -1,5 +1,6 @@
 import Foundation
 import LibAV
+import Logging
 import Media
 import NIOCore
 import TestSupport
@@ -83,5 +84,23 @@ import Testing
         }
         // Encoded once, shared: every rung carries the same audio.
         #expect(perRung.count == 2 && perRung[0] == perRung[1])
+    }
+
+    /// The AAC header is announced once, with the first source audio: when that frame does
+    /// not decode (an Opus stream's first packet can be cut), the header must still go out,
+    /// or no rendition's HLS can ever open with audio.
+    @Test func aFirstFrameThatDoesNotDecodeStillAnnouncesTheAACHeader() throws {
+        let transcoder = AudioTranscoder(bitRatePerChannel: 64_000, logger: .init(label: "test"))
+        let opus = Array("Opus".utf8)
+        // Enhanced RTMP: 0x90 | SequenceStart, "Opus", then libopus's stereo OpusHead.
+        let head = Array("OpusHead".utf8) + [0x01, 0x02, 0x38, 0x01, 0x80, 0xBB, 0x00, 0x00, 0x00, 0x00, 0x00]
+        let start = MediaFrame(kind: .audio, timestamp: 0, isSequenceHeader: true, payload: ByteBuffer(bytes: [0x90] + opus + head))
+        #expect(transcoder.transcode(start, header: try AudioTagHeader(from: start.payload)).isEmpty)
+        // CodedFrames whose TOC says code 3 with a frame count the packet cannot hold.
+        let broken = MediaFrame(kind: .audio, timestamp: 20, payload: ByteBuffer(bytes: [0x91] + opus + [0xFF, 0xFF]))
+        let output = transcoder.transcode(broken, header: try AudioTagHeader(from: broken.payload))
+        #expect(output.count == 1 && output.first?.isSequenceHeader == true, "\(output)")
+        #expect(transcoder.statistics.corruptFrames == 1)
+        #expect(try AudioTagHeader(from: #require(output.first).payload).codec == .aac)
     }
 }

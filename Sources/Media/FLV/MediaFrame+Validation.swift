@@ -2,8 +2,8 @@ import NIOCore
 
 extension MediaFrame {
     /// Parses the configuration record a sequence header carries (an AVC or HEVC decoder
-    /// configuration record with its SPS, an AV1 `av1C` with its sequence header, or an AAC
-    /// AudioSpecificConfig), so that a garbage
+    /// configuration record with its SPS, an AV1 `av1C` with its sequence header, an AAC
+    /// AudioSpecificConfig (legacy or `mp4a`) or an `OpusHead`), so that a garbage
     /// record is refused where it enters (RTMP ingest, the cluster bus) instead of breaking
     /// every player of the stream. Returns a line for the log (`video: avc1.64001f 640x360`),
     /// or nil for frames that carry no record. Throws the parsers' errors.
@@ -29,10 +29,17 @@ extension MediaFrame {
             }
         case .audio:
             let header = try audioTagHeader()
-            guard header.soundFormat == .aac else { return nil }
             payload.moveReaderIndex(forwardBy: header.headerLength)
-            let config = try AudioSpecificConfig(from: payload)
-            return "audio: \(config.codecString) \(config.sampleRate) Hz \(config.channelCount) ch"
+            switch header.codec {
+            case .aac:
+                let config = try AudioSpecificConfig(from: payload)
+                return "audio: \(config.codecString) \(config.sampleRate) Hz \(config.channelCount) ch"
+            case .opus:
+                let head = try OpusHead(from: payload)
+                return "audio: opus \(OpusHead.clockRate) Hz \(head.channelCount) ch"
+            default:
+                return nil
+            }
         case .script:
             return nil
         }

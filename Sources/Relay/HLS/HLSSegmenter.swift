@@ -235,9 +235,11 @@ final class HLSSegmenter {
         // `maxOpenSegmentBytes`; the muxers' own bound (writes fail past it, and the
         // segmenter resets) is a backstop at twice that, not MemoryMuxer's default 64 MiB.
         let buffered = configuration.maxOpenSegmentBytes
-        // AV1 has no MPEG-TS mapping FFmpeg 5.1 writes: such a rendition is LL-HLS (fMP4) only,
-        // and the classic master leaves it out (`Description.hasTransportStream`).
-        transportStream = video?.codec == .av1 ? nil : try MemoryMuxer(container: .mpegTS, video: video, audio: audio, maximumBufferedBytes: buffered)
+        // AV1 has no MPEG-TS mapping FFmpeg 5.1 writes, and no HLS player reads Opus in
+        // MPEG-TS: such a rendition is LL-HLS (fMP4) only, and the classic master leaves it
+        // out (`Description.hasTransportStream`).
+        let hasTransportStream = Self.hasTransportStream(video: video, audio: audio)
+        transportStream = !hasTransportStream ? nil : try MemoryMuxer(container: .mpegTS, video: video, audio: audio, maximumBufferedBytes: buffered)
         let fragmented = try MemoryMuxer(container: .fragmentedMP4, video: video, audio: audio, maximumBufferedBytes: buffered)
         self.fragmented = fragmented
         initSection += 1
@@ -247,7 +249,7 @@ final class HLSSegmenter {
 
     private func describe(video: VideoTrack?, audio: AudioTrack?) -> HLSRendition.Description {
         var description = HLSRendition.Description()
-        description.hasTransportStream = video?.codec != .av1
+        description.hasTransportStream = Self.hasTransportStream(video: video, audio: audio)
         if let video {
             description.hasVideo = true
             description.codecs.append(video.codecString)
@@ -257,9 +259,14 @@ final class HLSSegmenter {
         }
         if let audio {
             description.hasAudio = true
-            description.codecs.append(audio.configuration.codecString)
+            description.codecs.append(audio.codecString)
         }
         return description
+    }
+
+    /// Whether HLS players can read the rendition's tracks in MPEG-TS segments.
+    private static func hasTransportStream(video: VideoTrack?, audio: AudioTrack?) -> Bool {
+        video?.codec != .av1 && audio?.playsInHLSTransportStream != false
     }
 
     private func beginSegment(at timestamp: Int64, discontinuity: Bool) throws {
