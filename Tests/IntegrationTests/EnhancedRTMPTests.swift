@@ -96,7 +96,7 @@ extension IntegrationTests {
             }
         }
 
-        @Test("Opus published over Enhanced RTMP: RTMP and LL-HLS (fMP4) viewers stay 30 s and decode Opus beside H.264; the LL-HLS master names opus, the classic (TS) master leaves the Opus rendition out and lists the ladder's rungs, which the transcoder re-encodes to AAC (a viewer stays 30 s on one); SRT players get Opus in MPEG-TS")
+        @Test("Opus published over Enhanced RTMP: RTMP and LL-HLS (fMP4) viewers stay 30 s and decode Opus beside H.264; the LL-HLS master names opus, the classic (TS) master leaves the Opus rendition out and lists the ladder's rungs, which the transcoder re-encodes to AAC (a viewer stays 30 s on one); SRT players get Opus in MPEG-TS; without a ladder the classic master answers 404 naming llhls.m3u8")
         func opusReachesFMP4RTMPAndTheLadder() async throws {
             try await Scenario.run("ertmp-opus") { scenario in
                 let srtPort = try await FreePorts.allocate(1)[0]
@@ -132,6 +132,18 @@ extension IntegrationTests {
                 try await Self.checkStayed(scenario, rtmp, "RTMP (Opus)", width: 640, height: 360, audio: "opus")
                 try await Self.checkStayed(scenario, hls, "LL-HLS (Opus, fMP4)", width: 640, height: 360, audio: "opus", maxWait: Self.hlsMaxWait)
                 try await Self.checkStayed(scenario, rung, "240p rung of the Opus stream (AAC)", width: 426, height: 240)
+
+                // Without a ladder nothing is in MPEG-TS: the classic master says where to play.
+                let media = try await MediaLibrary.shared.file(.opusAudioVideo)
+                _ = try scenario.launch(executable: python, [try Self.peer("pyav_publish.py"), media.url.path, node.rtmpURL("live", "opus")], name: "pyav-live-publisher")
+                try await scenario.waitUntilLive(node, "live", "opus", timeout: .seconds(20))
+                let fragmentedOnly = await eventually(timeout: .seconds(20), interval: .milliseconds(250)) {
+                    guard let master = try? await scenario.hlsGet(node, "/live/opus/llhls.m3u8") else { return false }
+                    return master.status == 200 && master.bodyText.contains("CODECS=\"avc1.") && master.bodyText.contains(",opus\"")
+                }
+                scenario.check(fragmentedOnly, "the LL-HLS master of live/opus does not list H.264 + Opus")
+                let noTS = try await scenario.hlsGet(node, "/live/opus/index.m3u8")
+                scenario.check(noTS.status == 404 && noTS.bodyText.contains("llhls.m3u8"), "the classic master of an Opus stream without a ladder: \(noTS.status) \(noTS.bodyText)")
             }
         }
 

@@ -115,7 +115,14 @@ public struct HLSRoutes: Sendable {
         }
         let current = await service.renditions(of: path)
         let streams = await Self.variantStreams(current, file: file)
-        guard !streams.isEmpty else { return Self.status(.notFound) }
+        guard !streams.isEmpty else {
+            if file == "index.m3u8", await !Self.variantStreams(current, file: "llhls.m3u8").isEmpty {
+                // Every rendition is fMP4 only (AV1 video or Opus audio, and no ladder): say
+                // where the stream plays instead of a bare 404.
+                return Self.text(.notFound, "this stream's codecs (AV1 or Opus) are not carried in MPEG-TS: play llhls.m3u8 (fMP4)\n")
+            }
+            return Self.status(.notFound)
+        }
         // An ended stream's playlists stay for players to finish: no admission, no session
         // (there is nothing live to admit to).
         var live = false
@@ -302,6 +309,13 @@ public struct HLSRoutes: Sendable {
         var headers = headers(contentType: "video/mp4", cacheControl: "public, max-age=3600, immutable")
         headers[.contentLength] = String(parts.reduce(0) { $0 + $1.readableBytes })
         return Response(status: .ok, headers: headers, body: .init(contentsOf: parts))
+    }
+
+    static func text(_ status: HTTPResponse.Status, _ message: String) -> Response {
+        var headers = HTTPFields()
+        headers[.accessControlAllowOrigin] = "*"
+        headers[.contentType] = "text/plain; charset=utf-8"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: message)))
     }
 
     static func status(_ status: HTTPResponse.Status) -> Response {
