@@ -1,6 +1,7 @@
 // libFuzzer target: codec configuration records and FLV audio/video tag headers, the
 // parsers that see every publisher's sequence headers, and Enhanced RTMP v2 multitrack
-// video tags, split into single-track tags that must classify or throw.
+// video tags, split into single-track tags that must classify or throw; Opus headers and
+// packet TOCs.
 import Media
 import CLibFuzzer
 import Glibc
@@ -21,6 +22,12 @@ func fuzzCodecConfig(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         }
     }
     if let config = try? AudioSpecificConfig(from: payload) { _ = config.codecString }
+    if let head = try? OpusHead(from: payload) { _ = head.channelCount }
+    _ = OpusHead.packetSamples(payload.readableBytesView)
+    // An audio sequence header (AAC, `mp4a` or `Opus`) validated as ingest does.
+    if let frame = try? MediaFrame.classified(kind: .audio, timestamp: 0, payload: payload) {
+        _ = try? frame.validatedConfigurationRecord()
+    }
     _ = try? VideoTagHeader(from: payload)
     _ = try? AudioTagHeader(from: payload)
     _ = try? MediaFrame.classified(kind: .video, timestamp: 0, payload: payload)
