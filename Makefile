@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-reload bench-hooks bench-srt bench-hls bench-transcode bench-transcode-hevc bench-transcode-churn bench-cluster bench-cluster-soak bench-edge bench-latency bench-syscalls bench-profile clean
+.PHONY: deps deps-run build release run test fuzz fuzz-long bench-fanout bench-reload bench-hooks bench-srt bench-srt-latency bench-hls bench-transcode bench-transcode-hevc bench-multitrack bench-transcode-churn bench-cluster bench-cluster-soak bench-edge bench-latency bench-syscalls bench-profile clean
 
 ## Everything `make test` needs: Debian packages (test tools, chromium) and the Python
 ## virtualenv .venv/ with Playwright and cryptography (scripts/install-deps.sh --test).
@@ -58,9 +58,17 @@ bench-srt:
 	@scripts/install-deps.sh --bench
 	scripts/bench-srt.sh
 
+## SRT ingest to RTMP viewer latency beside RTMP ingest (SRT latency 120 ms, loopback); figures for docs/benchmarks.md.
+bench-srt-latency: deps
+	scripts/bench-srt-latency.sh
+
 ## HLS / LL-HLS availability latency and CPU per 100 HLS viewers; figures for docs/benchmarks.md.
 bench-hls: deps
 	scripts/bench-hls.sh
+
+## An encoder-made 3-track (multitrack) ladder against transcoding the same ladder: node CPU; figures for docs/benchmarks.md.
+bench-multitrack: deps
+	scripts/bench-multitrack.sh
 
 ## ABR ladder transcoding against the ffmpeg CLI on the same settings; figures for docs/benchmarks.md.
 bench-transcode: deps

@@ -268,7 +268,7 @@ let package = Package(
         .executableTarget(
             name: "HLSLatencyBench",
             dependencies: [
-                "AMF0", "Media", "RTMP",
+                "AMF0", "CSRT", "LibAV", "Media", "RTMP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -42,6 +42,10 @@ struct RunReport: Codable, Sendable {
     var flv: LatencyFigures?
     var flvViewers: Int?
     var flvViewerBytes: Int?
+    /// `--rtmp-play`: an RTMP viewer's latency.
+    var rtmp: LatencyFigures?
+    /// How the publisher reached the node: "rtmp", or "srt" (`--srt-publish-url`).
+    var ingest: String?
     /// `--tier-url`: a chain of nodes (origin, edge, edge of the edge…), one measuring
     /// HTTP-FLV viewer each, and what each tier adds to the one before.
     var tiers: [TierFigures]?
@@ -101,6 +105,15 @@ struct Run: AsyncParsableCommand {
     @Option(name: .customLong("flv-viewers"), help: "HTTP-FLV load viewers on --flv-url (bytes counted, not parsed).")
     var flvViewers = 0
 
+    @Flag(name: .customLong("rtmp-play"), help: "Add a measuring RTMP player of --rtmp-url.")
+    var rtmpPlay = false
+
+    @Option(name: .customLong("srt-publish-url"), help: "srt://host:port: publish over SRT (MPEG-TS, stream id publish:app/name from --rtmp-url) instead of RTMP.")
+    var srtPublishURL: String?
+
+    @Option(name: .customLong("srt-latency-ms"), help: "SRT latency (SRTO_LATENCY) of the SRT publisher, milliseconds.")
+    var srtLatencyMilliseconds: Int32 = 120
+
     @Flag(inversion: .prefixedNo, help: "Run the HLS and LL-HLS players.")
     var hls = true
 
@@ -135,6 +148,7 @@ struct Run: AsyncParsableCommand {
         case flv(FLVPlayerHandler.Result)
         case flvViewer(FLVPlayerHandler.Result)
         case tier(Int, FLVPlayerHandler.Result)
+        case rtmp(FLVPlayerHandler.Result)
     }
 
     func run() async throws {
@@ -155,6 +169,15 @@ struct Run: AsyncParsableCommand {
             host: rtmp.host, port: rtmp.port, app: rtmp.app, streamName: rtmp.streamName,
             source: source, durationMilliseconds: durationMilliseconds, group: group
         )
+        let srtPublisher = try srtPublishURL.map { url in
+            let (host, port, _) = try splitURL(url, scheme: "srt", defaultPort: 9000)
+            return SRTPublisher(
+                host: host, port: port, streamID: "publish:\(rtmp.app)/\(rtmp.streamName)", latencyMilliseconds: srtLatencyMilliseconds,
+                source: source, durationMilliseconds: durationMilliseconds
+            )
+        }
+        var rtmpResult: FLVPlayerHandler.Result?
+        let rtmpPlay = rtmpPlay
 
         var published: PublishResult?
         var failure: String?
@@ -178,7 +201,9 @@ struct Run: AsyncParsableCommand {
         await withTaskGroup(of: Outcome.self) { tasks in
             tasks.addTask {
                 do {
-                    return .published(try await publisher.run { start in publishStart.withLockedValue { $0 = start } })
+                    let onStart: @Sendable (ContinuousClock.Instant) -> Void = { start in publishStart.withLockedValue { $0 = start } }
+                    if let srtPublisher { return .published(try await srtPublisher.run(onStart: onStart)) }
+                    return .published(try await publisher.run(onStart: onStart))
                 } catch {
                     return .publishFailed("\(error)")
                 }
@@ -194,6 +219,12 @@ struct Run: AsyncParsableCommand {
                         try? await Task.sleep(for: .milliseconds(1000) + ramp * index)
                         return .flvViewer(await FLVPlayer.run(host: flvTarget.host, port: flvTarget.port, path: flvPath, records: false, group: group, registry: registry, stopAt: stopAt))
                     }
+                }
+            }
+            if rtmpPlay {
+                tasks.addTask {
+                    try? await Task.sleep(for: .milliseconds(1000))
+                    return .rtmp(await RTMPPlayer.run(url: rtmp, group: group, registry: registry, stopAt: stopAt))
                 }
             }
             for (index, target) in tierTargets.enumerated() {
@@ -264,6 +295,7 @@ struct Run: AsyncParsableCommand {
                 case .cpu(let figures): if let figures { cpu = figures }
                 case .flv(let result): flvResult = result
                 case .tier(let index, let result): tierResults[index] = result
+                case .rtmp(let result): rtmpResult = result
                 case .flvViewer(let result):
                     flvViewerBytes += result.bodyBytes
                     if !result.errors.isEmpty || result.status != 200 { flvViewerErrors += 1 }
@@ -295,6 +327,11 @@ struct Run: AsyncParsableCommand {
             cpu: cpu,
             errors: errors
         )
+        report.ingest = srtPublisher == nil ? "rtmp" : "srt"
+        if let rtmpResult {
+            report.rtmp = analysis.latency(of: PlayerResult(frames: rtmpResult.frames))
+            report.errors += rtmpResult.errors.map { "RTMP player: \($0)" }
+        }
         if let flvResult {
             report.flv = analysis.latency(of: PlayerResult(frames: flvResult.frames))
             report.flvViewers = flvViewers
@@ -350,6 +387,9 @@ struct Run: AsyncParsableCommand {
         var lines = ["\(report.label): " + figures("LL-HLS", report.llhls), figures("classic", report.classic)]
         if report.flv != nil || report.flvViewers != nil {
             lines.append(figures("HTTP-FLV", report.flv) + ", p99 \(Int(report.flv?.p99Milliseconds ?? 0)) ms")
+        }
+        if let rtmp = report.rtmp {
+            lines.append(figures("RTMP (\(report.ingest ?? "rtmp") ingest)", rtmp) + ", p99 \(Int(rtmp.p99Milliseconds)) ms")
         }
         for (index, tier) in (report.tiers ?? []).enumerated() {
             lines.append("tier \(index) " + figures(tier.url, tier.latency) + ", adds p50 \(Int(tier.addedP50Milliseconds ?? -1)) ms p99 \(Int(tier.addedP99Milliseconds ?? -1)) ms over \(tier.framesCompared) frames")

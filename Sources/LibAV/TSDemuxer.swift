@@ -69,7 +69,12 @@ public final class TSDemuxer {
             throw .call(operation: "avformat_alloc_context", code: cffmpeg_averror_enomem())
         }
         context.pointee.pb = io
-        context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        // No parsers: each PES is one access unit, as every encoder writes it. With the H.264
+        // parser, a frame would leave only once the next one's start was read, on top of
+        // the demuxer's own wait for the next PES (a PES of unbounded length ends when the
+        // next begins): one frame (33 ms at 30 fps) of latency for nothing. Keyframes are
+        // then read from the NAL unit types, not only the random-access indicator.
+        context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO | AVFMT_FLAG_NOPARSE
         context.pointee.probesize = Self.probeBytes
         context.pointee.max_analyze_duration = 1_000_000
         formatContext = context
@@ -148,8 +153,10 @@ public final class TSDemuxer {
         }
     }
 
-    private func video(_ bytes: UnsafeRawBufferPointer, timestamp: Int64, compositionTime: Int64, isKeyframe: Bool) throws(AVError) -> [MediaFrame] {
+    private func video(_ bytes: UnsafeRawBufferPointer, timestamp: Int64, compositionTime: Int64, isKeyframe flagged: Bool) throws(AVError) -> [MediaFrame] {
         var frames: [MediaFrame] = []
+        // An IDR picture (NAL unit type 5) is a keyframe whether or not the TS said so.
+        let isKeyframe = flagged || ((try? NALUnits.annexBRanges(bytes))?.contains { bytes[$0.lowerBound] & 0x1F == 5 } ?? false)
         if isKeyframe, let (record, _) = try? NALUnits.avcDecoderConfigurationRecord(fromAnnexB: bytes, allocator: allocator),
            record != videoConfiguration {
             videoConfiguration = record
