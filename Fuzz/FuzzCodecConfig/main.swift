@@ -1,7 +1,7 @@
 // libFuzzer target: codec configuration records and FLV audio/video tag headers, the
 // parsers that see every publisher's sequence headers, and Enhanced RTMP v2 multitrack
 // video tags, split into single-track tags that must classify or throw; Opus headers and
-// packet TOCs.
+// packet TOCs; multitrack audio tags.
 import Media
 import CLibFuzzer
 import Glibc
@@ -17,6 +17,13 @@ func fuzzCodecConfig(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     if MultitrackVideoTag.isMultitrack(payload), let tag = try? MultitrackVideoTag(payload) {
         for track in tag.tracks {
             if let frame = try? MediaFrame.classified(kind: .video, timestamp: 0, payload: track.payload) {
+                _ = try? frame.validatedConfigurationRecord()
+            }
+        }
+    }
+    if MultitrackAudioTag.isMultitrack(payload), let tag = try? MultitrackAudioTag(payload) {
+        for track in tag.tracks {
+            if let frame = try? MediaFrame.classified(kind: .audio, timestamp: 0, payload: track.payload) {
                 _ = try? frame.validatedConfigurationRecord()
             }
         }

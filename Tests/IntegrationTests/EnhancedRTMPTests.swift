@@ -184,7 +184,7 @@ extension IntegrationTests {
             }
         }
 
-        @Test("An Enhanced RTMP v2 multitrack publisher (PyAV's FFmpeg 8 remuxing three H.264 streams) is one publisher whose tracks are renditions: each is watched 30 s over HTTP-FLV or RTMP, and one over LL-HLS, at its own size with the publisher's audio, both HLS masters list the three with their resolutions, and nothing is transcoded")
+        @Test("An Enhanced RTMP v2 multitrack publisher (PyAV's FFmpeg 8 remuxing three H.264 streams and two AAC streams) is one publisher whose tracks are renditions: each is watched 30 s over HTTP-FLV or RTMP, and one over LL-HLS, at its own size with the publisher's first audio track (the second is dropped and counted), both HLS masters list the three with their resolutions, and nothing is transcoded")
         func multitrackPublisherIsALadder() async throws {
             try await Scenario.run("ertmp-multitrack") { scenario in
                 let (node, publisher) = try await Self.publishing(scenario, .multitrackAudioVideo, to: "live", "mt", nodeArguments: ["--admin-token", SessionsTests.token])
@@ -222,8 +222,17 @@ extension IntegrationTests {
                 for (label, width, height, maxWait, viewer) in viewers {
                     try await Self.checkStayed(scenario, viewer, label, width: width, height: height, maxWait: maxWait)
                 }
-                // An encoder-made ladder costs no encoding: no transcoder job ran.
+                // The second audio stream (multitrack audio, track 1) is dropped, counted once;
+                // the first is every rendition's, alone (30 s of 48 kHz AAC is 1407 packets,
+                // with a cached GOP's worth more: two tracks mixed would be twice that).
+                if let watch = try await Self.watched(scenario, try scenario.launch(executable: python, [watcher, node.flvURL("live", "mt"), "6"], name: "pyav-audio-check"), "track 0 (audio check)") {
+                    scenario.check(watch.audio == "aac" && (250...400).contains(watch.audioPackets), "track 0 over 6 s: \(watch.audioPackets) AAC packets (one track is about 281 + a GOP)")
+                }
                 let metrics = try await node.metrics().text
+                scenario.check(metrics.contains("estuary_rtmp_audio_tracks_dropped_total 1"),
+                               "the dropped audio track is not counted once: \(metrics.split(separator: "\n").filter { $0.contains("tracks_dropped") })")
+                scenario.check(publisher.isRunning, "the publisher of two audio tracks was disconnected")
+                // An encoder-made ladder costs no encoding: no transcoder job ran.
                 let encoded = metrics.split(separator: "\n").filter { $0.hasPrefix("estuary_transcode_encoded_frames_total") }
                 scenario.check(encoded.allSatisfy { $0.hasSuffix(" 0") }, "a transcoder encoded for the multitrack stream: \(encoded)")
                 scenario.check(publishers.allSatisfy { $0["protocol"] as? String == "rtmp" }, "the tracks' sessions are not the publisher's protocol: \(publishers)")

@@ -152,6 +152,9 @@ extension RTMPServerConnectionHandler {
             if kind == .video, MultitrackVideoTag.isMultitrack(message.payload) {
                 return try handleMultitrack(message, publish: publish)
             }
+            if kind == .audio, MultitrackAudioTag.isMultitrack(message.payload) {
+                return try handleMultitrackAudio(message, publish: publish)
+            }
             do {
                 frame = try MediaFrame.classified(kind: kind, timestamp: Int64(message.timestamp), payload: message.payload)
                 if frame.isSequenceHeader {
@@ -163,12 +166,46 @@ extension RTMPServerConnectionHandler {
         default:
             return
         }
+        try publishMain(frame, publish: publish)
+    }
+
+    /// A frame of the stream's own track: to its hub, and audio to every track's too.
+    private func publishMain(_ frame: MediaFrame, publish: PublishContext) throws(RTMPConnectionError) {
         if !publish.hub.publish(frame, publisher: publish.id) {
             throw .evicted
         }
         if frame.kind == .audio {
             // Every rendition of the ladder has the publisher's one audio track.
             for track in publish.openTracks { _ = track.hub.publish(frame, publisher: track.id) }
+        }
+    }
+
+    /// An Enhanced RTMP v2 multitrack audio tag: track 0 is the stream's audio; the others
+    /// (a second language, a commentary) have no rendition to go to, and are dropped, each
+    /// counted and logged once. The publisher stays.
+    func handleMultitrackAudio(_ message: RTMPMessage, publish: PublishContext) throws(RTMPConnectionError) {
+        let tag: MultitrackAudioTag
+        do {
+            tag = try MultitrackAudioTag(message.payload, allocator: context?.channel.allocator ?? ByteBufferAllocator())
+        } catch {
+            throw .badMedia("multitrack audio: \(error)")
+        }
+        for track in tag.tracks {
+            guard track.trackID == 0 else {
+                if publish.droppedAudioTracks.count < 256, publish.droppedAudioTracks.insert(track.trackID).inserted {
+                    RTMPMetrics.droppedAudioTracks.increment()
+                    log(.warning, "dropping audio track \(track.trackID): a stream serves its first audio track only")
+                }
+                continue
+            }
+            let frame: MediaFrame
+            do {
+                frame = try MediaFrame.classified(kind: .audio, timestamp: Int64(message.timestamp), payload: track.payload)
+                if frame.isSequenceHeader { try validateSequenceHeader(frame, publish: publish) }
+            } catch {
+                throw .badMedia("multitrack audio: \(error)")
+            }
+            try publishMain(frame, publish: publish)
         }
     }
 

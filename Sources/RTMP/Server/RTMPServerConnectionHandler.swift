@@ -34,6 +34,8 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         var tracks: [UInt8: TrackState] = [:]
         /// Track ids past `maxTracks`, dropped (each counted and logged once).
         var droppedTracks: Set<UInt8> = []
+        /// Multitrack audio track ids other than 0, dropped (each counted and logged once).
+        var droppedAudioTracks: Set<UInt8> = []
 
         enum TrackState {
             /// Asked of the admission; the track's latest sequence start waits for the answer

@@ -42,9 +42,10 @@ enum MediaKind: String, Sendable, CaseIterable {
     /// 640x360 30 fps AV1 Main (libaom, realtime) with 2 s GOPs + AAC-LC 48 kHz stereo, 12 s, in MP4.
     case av1AudioVideo
     /// An encoder-made ladder: three H.264 Main video streams (640x360, 426x240, 320x180; 30
-    /// fps, 2 s GOPs at the same frames) + AAC-LC 48 kHz stereo, 12 s, in MP4. PyAV's FFmpeg
-    /// writes it as Enhanced RTMP v2 multitrack: the first stream as track 0, the others as
-    /// tracks 1 and 2.
+    /// fps, 2 s GOPs at the same frames) + two AAC-LC 48 kHz stereo streams (440 Hz, and a
+    /// second language at 880 Hz), 12 s, in MP4. PyAV's FFmpeg writes it as Enhanced RTMP v2
+    /// multitrack: the first video and audio streams as track 0, the others as tracks 1 and 2
+    /// (video) and 1 (audio).
     case multitrackAudioVideo
     /// 640x360 30 fps H.264 Main with 2 s GOPs + Opus 48 kHz stereo (libopus, 20 ms packets),
     /// 12 s, in MP4: an Enhanced RTMP publisher sends the Opus as an `Opus` FourCC audio track.
@@ -89,7 +90,8 @@ enum MediaKind: String, Sendable, CaseIterable {
         case .multitrackAudioVideo:
             return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-f", "lavfi", "-i", "testsrc2=size=426x240:rate=30",
                     "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
-                    "-map", "0:v", "-map", "1:v", "-map", "2:v", "-map", "3:a"] + Self.twoSecondGOPs + audio + ["-t", "12"]
+                    "-f", "lavfi", "-i", "sine=frequency=880:sample_rate=48000",
+                    "-map", "0:v", "-map", "1:v", "-map", "2:v", "-map", "3:a", "-map", "4:a"] + Self.twoSecondGOPs + audio + ["-t", "12"]
         case .opusAudioVideo:
             return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"]
                 + Self.twoSecondGOPs + ["-c:a", "libopus", "-b:a", "96k", "-ac", "2", "-t", "12"]
