@@ -4,7 +4,7 @@ import NIOCore
 /// The legacy FLV tag bodies that LibAV's producers (the encoders, the TS demuxer) give the
 /// hub, written in one place: an AVC sequence header (`0x17 0x00` + SI24 0 + the
 /// AVCDecoderConfigurationRecord), AVC coded frames (`0x17`/`0x27 0x01` + SI24 composition
-/// time + length-prefixed NAL units), an AAC sequence header (`0xAF 0x00` +
+/// time + length-prefixed NAL units), the Enhanced RTMP HEVC equivalents, an AAC sequence header (`0xAF 0x00` +
 /// AudioSpecificConfig) and raw AAC frames (`0xAF 0x01` + the frame).
 enum FLVPayload {
     /// The AVC sequence header frame at `timestamp`.
@@ -28,6 +28,32 @@ enum FLVPayload {
         let header = VideoTagHeader(
             frameType: isKeyframe ? .keyframe : .interframe, codec: .avc, packetType: .codedFrames,
             isEnhanced: false, compositionTime: composition, headerLength: 5
+        )
+        return (payload, header)
+    }
+
+    /// The Enhanced RTMP HEVC SequenceStart at `timestamp`: `0x90 'hvc1'` + the hvcC.
+    static func hevcSequenceStart(_ record: ByteBuffer, timestamp: Int64, allocator: ByteBufferAllocator) -> MediaFrame {
+        var payload = allocator.buffer(capacity: 5 + record.readableBytes)
+        payload.writeInteger(UInt8(0x90))
+        payload.writeInteger(VideoCodec.hevc.fourCC)
+        payload.writeImmutableBuffer(record)
+        let header = VideoTagHeader(frameType: .keyframe, codec: .hevc, packetType: .sequenceStart, isEnhanced: true, compositionTime: 0, headerLength: 5)
+        return MediaFrame(timestamp: timestamp, video: header, payload: payload)
+    }
+
+    /// A buffer holding a coded HEVC frame's 8-byte Enhanced RTMP header (`0x91`/`0xA1`
+    /// `'hvc1'` + SI24 composition time); the NAL units follow.
+    static func hevcCodedFrameStart(isKeyframe: Bool, compositionTime: Int64, bodyCapacity: Int, allocator: ByteBufferAllocator) -> (payload: ByteBuffer, header: VideoTagHeader) {
+        let composition = Int32(clamping: max(-0x80_0000, min(0x7F_FFFF, compositionTime)))
+        var payload = allocator.buffer(capacity: bodyCapacity + 8)
+        payload.writeInteger(UInt8(isKeyframe ? 0x91 : 0xA1))
+        payload.writeInteger(VideoCodec.hevc.fourCC)
+        payload.writeInteger(UInt8(truncatingIfNeeded: composition >> 16))
+        payload.writeInteger(UInt16(truncatingIfNeeded: composition))
+        let header = VideoTagHeader(
+            frameType: isKeyframe ? .keyframe : .interframe, codec: .hevc, packetType: .codedFrames,
+            isEnhanced: true, compositionTime: composition, headerLength: 8
         )
         return (payload, header)
     }

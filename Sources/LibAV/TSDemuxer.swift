@@ -8,6 +8,8 @@ import NIOCore
 ///
 /// - H.264 (Annex B in TS) becomes length-prefixed NAL units, after an AVC sequence header
 ///   built from the SPS and PPS of the first keyframe (and again when they change).
+/// - HEVC becomes Enhanced RTMP `hvc1` frames, after a SequenceStart with an hvcC built
+///   from the VPS, SPS and PPS of the first keyframe (and again when they change).
 /// - AAC (ADTS in TS) becomes raw AAC frames, after an AudioSpecificConfig sequence header
 ///   read from the first ADTS header; a PES packet may carry several ADTS frames.
 /// - Timestamps are milliseconds from the first packet's DTS; other codecs are skipped
@@ -144,6 +146,9 @@ public final class TSDemuxer {
         case AV_CODEC_ID_H264:
             let isKeyframe = packet.pointee.flags & AV_PKT_FLAG_KEY != 0
             return try video(bytes, timestamp: timestamp, compositionTime: ptsMilliseconds - dtsMilliseconds, isKeyframe: isKeyframe)
+        case AV_CODEC_ID_HEVC:
+            let isKeyframe = packet.pointee.flags & AV_PKT_FLAG_KEY != 0 || NALUnits.hevcHasRandomAccessPicture(annexB: bytes)
+            return hevcVideo(bytes, timestamp: timestamp, compositionTime: ptsMilliseconds - dtsMilliseconds, isKeyframe: isKeyframe)
         case AV_CODEC_ID_AAC:
             let sampleRate = Int(parameters.pointee.sample_rate)
             return audio(bytes, timestamp: timestamp, sampleRate: sampleRate)
@@ -151,6 +156,31 @@ public final class TSDemuxer {
             statistics.skippedPackets += 1
             return []
         }
+    }
+
+    /// HEVC becomes Enhanced RTMP `hvc1` tags: a SequenceStart with the hvcC built from the
+    /// keyframe's VPS, SPS and PPS (again when they change), then coded frames.
+    private func hevcVideo(_ bytes: UnsafeRawBufferPointer, timestamp: Int64, compositionTime: Int64, isKeyframe: Bool) -> [MediaFrame] {
+        var frames: [MediaFrame] = []
+        if isKeyframe, let (record, _) = try? NALUnits.hevcDecoderConfigurationRecord(fromAnnexB: bytes, allocator: allocator),
+           record != videoConfiguration {
+            videoConfiguration = record
+            frames.append(FLVPayload.hevcSequenceStart(record, timestamp: timestamp, allocator: allocator))
+        }
+        guard videoConfiguration != nil else {
+            statistics.skippedPackets += 1
+            return frames
+        }
+        let start = FLVPayload.hevcCodedFrameStart(
+            isKeyframe: isKeyframe, compositionTime: compositionTime, bodyCapacity: bytes.count + 16, allocator: allocator
+        )
+        var payload = start.payload
+        if (try? NALUnits.writeLengthPrefixed(annexB: bytes, into: &payload)) == nil {
+            statistics.skippedPackets += 1
+            return frames
+        }
+        frames.append(MediaFrame(timestamp: timestamp, video: start.header, payload: payload))
+        return frames
     }
 
     private func video(_ bytes: UnsafeRawBufferPointer, timestamp: Int64, compositionTime: Int64, isKeyframe flagged: Bool) throws(AVError) -> [MediaFrame] {

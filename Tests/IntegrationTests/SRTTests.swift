@@ -32,6 +32,34 @@ extension IntegrationTests {
             return flv
         }
 
+        @Test("An HEVC publisher over SRT (ffmpeg, libx265, as hardware encoders send): PyAV watches HTTP-FLV 30 s and decodes HEVC at 640x360 with AAC, every frame, a keyframe first; LL-HLS names hvc1 and ffprobe reads it; the transcoder's 240p rung plays H.264")
+        func hevcPublishedOverSRT() async throws {
+            try await Scenario.run("srt-hevc") { scenario in
+                let media = try await MediaLibrary.shared.file(.hevcAudioVideo)
+                let srtPort = try await FreePorts.allocate(1)[0]
+                let node = try await scenario.startNode(label: "node", arguments: ["--srt-port", String(srtPort)])
+                _ = try Self.publishOverSRT(scenario, media: media, port: srtPort, streamID: "publish:abr/hevc", name: "srt-hevc-publisher")
+                try await scenario.waitUntilLive(node, "abr", "hevc", timeout: .seconds(15))
+                let python = try TestEnvironment.python3()
+                let viewer = try scenario.launch(executable: python, [try EnhancedRTMPTests.peer("pyav_watch.py"), node.flvURL("abr", "hevc"), "30"], name: "pyav-hevc-viewer")
+
+                let listed = await eventually(timeout: .seconds(20), interval: .milliseconds(250)) {
+                    guard let master = try? await scenario.hlsGet(node, "/abr/hevc/llhls.m3u8"), master.status == 200 else { return false }
+                    return master.bodyText.contains("CODECS=\"hvc1.") && master.bodyText.contains("RESOLUTION=640x360")
+                }
+                scenario.check(listed, "the LL-HLS master of the SRT HEVC stream does not list hvc1 at 640x360")
+                if let report = try await scenario.probeLive("\(node.httpBase)/abr/hevc/src/llhls.m3u8", name: "probe-hevc-fmp4", seconds: 4) {
+                    scenario.check(report.video?.codecName == "hevc" && report.video?.width == 640 && report.audio?.codecName == "aac",
+                                   "LL-HLS of the SRT HEVC stream: \(String(describing: report.video)) \(String(describing: report.audio))")
+                }
+                try await scenario.waitUntilLive(node, "abr", "hevc_240p", timeout: .seconds(30))
+                if let report = try await scenario.probeLive(node.flvURL("abr", "hevc_240p"), name: "probe-240p", seconds: 3) {
+                    scenario.checkLivePlayback(report, "the 240p rung of the SRT HEVC stream", minVideoPackets: 30, width: 426)
+                }
+                try await EnhancedRTMPTests.checkStayed(scenario, viewer, "HTTP-FLV of the SRT HEVC stream", video: ["hevc"], width: 640, height: 360)
+            }
+        }
+
         @Test("An SRT publisher (ffmpeg, MediaMTX's stream id) is watched 30 s over HTTP-FLV without a gap, with monotonic timestamps and audio beside video; RTMP, HLS and the transcoder's rungs play it; its session is listed as srt")
         func publishedOverSRTPlaysEverywhere() async throws {
             try await Scenario.run("srt-publish") { scenario in
