@@ -92,3 +92,33 @@ enum BenchError: Error, CustomStringConvertible {
         }
     }
 }
+
+/// The tags a publisher sends for `durationMilliseconds`, the file looped seamlessly (at most
+/// 100,000 times): each with its timestamp on the looped timeline and its loop number.
+struct PublishTimeline: Sequence, IteratorProtocol {
+    let source: FLVSource
+    let durationMilliseconds: Int64
+    private var loop: Int64 = 0
+    private var index = 0
+
+    init(source: FLVSource, durationMilliseconds: Int64) {
+        self.source = source
+        self.durationMilliseconds = durationMilliseconds
+    }
+
+    mutating func next() -> (tag: SourceTag, timestamp: Int64, loop: Int64)? {
+        guard !source.tags.isEmpty else { return nil }
+        if index == source.tags.count {
+            // A file shorter than one frame step would never end otherwise.
+            guard source.loopLength > 0, loop < 100_000 else { return nil }
+            loop += 1
+            index = 0
+        }
+        let tag = source.tags[index]
+        let timestamp = tag.timestamp + loop * source.loopLength
+        guard timestamp < durationMilliseconds else { return nil }
+        index += 1
+        return (tag, timestamp, loop)
+    }
+}
+

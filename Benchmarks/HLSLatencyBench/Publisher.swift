@@ -170,42 +170,33 @@ private struct RTMPPublishSession {
         frames.reserveCapacity(Int(durationMilliseconds / 30) + 64)
         var tagsSent = 0
         var maxLateness: Duration = .zero
-        var loop: Int64 = 0
-        publishing: while true {
-            let offset = loop * source.loopLength
-            for tag in source.tags {
-                // Configuration and metadata once; the looped timeline continues seamlessly.
-                if loop > 0, tag.isSequenceHeader || tag.kind == .script { continue }
-                let timestamp = tag.timestamp + offset
-                if timestamp >= durationMilliseconds { break publishing }
-                let due = start + .milliseconds(timestamp)
-                if due > clock.now {
-                    try await Task.sleep(until: due, tolerance: .microseconds(250), clock: clock)
-                }
-                let now = clock.now
-                maxLateness = max(maxLateness, now - due)
-                let message: RTMPMessage
-                switch tag.kind {
-                case .audio:
-                    message = RTMPMessage(type: .audio, streamID: streamID, timestamp: UInt32(timestamp), chunkStreamID: Self.audioChunkStream, payload: tag.body)
-                case .video:
-                    message = RTMPMessage(type: .video, streamID: streamID, timestamp: UInt32(timestamp), chunkStreamID: Self.videoChunkStream, payload: tag.body)
-                    if tag.isCodedVideoFrame {
-                        frames.append(SentFrame(dts: timestamp, pts: timestamp + tag.compositionTime, isKeyframe: tag.isKeyframe, sentAt: now))
-                    }
-                case .script:
-                    var payload = ByteBuffer()
-                    AMF0Encoder().encode(.string(DataMessage.setDataFrame), into: &payload)
-                    var body = tag.body
-                    payload.writeBuffer(&body)
-                    message = RTMPMessage(type: .dataAMF0, streamID: streamID, timestamp: UInt32(timestamp), chunkStreamID: Self.dataChunkStream, payload: payload)
-                }
-                try await send(message)
-                tagsSent += 1
+        for (tag, timestamp, loop) in PublishTimeline(source: source, durationMilliseconds: durationMilliseconds) {
+            // Configuration and metadata once; the looped timeline continues seamlessly.
+            if loop > 0, tag.isSequenceHeader || tag.kind == .script { continue }
+            let due = start + .milliseconds(timestamp)
+            if due > clock.now {
+                try await Task.sleep(until: due, tolerance: .microseconds(250), clock: clock)
             }
-            loop += 1
-            // A file shorter than one frame step would never end otherwise.
-            if source.loopLength <= 0 || loop > 100_000 { break }
+            let now = clock.now
+            maxLateness = max(maxLateness, now - due)
+            let message: RTMPMessage
+            switch tag.kind {
+            case .audio:
+                message = RTMPMessage(type: .audio, streamID: streamID, timestamp: UInt32(timestamp), chunkStreamID: Self.audioChunkStream, payload: tag.body)
+            case .video:
+                message = RTMPMessage(type: .video, streamID: streamID, timestamp: UInt32(timestamp), chunkStreamID: Self.videoChunkStream, payload: tag.body)
+                if tag.isCodedVideoFrame {
+                    frames.append(SentFrame(dts: timestamp, pts: timestamp + tag.compositionTime, isKeyframe: tag.isKeyframe, sentAt: now))
+                }
+            case .script:
+                var payload = ByteBuffer()
+                AMF0Encoder().encode(.string(DataMessage.setDataFrame), into: &payload)
+                var body = tag.body
+                payload.writeBuffer(&body)
+                message = RTMPMessage(type: .dataAMF0, streamID: streamID, timestamp: UInt32(timestamp), chunkStreamID: Self.dataChunkStream, payload: payload)
+            }
+            try await send(message)
+            tagsSent += 1
         }
         // Unpublish cleanly, so the stream ends (EXT-X-ENDLIST) without the reconnect grace.
         try? await send(CommandMessage(name: "FCUnpublish", transactionID: 6, arguments: [.string("")]).message())

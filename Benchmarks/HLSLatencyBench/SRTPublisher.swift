@@ -64,27 +64,19 @@ struct SRTPublisher: Sendable {
         frames.reserveCapacity(Int(durationMilliseconds / 30) + 64)
         var tagsSent = 0
         var maxLateness: Duration = .zero
-        var loop: Int64 = 0
-        publishing: while true {
-            let offset = loop * source.loopLength
-            for tag in source.tags where !tag.isSequenceHeader && tag.kind != .script {
-                let timestamp = tag.timestamp + offset
-                if timestamp >= durationMilliseconds { break publishing }
-                let due = start + .milliseconds(timestamp)
-                let wait = due - clock.now
-                if wait > .zero { Thread.sleep(forTimeInterval: Double(wait.components.attoseconds) / 1e18 + Double(wait.components.seconds)) }
-                let now = clock.now
-                maxLateness = max(maxLateness, now - due)
-                try muxer.write(Self.frame(tag, at: timestamp))
-                let output = try muxer.takeOutput(resendHeaders: tag.isKeyframe)
-                try send(output, on: socket)
-                if tag.kind == .video, tag.isCodedVideoFrame {
-                    frames.append(SentFrame(dts: timestamp, pts: timestamp + tag.compositionTime, isKeyframe: tag.isKeyframe, sentAt: clock.now))
-                }
-                tagsSent += 1
+        for (tag, timestamp, _) in PublishTimeline(source: source, durationMilliseconds: durationMilliseconds)
+        where !tag.isSequenceHeader && tag.kind != .script {
+            let due = start + .milliseconds(timestamp)
+            let wait = due - clock.now
+            if wait > .zero { Thread.sleep(forTimeInterval: Double(wait.components.attoseconds) / 1e18 + Double(wait.components.seconds)) }
+            let now = clock.now
+            maxLateness = max(maxLateness, now - due)
+            try muxer.write(Self.frame(tag, at: timestamp))
+            try send(try muxer.takeOutput(resendHeaders: tag.isKeyframe), on: socket)
+            if tag.kind == .video, tag.isCodedVideoFrame {
+                frames.append(SentFrame(dts: timestamp, pts: timestamp + tag.compositionTime, isKeyframe: tag.isKeyframe, sentAt: clock.now))
             }
-            loop += 1
-            if source.loopLength <= 0 || loop > 100_000 { break }
+            tagsSent += 1
         }
         return PublishResult(startedAt: start, frames: frames, tagsSent: tagsSent, maxLatenessMilliseconds: maxLateness.milliseconds)
     }

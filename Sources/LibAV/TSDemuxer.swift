@@ -143,12 +143,11 @@ public final class TSDemuxer {
         origin = start
         let timestamp = max(0, dtsMilliseconds - start)
         switch parameters.pointee.codec_id {
-        case AV_CODEC_ID_H264:
-            let isKeyframe = packet.pointee.flags & AV_PKT_FLAG_KEY != 0
-            return try video(bytes, timestamp: timestamp, compositionTime: ptsMilliseconds - dtsMilliseconds, isKeyframe: isKeyframe)
-        case AV_CODEC_ID_HEVC:
-            let isKeyframe = packet.pointee.flags & AV_PKT_FLAG_KEY != 0 || NALUnits.hevcHasRandomAccessPicture(annexB: bytes)
-            return hevcVideo(bytes, timestamp: timestamp, compositionTime: ptsMilliseconds - dtsMilliseconds, isKeyframe: isKeyframe)
+        case AV_CODEC_ID_H264, AV_CODEC_ID_HEVC:
+            return video(
+                bytes, codec: parameters.pointee.codec_id == AV_CODEC_ID_HEVC ? .hevc : .avc, timestamp: timestamp,
+                compositionTime: ptsMilliseconds - dtsMilliseconds, isKeyframe: packet.pointee.flags & AV_PKT_FLAG_KEY != 0
+            )
         case AV_CODEC_ID_AAC:
             let sampleRate = Int(parameters.pointee.sample_rate)
             return audio(bytes, timestamp: timestamp, sampleRate: sampleRate)
@@ -158,55 +157,41 @@ public final class TSDemuxer {
         }
     }
 
-    /// HEVC becomes Enhanced RTMP `hvc1` tags: a SequenceStart with the hvcC built from the
-    /// keyframe's VPS, SPS and PPS (again when they change), then coded frames.
-    private func hevcVideo(_ bytes: UnsafeRawBufferPointer, timestamp: Int64, compositionTime: Int64, isKeyframe: Bool) -> [MediaFrame] {
+    /// H.264 becomes legacy AVC tags, HEVC Enhanced RTMP `hvc1` tags: a sequence header
+    /// with the configuration record built from the keyframe's parameter sets (again when
+    /// they change), then coded frames with length-prefixed NAL units. A keyframe is one the
+    /// TS flagged or an IDR (H.264) or IRAP (HEVC) picture.
+    private func video(_ bytes: UnsafeRawBufferPointer, codec: VideoCodec, timestamp: Int64, compositionTime: Int64, isKeyframe flagged: Bool) -> [MediaFrame] {
         var frames: [MediaFrame] = []
-        if isKeyframe, let (record, _) = try? NALUnits.hevcDecoderConfigurationRecord(fromAnnexB: bytes, allocator: allocator),
-           record != videoConfiguration {
-            videoConfiguration = record
-            frames.append(FLVPayload.hevcSequenceStart(record, timestamp: timestamp, allocator: allocator))
-        }
-        guard videoConfiguration != nil else {
-            statistics.skippedPackets += 1
-            return frames
-        }
-        let start = FLVPayload.hevcCodedFrameStart(
-            isKeyframe: isKeyframe, compositionTime: compositionTime, bodyCapacity: bytes.count + 16, allocator: allocator
-        )
-        var payload = start.payload
-        if (try? NALUnits.writeLengthPrefixed(annexB: bytes, into: &payload)) == nil {
-            statistics.skippedPackets += 1
-            return frames
-        }
-        frames.append(MediaFrame(timestamp: timestamp, video: start.header, payload: payload))
-        return frames
-    }
-
-    private func video(_ bytes: UnsafeRawBufferPointer, timestamp: Int64, compositionTime: Int64, isKeyframe flagged: Bool) throws(AVError) -> [MediaFrame] {
-        var frames: [MediaFrame] = []
-        // An IDR picture (NAL unit type 5) is a keyframe whether or not the TS said so.
-        let isKeyframe = flagged || ((try? NALUnits.annexBRanges(bytes))?.contains { bytes[$0.lowerBound] & 0x1F == 5 } ?? false)
-        if isKeyframe, let (record, _) = try? NALUnits.avcDecoderConfigurationRecord(fromAnnexB: bytes, allocator: allocator),
-           record != videoConfiguration {
-            videoConfiguration = record
-            frames.append(FLVPayload.avcSequenceHeader(record, timestamp: timestamp, allocator: allocator))
+        let isHEVC = codec == .hevc
+        let isKeyframe = flagged || (isHEVC
+            ? NALUnits.hevcHasRandomAccessPicture(annexB: bytes)
+            : ((try? NALUnits.annexBRanges(bytes))?.contains { bytes[$0.lowerBound] & 0x1F == 5 } ?? false))
+        if isKeyframe {
+            let record = isHEVC
+                ? (try? NALUnits.hevcDecoderConfigurationRecord(fromAnnexB: bytes, allocator: allocator))?.bytes
+                : (try? NALUnits.avcDecoderConfigurationRecord(fromAnnexB: bytes, allocator: allocator))?.bytes
+            if let record, record != videoConfiguration {
+                videoConfiguration = record
+                frames.append(isHEVC
+                    ? FLVPayload.hevcSequenceStart(record, timestamp: timestamp, allocator: allocator)
+                    : FLVPayload.avcSequenceHeader(record, timestamp: timestamp, allocator: allocator))
+            }
         }
         // Nothing plays before its parameter sets.
         guard videoConfiguration != nil else {
             statistics.skippedPackets += 1
             return frames
         }
-        let start = FLVPayload.avcCodedFrameStart(
-            isKeyframe: isKeyframe, compositionTime: compositionTime, bodyCapacity: bytes.count + 16, allocator: allocator
-        )
+        let start = isHEVC
+            ? FLVPayload.hevcCodedFrameStart(isKeyframe: isKeyframe, compositionTime: compositionTime, bodyCapacity: bytes.count + 16, allocator: allocator)
+            : FLVPayload.avcCodedFrameStart(isKeyframe: isKeyframe, compositionTime: compositionTime, bodyCapacity: bytes.count + 16, allocator: allocator)
         var payload = start.payload
-        let header = start.header
         if (try? NALUnits.writeLengthPrefixed(annexB: bytes, into: &payload)) == nil {
             statistics.skippedPackets += 1
             return frames
         }
-        frames.append(MediaFrame(timestamp: timestamp, video: header, payload: payload))
+        frames.append(MediaFrame(timestamp: timestamp, video: start.header, payload: payload))
         return frames
     }
 

@@ -54,6 +54,24 @@ extension IntegrationTests {
             scenario.check(watch.longestWait < maxWait, "\(label): waited \(watch.longestWait) s for a video frame")
         }
 
+        /// A source rendition MPEG-TS cannot carry (AV1 video, Opus audio) beside the ladder:
+        /// the LL-HLS master lists it (`listedAs`) with the rungs (`beside`), the classic master
+        /// lists the rungs alone, and the source's TS playlist answers 404.
+        static func checkFMP4OnlySource(
+            _ scenario: Scenario, _ node: NodeProcess, _ stream: String, listedAs source: String, absentFromClassic excluded: String, beside rungs: String
+        ) async throws {
+            let listed = await eventually(timeout: .seconds(20), interval: .milliseconds(250)) {
+                guard let master = try? await scenario.hlsGet(node, "/\(stream)/llhls.m3u8"), master.status == 200 else { return false }
+                return master.bodyText.contains(source) && master.bodyText.contains(rungs)
+            }
+            scenario.check(listed, "the LL-HLS master of \(stream) does not list \(source) beside \(rungs) rungs")
+            let classic = try await scenario.hlsGet(node, "/\(stream)/index.m3u8")
+            scenario.check(classic.status == 200 && !classic.bodyText.contains(excluded) && !classic.bodyText.contains("src/") && classic.bodyText.contains(rungs),
+                           "the classic master of \(stream) should list the \(rungs) rungs only: \(classic.status) \(classic.bodyText)")
+            let tsPlaylist = try await scenario.hlsGet(node, "/\(stream)/src/index.m3u8")
+            scenario.check(tsPlaylist.status == 404, "the fMP4-only source of \(stream): its MPEG-TS playlist answered \(tsPlaylist.status)")
+        }
+
         /// A node, and PyAV's FFmpeg publishing a clip of `kind` to `app/name` on it in a loop,
         /// once the stream is live.
         /// The longest wait between pictures allowed to a viewer that reads HLS segments.
@@ -108,16 +126,7 @@ extension IntegrationTests {
                 try await scenario.waitUntilLive(node, "abr", "opus_240p", timeout: .seconds(30))
                 let rung = try scenario.launch(executable: python, [watcher, node.flvURL("abr", "opus_240p"), "30"], name: "pyav-240p-viewer")
 
-                let listed = await eventually(timeout: .seconds(20), interval: .milliseconds(250)) {
-                    guard let master = try? await scenario.hlsGet(node, "/abr/opus/llhls.m3u8"), master.status == 200 else { return false }
-                    return master.bodyText.contains(",opus\"") && master.bodyText.contains("mp4a.40.2\"")
-                }
-                scenario.check(listed, "the LL-HLS master of the Opus stream does not list opus beside the AAC rungs")
-                let classic = try await scenario.hlsGet(node, "/abr/opus/index.m3u8")
-                scenario.check(classic.status == 200 && !classic.bodyText.contains("opus") && !classic.bodyText.contains("src/") && classic.bodyText.contains("mp4a.40.2"),
-                               "the classic master should list the AAC rungs only: \(classic.status) \(classic.bodyText)")
-                let tsPlaylist = try await scenario.hlsGet(node, "/abr/opus/src/index.m3u8")
-                scenario.check(tsPlaylist.status == 404, "the Opus rendition's MPEG-TS playlist answered \(tsPlaylist.status)")
+                try await Self.checkFMP4OnlySource(scenario, node, "abr/opus", listedAs: ",opus\"", absentFromClassic: "opus", beside: "mp4a.40.2")
                 if let report = try await scenario.probeLive("\(node.httpBase)/abr/opus/src/llhls.m3u8", name: "probe-opus-fmp4", seconds: 4) {
                     scenario.check(report.video?.codecName == "h264" && report.audio?.codecName == "opus" && report.audio?.sampleRate == "48000",
                                    "LL-HLS of the Opus stream: \(String(describing: report.video)) \(String(describing: report.audio))")
@@ -159,17 +168,7 @@ extension IntegrationTests {
                 // The AV1 rendition's fMP4-only segments, read by a viewer that stays 30 s too.
                 let hls = try scenario.launch(executable: python, [watcher, "\(node.httpBase)/abr/av1/src/llhls.m3u8", "30"], name: "pyav-av1-hls-viewer")
 
-                // LL-HLS lists the AV1 source beside the H.264 rungs; classic HLS has no AV1.
-                let listed = await eventually(timeout: .seconds(20), interval: .milliseconds(250)) {
-                    guard let master = try? await scenario.hlsGet(node, "/abr/av1/llhls.m3u8"), master.status == 200 else { return false }
-                    return master.bodyText.contains("CODECS=\"av01.0.01M.08") && master.bodyText.contains("CODECS=\"avc1.")
-                }
-                scenario.check(listed, "the LL-HLS master of the AV1 stream does not list av01 beside avc1 rungs")
-                let classic = try await scenario.hlsGet(node, "/abr/av1/index.m3u8")
-                scenario.check(classic.status == 200 && !classic.bodyText.contains("av01") && !classic.bodyText.contains("src/") && classic.bodyText.contains("avc1."),
-                               "the classic master should list the H.264 rungs only: \(classic.status) \(classic.bodyText)")
-                let tsPlaylist = try await scenario.hlsGet(node, "/abr/av1/src/index.m3u8")
-                scenario.check(tsPlaylist.status == 404, "the AV1 rendition's MPEG-TS playlist answered \(tsPlaylist.status)")
+                try await Self.checkFMP4OnlySource(scenario, node, "abr/av1", listedAs: "CODECS=\"av01.0.01M.08", absentFromClassic: "av01", beside: "avc1.")
                 if let report = try await scenario.probeLive("\(node.httpBase)/abr/av1/src/llhls.m3u8", name: "probe-av1-fmp4", seconds: 4) {
                     let video = report.packets(of: report.video)
                     scenario.check(report.video?.codecName == "av1" && report.video?.width == 640 && report.audio?.codecName == "aac",

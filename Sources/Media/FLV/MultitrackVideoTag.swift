@@ -45,37 +45,13 @@ public struct MultitrackVideoTag: Sendable {
         // SequenceStart, CodedFrames, SequenceEnd, CodedFramesX; not metadata, nor a nested multitrack.
         guard [0, 1, 2, 3].contains(packetType) else { throw .unsupportedVideoPacketType(packetType) }
         guard multitrackType <= 2 else { throw .invalidVideoPacketType(second) }
-        var sharedFourCC: UInt32?
-        if multitrackType != 2 {
-            guard let fourCC = buffer.readInteger(as: UInt32.self) else { throw .truncated(needed: 4, available: buffer.readableBytes) }
-            sharedFourCC = fourCC
-        }
         var tracks: [Track] = []
-        while buffer.readableBytes > 0 {
-            guard tracks.count < Self.maxTracks else { throw .payloadTooLarge(tracks.count) }
-            let fourCC: UInt32
-            if let sharedFourCC {
-                fourCC = sharedFourCC
-            } else {
-                guard let own = buffer.readInteger(as: UInt32.self) else { throw .truncated(needed: 4, available: buffer.readableBytes) }
-                fourCC = own
-            }
-            guard let codec = VideoCodec(fourCC: fourCC) else { throw .unsupportedVideoFourCC(fourCC) }
-            guard let trackID = buffer.readInteger(as: UInt8.self) else { throw .truncated(needed: 1, available: 0) }
-            let size: Int
-            if multitrackType == 0 {
-                size = buffer.readableBytes  // OneTrack: the rest of the tag
-            } else {
-                guard let high = buffer.readInteger(as: UInt8.self), let low = buffer.readInteger(as: UInt16.self) else {
-                    throw .truncated(needed: 3, available: buffer.readableBytes)
-                }
-                size = Int(high) << 16 | Int(low)
-            }
-            guard size <= buffer.readableBytes, var body = buffer.readSlice(length: size) else {
-                throw .truncated(needed: size, available: buffer.readableBytes)
-            }
-            tracks.append(Track(trackID: trackID, payload: try Self.singleTrack(frameType: frameType, packetType: packetType, codec: codec, fourCC: fourCC, body: &body, allocator: allocator)))
-            if multitrackType == 0 { break }
+        for var part in try MultitrackLayout.parts(of: &buffer, multitrackType: multitrackType) {
+            guard let codec = VideoCodec(fourCC: part.fourCC) else { throw .unsupportedVideoFourCC(part.fourCC) }
+            tracks.append(Track(
+                trackID: part.trackID,
+                payload: try Self.singleTrack(frameType: frameType, packetType: packetType, codec: codec, fourCC: part.fourCC, body: &part.body, allocator: allocator)
+            ))
         }
         self.tracks = tracks
     }
