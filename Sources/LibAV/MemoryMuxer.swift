@@ -395,6 +395,11 @@ public final class MemoryMuxer {
         else {
             return
         }
+        // FFmpeg's MPEG-TS muxer refuses an Opus packet under 2 bytes (a TOC alone, as DTX
+        // silence can be): skipped, not a muxer error that would cost the viewers a GOP.
+        if track.codec == .opus, container == .mpegTS, frame.payload.readableBytes - header.headerLength < 2 {
+            return
+        }
         var duration = audioFrameDuration
         if track.codec == .opus {
             // Opus packets run 2.5 to 120 ms, each saying which in its TOC byte.
@@ -452,8 +457,9 @@ public final class MemoryMuxer {
             // rounded steps turn into negative durations there. Within one frame of the
             // sample-exact time, the sample-exact time is used; beyond that (a gap, a
             // jump, clock drift adding up) the input's time wins.
-            let expected = lastDTS + exactDuration
-            if abs(dts - expected) < exactDuration {
+            // The previous frame's duration (Opus frames vary; AAC's are all alike).
+            let expected = lastDTS + stream.durationGuess
+            if abs(dts - expected) < min(exactDuration, stream.durationGuess) {
                 dts = expected
             }
         }

@@ -71,12 +71,11 @@ public final class TSDemuxer {
             throw .call(operation: "avformat_alloc_context", code: cffmpeg_averror_enomem())
         }
         context.pointee.pb = io
-        // No parsers: each PES is one access unit, as every encoder writes it. With the H.264
-        // parser, a frame would leave only once the next one's start was read, on top of
-        // the demuxer's own wait for the next PES (a PES of unbounded length ends when the
-        // next begins): one frame (33 ms at 30 fps) of latency for nothing. Keyframes are
-        // then read from the NAL unit types, not only the random-access indicator.
-        context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO | AVFMT_FLAG_NOPARSE
+        // The parsers stay on, though the H.264 parser holds a frame until it has read the
+        // start of the next (one frame of latency, 33 ms at 30 fps): encoders that give video
+        // PES a fixed length split a large frame over several PES, ADTS frames may cross a
+        // PES, and only the parsers put those back together.
+        context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
         context.pointee.probesize = Self.probeBytes
         context.pointee.max_analyze_duration = 1_000_000
         formatContext = context

@@ -80,8 +80,13 @@ final class AudioTranscoder {
                     "format": "\(format)", "error": "\(error)", "skipped_total": "\(statistics.corruptFrames)",
                 ])
             }
-            // The AAC sequence header, when this frame announced it, goes out all the same:
-            // it is sent once, and without it no rendition's HLS could ever take the audio.
+            // The AAC header is announced once: when this frame was to carry it, the next
+            // frame that decodes does instead (a rendition must not declare audio that never
+            // comes, nor lose the header for good).
+            if output.allSatisfy(\.isSequenceHeader) {
+                announced = false
+                return []
+            }
             statistics.framesOut += output.count
             return output
         }

@@ -86,10 +86,11 @@ import Testing
         #expect(perRung.count == 2 && perRung[0] == perRung[1])
     }
 
-    /// The AAC header is announced once, with the first source audio: when that frame does
-    /// not decode (an Opus stream's first packet can be cut), the header must still go out,
-    /// or no rendition's HLS can ever open with audio.
-    @Test func aFirstFrameThatDoesNotDecodeStillAnnouncesTheAACHeader() throws {
+    /// The AAC header is announced once, with the first source audio that decodes: when the
+    /// first frame does not (an Opus stream's first packet can be cut), the next one carries
+    /// it; the header is neither lost (no rendition's HLS could take the audio) nor sent for
+    /// audio that never comes.
+    @Test func theAACHeaderGoesOutWithTheFirstFrameThatDecodes() throws {
         let transcoder = AudioTranscoder(bitRatePerChannel: 64_000, logger: .init(label: "test"))
         let opus = Array("Opus".utf8)
         // Enhanced RTMP: 0x90 | SequenceStart, "Opus", then libopus's stereo OpusHead.
@@ -98,9 +99,13 @@ import Testing
         #expect(transcoder.transcode(start, header: try AudioTagHeader(from: start.payload)).isEmpty)
         // CodedFrames whose TOC says code 3 with a frame count the packet cannot hold.
         let broken = MediaFrame(kind: .audio, timestamp: 20, payload: ByteBuffer(bytes: [0x91] + opus + [0xFF, 0xFF]))
-        let output = transcoder.transcode(broken, header: try AudioTagHeader(from: broken.payload))
-        #expect(output.count == 1 && output.first?.isSequenceHeader == true, "\(output)")
+        #expect(transcoder.transcode(broken, header: try AudioTagHeader(from: broken.payload)).isEmpty)
         #expect(transcoder.statistics.corruptFrames == 1)
+        // A 20 ms CELT silence frame decodes: the header goes out with it.
+        let silence = MediaFrame(kind: .audio, timestamp: 40, payload: ByteBuffer(bytes: [0x91] + opus + [0xF8, 0xFF, 0xFE]))
+        let output = transcoder.transcode(silence, header: try AudioTagHeader(from: silence.payload))
+        #expect(output.first?.isSequenceHeader == true, "\(output)")
         #expect(try AudioTagHeader(from: #require(output.first).payload).codec == .aac)
+        #expect(transcoder.statistics.corruptFrames == 1)
     }
 }
