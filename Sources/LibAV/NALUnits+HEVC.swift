@@ -8,12 +8,6 @@ extension NALUnits {
         (bytes[offset] >> 1) & 0x3F
     }
 
-    /// Whether the access unit holds an IRAP picture (BLA, IDR or CRA: types 16...21), where
-    /// a decoder can start.
-    public static func hevcHasRandomAccessPicture(annexB bytes: UnsafeRawBufferPointer) -> Bool {
-        ((try? annexBRanges(bytes)) ?? []).contains { (16...21).contains(hevcType(bytes, at: $0.lowerBound)) }
-    }
-
     /// An `HEVCDecoderConfigurationRecord` (ISO 14496-15 8.3.3.1, `hvcC`) from the VPS, SPS
     /// and PPS of an Annex B access unit, as FFmpeg's `ff_isom_write_hvcc` writes it: the
     /// general profile, tier, level and flags from the SPS's profile_tier_level, chroma

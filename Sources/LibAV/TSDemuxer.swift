@@ -158,14 +158,12 @@ public final class TSDemuxer {
 
     /// H.264 becomes legacy AVC tags, HEVC Enhanced RTMP `hvc1` tags: a sequence header
     /// with the configuration record built from the keyframe's parameter sets (again when
-    /// they change), then coded frames with length-prefixed NAL units. A keyframe is one the
-    /// TS flagged or an IDR (H.264) or IRAP (HEVC) picture.
-    private func video(_ bytes: UnsafeRawBufferPointer, codec: VideoCodec, timestamp: Int64, compositionTime: Int64, isKeyframe flagged: Bool) -> [MediaFrame] {
+    /// they change), then coded frames with length-prefixed NAL units. Keyframes are as the
+    /// demuxer flags them: its parsers mark IDR and recovery points (H.264) and IRAP
+    /// pictures (HEVC), so the NAL units are not scanned again here.
+    private func video(_ bytes: UnsafeRawBufferPointer, codec: VideoCodec, timestamp: Int64, compositionTime: Int64, isKeyframe: Bool) -> [MediaFrame] {
         var frames: [MediaFrame] = []
         let isHEVC = codec == .hevc
-        let isKeyframe = flagged || (isHEVC
-            ? NALUnits.hevcHasRandomAccessPicture(annexB: bytes)
-            : ((try? NALUnits.annexBRanges(bytes))?.contains { bytes[$0.lowerBound] & 0x1F == 5 } ?? false))
         if isKeyframe {
             let record = isHEVC
                 ? (try? NALUnits.hevcDecoderConfigurationRecord(fromAnnexB: bytes, allocator: allocator))?.bytes

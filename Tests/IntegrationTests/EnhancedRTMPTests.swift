@@ -114,7 +114,7 @@ extension IntegrationTests {
             }
         }
 
-        @Test("Opus published over Enhanced RTMP: RTMP and LL-HLS (fMP4) viewers stay 30 s and decode Opus beside H.264; the LL-HLS master names opus, the classic (TS) master leaves the Opus rendition out and lists the ladder's rungs, which the transcoder re-encodes to AAC (a viewer stays 30 s on one); SRT players get Opus in MPEG-TS; without a ladder the classic master answers 404 naming llhls.m3u8")
+        @Test("Opus published over Enhanced RTMP: RTMP and LL-HLS (fMP4) viewers stay 30 s and decode Opus beside H.264; the LL-HLS master names opus, the classic (TS) master leaves the Opus rendition out and lists the ladder's rungs, which the transcoder re-encodes to AAC (a viewer stays 30 s on one); an SRT player stays 32 s and gets every frame, Opus in MPEG-TS; without a ladder the classic master answers 404 naming llhls.m3u8")
         func opusReachesFMP4RTMPAndTheLadder() async throws {
             try await Scenario.run("ertmp-opus") { scenario in
                 let srtPort = try await FreePorts.allocate(1)[0]
@@ -125,6 +125,14 @@ extension IntegrationTests {
                 let hls = try scenario.launch(executable: python, [watcher, "\(node.httpBase)/abr/opus/src/llhls.m3u8", "30"], name: "pyav-opus-hls-viewer")
                 try await scenario.waitUntilLive(node, "abr", "opus_240p", timeout: .seconds(30))
                 let rung = try scenario.launch(executable: python, [watcher, node.flvURL("abr", "opus_240p"), "30"], name: "pyav-240p-viewer")
+                // An SRT player that stays 32 s: ffmpeg records the MPEG-TS it is sent (Opus with its control headers).
+                let srtRecording = scenario.file("srt-opus.ts")
+                let srtPlayer = try scenario.launch(
+                    "ffmpeg",
+                    ["-nostdin", "-hide_banner", "-loglevel", "warning", "-i", "srt://127.0.0.1:\(srtPort)?streamid=read:abr/opus&latency=120000",
+                     "-t", "32", "-map", "0", "-c", "copy", "-f", "mpegts", srtRecording.path],
+                    name: "ffmpeg-srt-viewer"
+                )
 
                 try await Self.checkFMP4OnlySource(scenario, node, "abr/opus", listedAs: ",opus\"", absentFromClassic: "opus", beside: "mp4a.40.2")
                 if let report = try await scenario.probeLive("\(node.httpBase)/abr/opus/src/llhls.m3u8", name: "probe-opus-fmp4", seconds: 4) {
@@ -133,14 +141,22 @@ extension IntegrationTests {
                     scenario.check(report.packets(of: report.audio).count >= 100 && report.dtsRegressions(of: report.audio).isEmpty,
                                    "LL-HLS of the Opus stream: \(report.packets(of: report.audio).count) Opus packets, DTS regressions \(report.dtsRegressions(of: report.audio).prefix(3))")
                 }
-                if let report = try await scenario.probeLive("srt://127.0.0.1:\(srtPort)?streamid=read:abr/opus&latency=120000", name: "probe-opus-srt", seconds: 4) {
-                    scenario.check(report.video?.codecName == "h264" && report.audio?.codecName == "opus" && report.packets(of: report.audio).count >= 100,
-                                   "SRT of the Opus stream: \(String(describing: report.video)) \(String(describing: report.audio)), \(report.packets(of: report.audio).count) Opus packets")
-                }
 
                 try await Self.checkStayed(scenario, rtmp, "RTMP (Opus)", width: 640, height: 360, audio: "opus")
                 try await Self.checkStayed(scenario, hls, "LL-HLS (Opus, fMP4)", width: 640, height: 360, audio: "opus", maxWait: Self.hlsMaxWait)
                 try await Self.checkStayed(scenario, rung, "240p rung of the Opus stream (AAC)", width: 426, height: 240)
+                // The SRT player stayed 32 s and was not dropped: every frame, Opus beside H.264, timestamps forward.
+                let srtRun = await srtPlayer.finish(timeout: .seconds(30))
+                scenario.check(srtRun.succeeded, "the SRT player of the Opus stream: \(srtRun)")
+                if let report = try await scenario.probeLive(srtRecording.path, name: "probe-opus-srt", seconds: 60) {
+                    let video = report.packets(of: report.video), audio = report.packets(of: report.audio)
+                    scenario.check(report.video?.codecName == "h264" && report.audio?.codecName == "opus",
+                                   "SRT of the Opus stream: \(String(describing: report.video)) \(String(describing: report.audio))")
+                    scenario.check(video.count >= 900 && audio.count >= 1500 && video.first?.isKeyframe == true,
+                                   "SRT of the Opus stream over 32 s: \(video.count) video and \(audio.count) Opus packets, keyframe first \(video.first?.isKeyframe ?? false)")
+                    scenario.check(report.dtsRegressions(of: report.video).isEmpty && report.dtsRegressions(of: report.audio).isEmpty,
+                                   "SRT of the Opus stream: DTS regressions \(report.dtsRegressions(of: report.video).prefix(3)) \(report.dtsRegressions(of: report.audio).prefix(3))")
+                }
 
                 // Without a ladder nothing is in MPEG-TS: the classic master says where to play.
                 let media = try await MediaLibrary.shared.file(.opusAudioVideo)
