@@ -17,9 +17,11 @@ import Glibc
 /// player's sends the stream's shared MPEG-TS (`SRTPlayer`, `TSFeeds`). A caller is vetted in
 /// libsrt's listen callback before the handshake completes, so that a refusal is an SRT
 /// rejection code the caller sees (`SRT_REJX_*`): a stream id that does not parse (1400), the
-/// connection cap (1402), a player of a stream not live here (1404). The admission then
-/// decides as for any publisher or viewer; its refusal closes the connection, logged with
-/// the reason (the handshake is over by then: the callback cannot wait for hooks).
+/// connection cap (1402), a player of a stream not live here (1404), a publisher of a node
+/// that serves players only, a relay or an edge (1405). The admission then decides as for
+/// any publisher or viewer; its refusal closes the connection, logged with the reason (the
+/// handshake is over by then: the callback cannot wait for hooks, nor ask the cluster
+/// whether a stream not yet mirrored here is live elsewhere).
 public final class SRTListener: Sendable {
     public struct Configuration: Sendable {
         public var host: String
@@ -46,6 +48,9 @@ public final class SRTListener: Sendable {
         /// another, is rejected by libsrt in the handshake (`SRT_REJ_BADSECRET`). The key
         /// length (AES-128, 192 or 256) is the caller's (`pbkeylen`).
         public var passphrase: String?
+        /// Whether publishers are taken (a node with an ingest). A relay or an edge serves
+        /// players only: a publisher is rejected with `SRT_REJX_BAD_MODE` (1405).
+        public var takesPublishers = true
 
         public init(host: String, port: Int) {
             self.host = host
@@ -59,7 +64,8 @@ public final class SRTListener: Sendable {
 
     public let configuration: Configuration
     let admission: any SessionAdmission
-    /// Whether a stream is live here, answered at once (libsrt's callback cannot wait).
+    /// Whether a stream is live here, or may be fetched from elsewhere (a relay's bus, an
+    /// edge's upstreams), answered at once: libsrt's callback cannot wait.
     let isLive: @Sendable (RequestedRendition) -> Bool
     let feeds: TSFeeds
     let logger: Logger
@@ -75,6 +81,7 @@ public final class SRTListener: Sendable {
     static let rejectedStreamID = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "bad_streamid")])
     static let rejectedUnknown = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "unknown_stream")])
     static let rejectedOverload = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "overload")])
+    static let rejectedMode = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "bad_mode")])
     /// Callers over the cap that the handshake let through (a burst vetted before any was
     /// accepted), closed at accept.
     static let closedOverCap = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "over_cap")])
@@ -172,6 +179,12 @@ public final class SRTListener: Sendable {
         let parsed: SRTStreamID
         do {
             parsed = try SRTStreamID(parsing: streamID)
+            if parsed.mode == .publish, !configuration.takesPublishers {
+                Self.rejectedMode.increment()
+                logRejection("bad-mode", "SRT caller rejected: it asks to publish \(parsed.path), and this node serves players only")
+                srt_setrejectreason(caller, SRT_REJX_BAD_MODE)
+                return -1
+            }
             if parsed.mode == .play {
                 guard let requested = RequestedRendition(app: parsed.path.app, name: parsed.path.name), isLive(requested) else {
                     Self.rejectedUnknown.increment()

@@ -15,14 +15,14 @@ public struct PlayRequest: Sendable {
     /// The id the session gets if it is accepted (a protocol that needs it before, HLS for
     /// its URIs, makes it).
     public var sessionID: SessionID
-    /// The video codecs the client decodes, where its protocol says (RTMP's `connect`); nil
-    /// where it does not (HTTP-FLV, HLS, SRT), and the stream is served as it is.
-    public var videoCodecs: VideoCodecSupport?
+    /// The codecs the client decodes, where its protocol says (RTMP's `connect`); nil where
+    /// it does not (HTTP-FLV, HLS, SRT), and the stream is served as it is.
+    public var codecs: ClientCodecs?
 
     public init(
         path: RequestedRendition, query: StreamQuery, remoteAddress: String, transport: StreamProtocol,
         traffic: SessionTraffic = SessionTraffic(), kick: SessionKick? = nil, sessionID: SessionID = .make(.play),
-        videoCodecs: VideoCodecSupport? = nil
+        codecs: ClientCodecs? = nil
     ) {
         self.path = path
         self.query = query
@@ -31,7 +31,7 @@ public struct PlayRequest: Sendable {
         self.traffic = traffic
         self.kick = kick
         self.sessionID = sessionID
-        self.videoCodecs = videoCodecs
+        self.codecs = codecs
     }
 }
 

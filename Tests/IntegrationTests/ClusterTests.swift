@@ -68,6 +68,51 @@ extension IntegrationTests {
             }
         }
 
+        /// Issue 26: SRT players where the stream is mirrored, not published: a relay (from the
+        /// bus) and an edge (pulling over HTTP-FLV from that relay).
+        @Test("SRT players on a relay and on an edge (pulling from the relay) stay 32 s: every frame from a keyframe, timestamps forward, audio beside video; a publisher of either is rejected with SRT code 1405; a player of a stream that is nowhere is ended, counted as refused")
+        func srtPlayersOnRelayAndEdge() async throws {
+            try await Scenario.run("cluster-srt-players") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let nats = try await NATSServerProcess.start(scenario)
+                let ports = try await FreePorts.allocate(2)
+                let ingest = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1), label: "ingest", arguments: ["--role", "ingest", "--nats", nats.url, "--node-id", "ingest-1"])
+                let relay = try await scenario.startNode(NodeConfig(), label: "relay", arguments: ["--role", "relay", "--nats", nats.url, "--node-id", "relay-1", "--srt-port", String(ports[0])])
+                let edge = try await scenario.startNode(NodeConfig(), label: "edge", arguments: ["--role", "edge", "--node-id", "edge-1", "--upstream", relay.httpBase, "--srt-port", String(ports[1])])
+                _ = try scenario.publish(media, to: ingest.rtmpURL("live", "cam"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(ingest, "live", "cam", timeout: .seconds(15))
+
+                // Nothing is mirrored yet on either: the handshake lets the plays through, and
+                // the admission finds the stream on the bus (relay) or upstream (edge).
+                let relayRecording = scenario.file("relay-srt.ts"), edgeRecording = scenario.file("edge-srt.ts")
+                let relayPlayer = try SRTTests.recordOverSRT(scenario, port: ports[0], streamID: "read:live/cam", into: relayRecording, name: "relay-srt-player")
+                let edgePlayer = try SRTTests.recordOverSRT(scenario, port: ports[1], streamID: "#!::r=live/cam,m=request", into: edgeRecording, name: "edge-srt-player")
+
+                // Neither takes publishers: the caller is told so in the handshake.
+                for (node, port) in [("relay", ports[0]), ("edge", ports[1])] {
+                    let code = await SRTCaller.rejection(port: port, streamID: "publish:live/other")
+                    scenario.check(code == 1405, "an SRT publisher of the \(node) got rejection \(code), expected 1405 (SRT_REJX_BAD_MODE)")
+                }
+                // A stream that is nowhere: through the handshake (the cluster cannot be asked
+                // there), then ended by the admission.
+                let nowhere = try SRTTests.recordOverSRT(scenario, port: ports[0], streamID: "read:live/nowhere", seconds: 5, into: scenario.file("nowhere.ts"), name: "nowhere-srt-player")
+                let nowhereEnd = await nowhere.finish(timeout: .seconds(25))
+                scenario.check(!nowhereEnd.succeeded, "an SRT player of a stream that is nowhere: \(nowhereEnd)")
+
+                for (player, recording, label) in [(relayPlayer, relayRecording, "the relay's SRT player"), (edgePlayer, edgeRecording, "the edge's SRT player")] {
+                    let ended = await player.finish(timeout: .seconds(50))
+                    scenario.check(ended.succeeded, "\(label): \(ended)")
+                    try await SRTTests.checkRecording(scenario, recording, label)
+                }
+                for (node, label) in [(relay, "relay"), (edge, "edge")] {
+                    let metrics = try await node.metrics().text
+                    scenario.check(metrics.contains("estuary_srt_connections_total{result=\"bad_mode\"} 1"), "\(label): the rejected publisher is not counted: \(metrics.split(separator: "\n").filter { $0.contains("estuary_srt_connections") })")
+                }
+                let relayMetrics = try await relay.metrics().text
+                scenario.check(relayMetrics.contains("estuary_srt_connections_total{result=\"play_refused\"} 1"), "the relay's refused SRT play is not counted: \(relayMetrics.split(separator: "\n").filter { $0.contains("estuary_srt_connections") })")
+            }
+        }
+
         @Test("Stopping nats-server for 3 s: the relay's viewer gets media again within 2 s of its return, without restarting nodes")
         func natsOutage() async throws {
             try await Scenario.run("cluster-nats-outage") { scenario in

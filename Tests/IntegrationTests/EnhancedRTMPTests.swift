@@ -114,25 +114,25 @@ extension IntegrationTests {
             }
         }
 
-        @Test("Opus published over Enhanced RTMP: RTMP and LL-HLS (fMP4) viewers stay 30 s and decode Opus beside H.264; the LL-HLS master names opus, the classic (TS) master leaves the Opus rendition out and lists the ladder's rungs, which the transcoder re-encodes to AAC (a viewer stays 30 s on one); an SRT player stays 32 s and gets every frame, Opus in MPEG-TS; without a ladder the classic master answers 404 naming llhls.m3u8")
+        @Test("Opus published over Enhanced RTMP: an RTMP viewer that announced Opus and an LL-HLS (fMP4) viewer stay 30 s and decode Opus beside H.264; an RTMP viewer that did not announce Opus stays 30 s on the ladder's tallest rung, H.264 and AAC; the LL-HLS master names opus, the classic (TS) master leaves the Opus rendition out and lists the ladder's rungs, which the transcoder re-encodes to AAC (a viewer stays 30 s on one); an SRT player stays 32 s and gets every frame, Opus in MPEG-TS; without a ladder the classic master answers 404 naming llhls.m3u8, and an RTMP play that did not announce Opus is refused")
         func opusReachesFMP4RTMPAndTheLadder() async throws {
             try await Scenario.run("ertmp-opus") { scenario in
                 let srtPort = try await FreePorts.allocate(1)[0]
                 let (node, _) = try await Self.publishing(scenario, .opusAudioVideo, to: "abr", "opus", nodeArguments: ["--srt-port", String(srtPort)])
                 let python = try TestEnvironment.python3()
                 let watcher = try Self.peer("pyav_watch.py")
-                let rtmp = try scenario.launch(executable: python, [watcher, node.rtmpURL("abr", "opus"), "30"], name: "pyav-rtmp-viewer")
+                // FFmpeg puts audio FourCCs in the same fourCcList as video ones.
+                let rtmp = try scenario.launch(executable: python, [watcher, node.rtmpURL("abr", "opus"), "30", "--announce", "hvc1,av01,vp09,Opus"], name: "pyav-rtmp-viewer")
                 let hls = try scenario.launch(executable: python, [watcher, "\(node.httpBase)/abr/opus/src/llhls.m3u8", "30"], name: "pyav-opus-hls-viewer")
                 try await scenario.waitUntilLive(node, "abr", "opus_240p", timeout: .seconds(30))
+                try await scenario.waitUntilLive(node, "abr", "opus_360p", timeout: .seconds(30))
                 let rung = try scenario.launch(executable: python, [watcher, node.flvURL("abr", "opus_240p"), "30"], name: "pyav-240p-viewer")
+                // An RTMP player that announced enhanced video but not Opus asks for the source:
+                // it is given the tallest rung, whose audio the transcoder made AAC.
+                let notOpus = try scenario.launch(executable: python, [watcher, node.rtmpURL("abr", "opus"), "30"], name: "pyav-rtmp-viewer-without-opus")
                 // An SRT player that stays 32 s: ffmpeg records the MPEG-TS it is sent (Opus with its control headers).
                 let srtRecording = scenario.file("srt-opus.ts")
-                let srtPlayer = try scenario.launch(
-                    "ffmpeg",
-                    ["-nostdin", "-hide_banner", "-loglevel", "warning", "-i", "srt://127.0.0.1:\(srtPort)?streamid=read:abr/opus&latency=120000",
-                     "-t", "32", "-map", "0", "-c", "copy", "-f", "mpegts", srtRecording.path],
-                    name: "ffmpeg-srt-viewer"
-                )
+                let srtPlayer = try SRTTests.recordOverSRT(scenario, port: srtPort, streamID: "read:abr/opus", into: srtRecording, name: "ffmpeg-srt-viewer")
 
                 try await Self.checkFMP4OnlySource(scenario, node, "abr/opus", listedAs: ",opus\"", absentFromClassic: "opus", beside: "mp4a.40.2")
                 if let report = try await scenario.probeLive("\(node.httpBase)/abr/opus/src/llhls.m3u8", name: "probe-opus-fmp4", seconds: 4) {
@@ -145,6 +145,8 @@ extension IntegrationTests {
                 try await Self.checkStayed(scenario, rtmp, "RTMP (Opus)", width: 640, height: 360, audio: "opus")
                 try await Self.checkStayed(scenario, hls, "LL-HLS (Opus, fMP4)", width: 640, height: 360, audio: "opus", maxWait: Self.hlsMaxWait)
                 try await Self.checkStayed(scenario, rung, "240p rung of the Opus stream (AAC)", width: 426, height: 240)
+                // The source is 360p: the ladder's tallest rung is 360p.
+                try await Self.checkStayed(scenario, notOpus, "RTMP without Opus announced (the tallest rung, AAC)", width: 640, height: 360)
                 // The SRT player stayed 32 s and was not dropped: every frame, Opus beside H.264, timestamps forward.
                 let srtRun = await srtPlayer.finish(timeout: .seconds(30))
                 scenario.check(srtRun.succeeded, "the SRT player of the Opus stream: \(srtRun)")
@@ -169,6 +171,14 @@ extension IntegrationTests {
                 scenario.check(fragmentedOnly, "the LL-HLS master of live/opus does not list H.264 + Opus")
                 let noTS = try await scenario.hlsGet(node, "/live/opus/index.m3u8")
                 scenario.check(noTS.status == 404 && noTS.bodyText.contains("llhls.m3u8"), "the classic master of an Opus stream without a ladder: \(noTS.status) \(noTS.bodyText)")
+                // No rung to fall back to: a legacy RTMP player is refused, with the reason.
+                let refused = try scenario.launch(executable: python, [watcher, node.rtmpURL("live", "opus"), "5", "--announce", ""], name: "pyav-legacy-viewer-of-opus")
+                let refusal = await refused.finish(timeout: .seconds(20))
+                scenario.check(!refusal.succeeded && refused.stderrText.contains("Opus, which this client did not announce"),
+                               "a legacy RTMP play of live/opus (Opus, no ladder): \(refusal) \(refused.stderrText.suffix(300))")
+                let metrics = try await node.metrics().text
+                scenario.check(metrics.contains("estuary_play_codec_mismatches_total{outcome=\"fallback\"} 1") && metrics.contains("estuary_play_codec_mismatches_total{outcome=\"refused\"} 1"),
+                               "one fallback and one refusal should be counted: \(metrics.split(separator: "\n").filter { $0.contains("codec_mismatch") })")
             }
         }
 

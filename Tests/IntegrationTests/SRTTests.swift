@@ -21,6 +21,38 @@ extension IntegrationTests {
             return process
         }
 
+        /// ffmpeg as an SRT player that stays: it records `seconds` of `streamID` from `port`
+        /// (MPEG-TS, as sent) into `recording`.
+        static func recordOverSRT(_ scenario: Scenario, port: Int, streamID: String, seconds: Int = 32, into recording: URL, name: String) throws -> ChildProcess {
+            try scenario.launch(
+                "ffmpeg",
+                ["-nostdin", "-hide_banner", "-loglevel", "warning", "-i", "srt://127.0.0.1:\(port)?streamid=\(streamID)&latency=120000",
+                 "-t", String(seconds), "-map", "0", "-c", "copy", "-f", "mpegts", recording.path],
+                name: name
+            )
+        }
+
+        /// What an SRT player's 30 s recording must hold: H.264 and AAC from a keyframe on,
+        /// 850+ video frames, DTS forward on both tracks without a step of 500 ms, 1200+ audio
+        /// packets, audio and video within 300 ms of each other at the end.
+        static func checkRecording(_ scenario: Scenario, _ recording: URL, _ label: String) async throws {
+            guard let report = try await scenario.probe(recording.path, name: "probe-\(label.replacingOccurrences(of: " ", with: "-"))") else { return }
+            scenario.checkLivePlayback(report, label, minVideoPackets: 850, width: 640)
+            scenario.check(report.dtsRegressions(of: report.audio).isEmpty, "\(label): audio DTS regressions: \(report.dtsRegressions(of: report.audio).prefix(3))")
+            // A continuous timeline: no video DTS step over 500 ms (90 kHz).
+            let dts = report.packets(of: report.video).compactMap(\.dts)
+            let steps = zip(dts, dts.dropFirst()).map { ($1 - $0) / 90 }
+            scenario.check((steps.max() ?? 0) < 500, "\(label): the video skips \(steps.max() ?? 0) ms")
+            let audio = report.packets(of: report.audio)
+            scenario.check(audio.count >= 1200, "\(label): \(audio.count) audio packets in 30 s, expected 1200+")
+            if let video = report.packets(of: report.video).last?.dts, let last = audio.last?.dts {
+                // 90 kHz in TS.
+                let offset = abs(video - last) / 90
+                scenario.note("\(label): A/V offset at the end: \(offset) ms")
+                scenario.check(offset < 300, "\(label): audio and video apart by \(offset) ms")
+            }
+        }
+
         /// What a viewer that stayed 30 s must have seen: no wait of 500 ms or more, not
         /// dropped, FLV that parses with timestamps forward, and `minVideoFrames` frames.
         static func checkStayed(_ scenario: Scenario, _ viewer: HTTPFLVViewer, _ label: String, longestWait: Duration, minVideoFrames: Int) throws -> FLVStream {
@@ -133,12 +165,7 @@ extension IntegrationTests {
 
                 // Two players that stay: ffmpeg records 32 s, srt-live-transmit writes to its stdout.
                 let recording = scenario.file("srt-ffmpeg.ts")
-                let ffmpeg = try scenario.launch(
-                    "ffmpeg",
-                    ["-nostdin", "-hide_banner", "-loglevel", "warning", "-i", "srt://127.0.0.1:\(srtPort)?streamid=read:live/cam&latency=120000",
-                     "-t", "32", "-map", "0", "-c", "copy", "-f", "mpegts", recording.path],
-                    name: "ffmpeg-srt-viewer"
-                )
+                let ffmpeg = try Self.recordOverSRT(scenario, port: srtPort, streamID: "read:live/cam", into: recording, name: "ffmpeg-srt-viewer")
                 let transmit = try scenario.launch(
                     "srt-live-transmit", ["-q", "srt://127.0.0.1:\(srtPort)?streamid=#!::r=live/cam,m=request", "file://con"], name: "srt-live-transmit-viewer"
                 )
@@ -180,22 +207,7 @@ extension IntegrationTests {
                 scenario.check(ended.succeeded, "ffmpeg over SRT: \(ended)")
 
                 // What ffmpeg recorded: H.264 and AAC, 30 s of frames, DTS forward, A/V together.
-                if let report = try await scenario.probe(recording.path, name: "probe-srt-recording") {
-                    scenario.checkLivePlayback(report, "ffmpeg's SRT recording", minVideoPackets: 850, width: 640)
-                    scenario.check(report.dtsRegressions(of: report.audio).isEmpty, "audio DTS regressions: \(report.dtsRegressions(of: report.audio).prefix(3))")
-                    // A continuous timeline: no video DTS step over 500 ms (90 kHz).
-                    let dts = report.packets(of: report.video).compactMap(\.dts)
-                    let steps = zip(dts, dts.dropFirst()).map { ($1 - $0) / 90 }
-                    scenario.check((steps.max() ?? 0) < 500, "the SRT recording's video skips \(steps.max() ?? 0) ms")
-                    let audio = report.packets(of: report.audio)
-                    scenario.check(audio.count >= 1200, "\(audio.count) audio packets in 30 s, expected 1200+")
-                    if let video = report.packets(of: report.video).last?.dts, let last = audio.last?.dts {
-                        // 90 kHz in TS.
-                        let offset = abs(video - last) / 90
-                        scenario.note("A/V offset at the end of the SRT recording: \(offset) ms")
-                        scenario.check(offset < 300, "audio and video apart by \(offset) ms")
-                    }
-                }
+                try await Self.checkRecording(scenario, recording, "ffmpeg's SRT recording")
                 transmit.send(signal: SIGINT)
                 _ = await transmit.waitForExit(timeout: .seconds(5))
                 let (decode, decoded) = try await scenario.decodeCheck(transmit.stdoutURL, name: "decode-srt-live-transmit")

@@ -21,7 +21,13 @@ def main():
     if len(sys.argv) > 4 and sys.argv[3] == "--announce":
         announce = sys.argv[4]
     options = {"rtmp_enhanced_codecs": announce} if url.startswith("rtmp") and announce else {}
-    container = av.open(url, timeout=10, options=options)
+    av.logging.set_level(av.logging.ERROR)
+    try:
+        container = av.open(url, timeout=10, options=options)
+    except av.error.FFmpegError as error:
+        # What the server said (an RTMP play's NetStream.Play.Failed description), for the test.
+        print(f"cannot open {url}: {error}; {av.logging.get_last_error()}", file=sys.stderr)
+        return 1
     video = container.streams.video[0] if container.streams.video else None
     audio = container.streams.audio[0] if container.streams.audio else None
     report = {

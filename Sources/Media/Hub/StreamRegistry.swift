@@ -181,14 +181,15 @@ public actor StreamRegistry {
     }
 
     /// The live rendition of `stream` (its source or a rung) a viewer that decodes `codecs`
-    /// can be sent, one with a publisher and the tallest H.264 one first: the fallback for a viewer that cannot decode
-    /// the rendition it asked for (an HEVC source). Walks the table: it runs once per such
-    /// play, never per frame.
-    public func decodableRendition(of stream: StreamPath, for codecs: VideoCodecSupport) -> StreamHub? {
+    /// can be sent, one with a publisher and the tallest H.264 one first: the fallback for a
+    /// viewer that cannot decode the rendition it asked for (an HEVC source, Opus audio).
+    /// Its video must be known; audio not yet known passes. Walks the table: it runs once
+    /// per such play, never per frame.
+    public func decodableRendition(of stream: StreamPath, for codecs: ClientCodecs) -> StreamHub? {
         hubs.lazy
             .filter { $0.key.stream == stream && !$0.value.isEnded }
             .map(\.value)
-            .filter { $0.videoCodec.map(codecs.decodes) ?? false }
+            .filter { hub in hub.videoCodec.map { codecs.decodes(video: $0, audio: hub.audioCodec) } ?? false }
             // A rendition with a publisher before one waiting out its grace period, then the
             // tallest; each rank read once (it parses the sequence header).
             .map { (hub: $0, rank: ($0.hasPublisher ? 1 : 0, $0.avcPictureHeight)) }

@@ -84,9 +84,9 @@ struct ListenerAssembly {
         }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: rtmp)] + (rtmps.map { [.init(service: $0)] } ?? [])
             + (relay.map { [ServiceGroupConfiguration.ServiceConfiguration(service: HLSSessionSweeper(sessions: $0.hlsSessions))] } ?? [])
-        // SRT publishers and players, where the node takes publishers: libsrt's threads, the
-        // same admission.
-        if ingest != nil, let port = configuration.srtPort {
+        // SRT publishers (where the node takes them) and players: libsrt's threads, the same
+        // admission. A relay or an edge serves SRT players from the streams it mirrors.
+        if ingest != nil || relay != nil, let port = configuration.srtPort {
             var srt = SRTListener.Configuration(host: configuration.bindHost, port: port)
             srt.latencyMilliseconds = configuration.srtLatencyMilliseconds
             srt.passphrase = configuration.srtPassphrase
@@ -95,8 +95,12 @@ struct ListenerAssembly {
             // The node's own limit decides first (and ends a late decision's session); the
             // caller's thread waits a little longer than it.
             srt.admissionTimeout = configuration.admissionTimeout + .seconds(1)
+            srt.takesPublishers = ingest != nil
             let registry = context.registry
-            let listener = SRTListener(configuration: srt, admission: timed, isLive: { registry.knowsLocally($0) }, logger: context.logger)
+            // Where streams are mirrored on demand (a cluster's bus, an edge's upstreams), a
+            // play of one not here yet is let through the handshake for the admission to find.
+            let fetches = context.remote != nil
+            let listener = SRTListener(configuration: srt, admission: timed, isLive: { fetches || registry.knowsLocally($0) }, logger: context.logger)
             services.append(.init(service: SRTListenerService(listener: listener)))
         }
         // Static pulls publish through the node's admission, like any publisher; made with

@@ -20,9 +20,10 @@ public struct ConnectCommand: Sendable, Equatable {
     /// Enhanced RTMP v2 capability flags (`capsEx`), 0 when absent: `reconnectCapability`
     /// and others the server does not act on (multitrack, ModEx, nanosecond offsets).
     public var capsEx: UInt32
-    /// The video codecs the client announced it decodes (Enhanced RTMP's `fourCcList` and
-    /// `videoFourCcInfoMap`); `.legacy` (H.264 only) when it announced neither.
-    public var videoCodecs: VideoCodecSupport
+    /// The codecs the client announced it decodes (Enhanced RTMP's `fourCcList`, which
+    /// clients fill with video and audio FourCCs alike, `videoFourCcInfoMap` and
+    /// `audioFourCcInfoMap`); `.legacy` (H.264, AAC, MP3) when it announced none.
+    public var codecs: ClientCodecs
     /// The whole command object as received.
     public var commandObject: AMF0Value
     /// Values after the command object (some clients send user arguments here).
@@ -38,7 +39,7 @@ public struct ConnectCommand: Sendable, Equatable {
         pageUrl: String? = nil,
         objectEncoding: Double = 0,
         capsEx: UInt32 = 0,
-        videoCodecs: VideoCodecSupport = .legacy,
+        codecs: ClientCodecs = .legacy,
         commandObject: AMF0Value = .object([]),
         optionalArguments: [AMF0Value] = []
     ) {
@@ -50,7 +51,7 @@ public struct ConnectCommand: Sendable, Equatable {
         self.pageUrl = pageUrl
         self.objectEncoding = objectEncoding
         self.capsEx = capsEx
-        self.videoCodecs = videoCodecs
+        self.codecs = codecs
         self.commandObject = commandObject
         self.optionalArguments = optionalArguments
     }
@@ -67,7 +68,10 @@ public struct ConnectCommand: Sendable, Equatable {
             pageUrl: object["pageUrl"]?.stringValue,
             objectEncoding: object["objectEncoding"]?.numberValue ?? 0,
             capsEx: Self.flags(object["capsEx"]?.numberValue),
-            videoCodecs: Self.videoCodecs(fourCcList: object["fourCcList"], infoMap: object["videoFourCcInfoMap"]),
+            codecs: ClientCodecs(
+                video: Self.announced(fourCcList: object["fourCcList"], infoMap: object["videoFourCcInfoMap"]),
+                audio: Self.announced(fourCcList: object["fourCcList"], infoMap: object["audioFourCcInfoMap"])
+            ),
             commandObject: object,
             optionalArguments: command.arguments
         )
@@ -78,18 +82,17 @@ public struct ConnectCommand: Sendable, Equatable {
     static let canDecode: UInt32 = 0x01
     static let canForward: UInt32 = 0x04
 
-    /// The codecs of `fourCcList` (an array of FourCC strings, `*` for any) and of the keys of
-    /// `videoFourCcInfoMap` whose flags say decode or forward. Anything else is ignored.
-    static func videoCodecs(fourCcList: AMF0Value?, infoMap: AMF0Value?) -> VideoCodecSupport {
-        let listed = (fourCcList?.arrayValue ?? fourCcList?.properties?.map(\.value))?.prefix(VideoCodecSupport.maxEntries).compactMap(\.stringValue)
-        let mapped = infoMap?.properties?.prefix(VideoCodecSupport.maxEntries)
+    /// The codecs of one kind in `fourCcList` (an array of FourCC strings, `*` for any) and
+    /// in the keys of an info map (`videoFourCcInfoMap`, `audioFourCcInfoMap`) whose flags
+    /// say decode or forward. Anything else is ignored.
+    static func announced<Codec>(fourCcList: AMF0Value?, infoMap: AMF0Value?) -> CodecSupport<Codec> {
+        let listed = (fourCcList?.arrayValue ?? fourCcList?.properties?.map(\.value))?.prefix(maxAnnouncedCodecs).compactMap(\.stringValue)
+        let mapped = infoMap?.properties?.prefix(maxAnnouncedCodecs)
             .filter { flags($0.value.numberValue) & (canDecode | canForward) != 0 }
             .map(\.name)
         guard listed?.isEmpty == false || mapped?.isEmpty == false else { return .legacy }
         // Read apart, so that junk in one cannot crowd out the other.
-        let fromList = VideoCodecSupport(fourCCs: listed ?? [])
-        let fromMap = VideoCodecSupport(fourCCs: mapped ?? [])
-        return VideoCodecSupport(codecs: fromList.codecs.union(fromMap.codecs), acceptsAny: fromList.acceptsAny || fromMap.acceptsAny)
+        return CodecSupport(fourCCs: listed ?? []).union(CodecSupport(fourCCs: mapped ?? []))
     }
 
     /// `capsEx` bit: the client handles `NetConnection.Connect.ReconnectRequest`.

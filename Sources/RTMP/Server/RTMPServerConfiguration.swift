@@ -59,11 +59,13 @@ public struct RTMPServerConfiguration: Sendable {
     /// Connections and connections per client address; over either, a new connection is
     /// closed at accept (nil: no such limit).
     public var connectionLimits = ConnectionLimits()
-    /// Whether a player's announced video codecs (`fourCcList` on `connect`) decide what it is
-    /// sent: one that did not announce a stream's HEVC, AV1 or VP9 gets the stream's H.264
-    /// rung, or `NetStream.Play.Failed`. Off, every player gets the stream as published, as
-    /// players that decode HEVC without announcing it (FFmpeg without `-rtmp_enhanced_codecs`,
-    /// SDKs that send legacy codec id 12) expect.
+    /// Whether a player's announced codecs (`fourCcList`, `videoFourCcInfoMap` and
+    /// `audioFourCcInfoMap` on `connect`) decide what it is sent: one that did not announce a
+    /// stream's HEVC, AV1, VP9 video or its Opus, FLAC, AC-3 audio gets the stream's rung in
+    /// H.264 and AAC, or `NetStream.Play.Failed`. Off, every player gets the stream as
+    /// published, as players that decode HEVC without announcing it (FFmpeg without
+    /// `-rtmp_enhanced_codecs`, SDKs that send legacy codec id 12) expect. (The name is older
+    /// than audio negotiation; it covers both.)
     public var negotiateVideoCodecs = true
 
     public init() {}

@@ -71,7 +71,7 @@ extension RTMPServerConnectionHandler {
         // those in `capsEx`, reconnect requests.
         let enhanced = connect.commandObject["capsEx"] != nil
         acceptsReconnectRequest = connect.advertises(ConnectCommand.reconnectCapability)
-        videoCodecs = configuration.negotiateVideoCodecs ? connect.videoCodecs : nil
+        codecs = configuration.negotiateVideoCodecs ? connect.codecs : nil
         send(CommandMessage.connectResult(
             transactionID: connect.transactionID, objectEncoding: connect.objectEncoding,
             capsEx: enhanced ? ConnectCommand.reconnectCapability : nil

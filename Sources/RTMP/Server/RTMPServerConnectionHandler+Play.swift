@@ -15,7 +15,7 @@ extension RTMPServerConnectionHandler {
         let traffic = SessionTraffic()
         let request = PlayRequest(path: path, query: StreamQuery(query), remoteAddress: remoteAddress, transport: .rtmp, traffic: traffic, kick: { reason in
             bound.eventLoop.execute { bound.value.kick(reason) }
-        }, videoCodecs: videoCodecs)
+        }, codecs: codecs)
         admission.play(request, on: context.eventLoop).assumeIsolated().whenSuccess { answer in
             self.resolvePlay(answer, path: path, streamID: streamID, traffic: traffic, ticket: ticket)
         }

@@ -150,9 +150,9 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
     /// Whether the client advertised Enhanced RTMP v2's reconnect capability in `connect`:
     /// a draining node may then ask it to publish elsewhere.
     var acceptsReconnectRequest = false
-    /// The video codecs the client announced on `connect`, asked of its plays; nil when the
+    /// The codecs the client announced on `connect`, asked of its plays; nil when the
     /// listener does not negotiate (`negotiateVideoCodecs`).
-    var videoCodecs: VideoCodecSupport?
+    var codecs: ClientCodecs?
     /// Whether a reconnect request was sent (once per connection).
     var sentReconnectRequest = false
     /// Whether the librtmp habit of starting a chunk stream with a type 1 header was logged.

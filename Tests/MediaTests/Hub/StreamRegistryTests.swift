@@ -59,14 +59,18 @@ import Testing
 @Suite struct DecodableRenditionTests {
     static let stream = try! StreamPath(app: "abr", name: "hevc")  // literal, valid by construction
 
-    /// A rendition of `stream` whose publisher sent `sequenceHeader` (an FLV video tag body).
+    /// A rendition of `stream` whose publisher sent `sequenceHeader` (an FLV video tag body)
+    /// and `audioHeader` (an FLV audio tag body), if any.
     @discardableResult
-    func rendition(_ name: String?, _ sequenceHeader: ByteBuffer, in registry: StreamRegistry) async throws -> StreamHub {
+    func rendition(_ name: String?, _ sequenceHeader: ByteBuffer, audio audioHeader: ByteBuffer? = nil, in registry: StreamRegistry) async throws -> StreamHub {
         let path = try name.map { try RenditionPath(stream: Self.stream, rendition: $0) } ?? .source(Self.stream)
         let (hub, id) = await registry.hubForPublishing(path)
         _ = hub.attachPublisher(id: id, owner: "test") {}
         let frame = try MediaFrame.classified(kind: .video, timestamp: 0, payload: sequenceHeader)
         #expect(hub.publish(frame, publisher: id))
+        if let audioHeader {
+            #expect(hub.publish(try MediaFrame.classified(kind: .audio, timestamp: 0, payload: audioHeader), publisher: id))
+        }
         return hub
     }
 
@@ -99,5 +103,26 @@ import Testing
         #expect(await registry.decodableRendition(of: Self.stream, for: .legacy) === low)
         // Another stream's rungs are never offered.
         #expect(await registry.decodableRendition(of: try StreamPath(app: "abr", name: "other"), for: .legacy) == nil)
+    }
+
+    /// An enhanced-RTMP Opus sequence start: `[ExHeader | SequenceStart]`, `Opus`, OpusHead
+    /// (stereo, pre-skip 312, 48 kHz, mapping family 0).
+    static let opusSequenceStart = ByteBuffer(bytes: [0x90, 0x4F, 0x70, 0x75, 0x73] + Array("OpusHead".utf8) + [0x01, 0x02, 0x38, 0x01, 0x80, 0xBB, 0x00, 0x00, 0x00, 0x00, 0x00])
+    /// A legacy AAC sequence header: `0xAF 0x00`, AAC-LC 44.1 kHz stereo.
+    static let aacSequenceHeader = ByteBuffer(bytes: [0xAF, 0x00, 0x12, 0x10])
+
+    @Test func aPlayerThatDidNotAnnounceOpusGetsTheAACRung() async throws {
+        let registry = StreamRegistry(serializers: [])
+        let source = try await rendition(nil, ByteBuffer(hex: Vectors.avcHigh720TagBody), audio: Self.opusSequenceStart, in: registry)
+        #expect(source.videoCodec == .avc && source.audioCodec == .opus)
+        let opus = ClientCodecs(video: .legacy, audio: AudioCodecSupport(fourCCs: ["Opus"]))
+        #expect(opus.decodes(video: .avc, audio: .opus) && !ClientCodecs.legacy.decodes(video: .avc, audio: .opus))
+        // No rung yet: a legacy player is offered nothing (the source's Opus it cannot decode).
+        #expect(await registry.decodableRendition(of: Self.stream, for: .legacy) == nil)
+        let rung = try await rendition("360p", ByteBuffer(hex: Vectors.avcBaseline360TagBody), audio: Self.aacSequenceHeader, in: registry)
+        #expect(rung.audioCodec == .aac)
+        #expect(await registry.decodableRendition(of: Self.stream, for: .legacy) === rung)
+        // One that announced Opus is offered the taller source.
+        #expect(await registry.decodableRendition(of: Self.stream, for: opus) === source)
     }
 }

@@ -155,7 +155,7 @@ struct CommandMessageTests {
     @Test
     func connectReadsAnnouncedVideoCodecs() throws {
         func codecs(_ extra: [AMF0Property]) -> VideoCodecSupport {
-            ConnectCommand(CommandMessage(name: "connect", transactionID: 1, commandObject: .object([AMF0Property("app", .string("live"))] + extra))).videoCodecs
+            ConnectCommand(CommandMessage(name: "connect", transactionID: 1, commandObject: .object([AMF0Property("app", .string("live"))] + extra))).codecs.video
         }
         let legacy = codecs([])
         #expect(legacy == .legacy && legacy.decodes(.avc) && !legacy.decodes(.hevc) && !legacy.decodes(.av1))
@@ -178,6 +178,28 @@ struct CommandMessageTests {
         ])
         #expect(both.decodes(.hevc))
         #expect(codecs([AMF0Property("fourCcList", .string("hvc1"))]) == .legacy)
+    }
+
+    /// Audio codecs come from the same `fourCcList` (FFmpeg puts `Opus` beside `hvc1`) and
+    /// from `audioFourCcInfoMap`; AAC and MP3 are always in, Opus only when announced.
+    @Test
+    func connectReadsAnnouncedAudioCodecs() throws {
+        func codecs(_ extra: [AMF0Property]) -> ClientCodecs {
+            ConnectCommand(CommandMessage(name: "connect", transactionID: 1, commandObject: .object([AMF0Property("app", .string("live"))] + extra))).codecs
+        }
+        let legacy = codecs([]).audio
+        #expect(legacy == .legacy && legacy.decodes(.aac) && legacy.decodes(.mp3) && !legacy.decodes(.opus))
+        // A player that announced enhanced video only decodes no enhanced audio.
+        let videoOnly = codecs([AMF0Property("fourCcList", .strictArray([.string("hvc1"), .string("av01")]))])
+        #expect(videoOnly.video.decodes(.hevc) && !videoOnly.audio.decodes(.opus))
+        #expect(!videoOnly.decodes(video: .avc, audio: .opus) && videoOnly.decodes(video: .hevc, audio: .aac) && videoOnly.decodes(video: nil, audio: nil))
+        let mixed = codecs([AMF0Property("fourCcList", .strictArray([.string("hvc1"), .string("Opus"), .string("fLaC")]))])
+        #expect(mixed.audio.decodes(.opus) && mixed.audio.decodes(.flac) && !mixed.audio.decodes(.ac3) && !mixed.video.decodes(.av1))
+        #expect(mixed.audio.description == ".mp3,mp4a,Opus,fLaC")
+        // OBS's map: decode (1) or forward (4) counts; encode only (2) does not.
+        let mapped = codecs([AMF0Property("audioFourCcInfoMap", .object([AMF0Property("Opus", .number(1)), AMF0Property("ac-3", .number(2)), AMF0Property("ec-3", .number(4))]))])
+        #expect(mapped.audio.decodes(.opus) && !mapped.audio.decodes(.ac3) && mapped.audio.decodes(.eac3) && mapped.video == .legacy)
+        #expect(codecs([AMF0Property("audioFourCcInfoMap", .object([AMF0Property("*", .number(1))]))]).audio.decodes(.ac3))
     }
 
     @Test

@@ -6,6 +6,13 @@ extension StreamHub {
         return (try? header.videoTagHeader())?.codec
     }
 
+    /// The audio codec of the hub's current audio sequence header; nil before one came, for
+    /// a stream without audio, and for legacy formats without one (MP3).
+    public var audioCodec: AudioCodec? {
+        guard let header = configurationRecords.audio else { return nil }
+        return (try? header.audioTagHeader())?.codec
+    }
+
     /// The picture height of an H.264 hub's current sequence header, 0 where it is not known
     /// (another codec, or no header yet): how a viewer that takes H.264 only is given the
     /// best of a stream's H.264 renditions.
