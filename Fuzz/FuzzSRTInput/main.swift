@@ -5,8 +5,8 @@
 //   one bounded line;
 // - odd: the rest is MPEG-TS as an SRT publisher sends it, in 1316-byte messages, demuxed by
 //   libavformat (`TSDemuxer`) into hub frames: no coded video frame before its sequence
-//   header, no negative timestamp, no AAC frame larger than ADTS can describe, and a bounded
-//   number of frames per input.
+//   header, no Opus packet before its OpusHead, no negative timestamp, no AAC frame larger
+//   than ADTS can describe, and a bounded number of frames per input.
 import CFFmpeg
 import CLibFuzzer
 import Foundation
@@ -52,6 +52,7 @@ func fuzzTransportStream(_ bytes: ArraySlice<UInt8>) {
         return
     }
     var sawVideoHeader = false
+    var sawOpusHead = false
     var frames = 0
     for _ in 0..<100_000 {
         guard let batch = try? demuxer.nextFrames() else { return }
@@ -61,6 +62,9 @@ func fuzzTransportStream(_ bytes: ArraySlice<UInt8>) {
             if frame.kind == .video {
                 if frame.isSequenceHeader { sawVideoHeader = true }
                 precondition(sawVideoHeader || frame.isSequenceHeader, "a coded video frame before its sequence header")
+            } else if frame.kind == .audio, (try? frame.audioTagHeader())?.codec == .opus {
+                if frame.isSequenceHeader { sawOpusHead = true }
+                precondition(sawOpusHead, "an Opus packet before its OpusHead")
             } else if frame.kind == .audio, !frame.isSequenceHeader {
                 precondition(frame.payload.readableBytes <= 2 + 8191, "an AAC frame of \(frame.payload.readableBytes) bytes")
             }

@@ -12,6 +12,10 @@ import NIOCore
 ///   from the VPS, SPS and PPS of the first keyframe (and again when they change).
 /// - AAC (ADTS in TS) becomes raw AAC frames, after an AudioSpecificConfig sequence header
 ///   read from the first ADTS header; a PES packet may carry several ADTS frames.
+/// - Opus (as libavformat reads it: the `Opus` registration descriptor and its extension
+///   descriptor for the channels, the control headers taken off by its parser) becomes
+///   Enhanced RTMP `Opus` frames, after a SequenceStart with the OpusHead libavformat
+///   builds from the descriptor (again if it changes).
 /// - Timestamps are milliseconds from the first packet's DTS; other codecs are skipped
 ///   (and counted), as the FLV-shaped hub cannot carry them.
 ///
@@ -43,6 +47,7 @@ public final class TSDemuxer {
 
     private var videoConfiguration: ByteBuffer?
     private var audioConfiguration: [UInt8]?
+    private var opusHead: [UInt8]?
     /// The first DTS seen, in milliseconds: timestamps count from it.
     private var origin: Int64?
 
@@ -150,6 +155,9 @@ public final class TSDemuxer {
         case AV_CODEC_ID_AAC:
             let sampleRate = Int(parameters.pointee.sample_rate)
             return audio(bytes, timestamp: timestamp, sampleRate: sampleRate)
+        case AV_CODEC_ID_OPUS:
+            let extradata = parameters.pointee.extradata.map { UnsafeRawBufferPointer(start: $0, count: Int(max(0, parameters.pointee.extradata_size))) }
+            return opus(bytes, head: extradata, timestamp: timestamp)
         default:
             statistics.skippedPackets += 1
             return []
@@ -190,6 +198,33 @@ public final class TSDemuxer {
         }
         frames.append(MediaFrame(timestamp: timestamp, video: start.header, payload: payload))
         return frames
+    }
+
+    /// Enhanced RTMP `Opus` tags: a SequenceStart with the stream's OpusHead (checked, as an
+    /// RTMP publisher's is), then each packet as it comes. Nothing plays before its header.
+    private func opus(_ bytes: UnsafeRawBufferPointer, head: UnsafeRawBufferPointer?, timestamp: Int64) -> [MediaFrame] {
+        var frames: [MediaFrame] = []
+        if let head, head.count != opusHead?.count || !head.elementsEqual(opusHead ?? []) {
+            if (try? OpusHead(from: ByteBuffer(bytes: head))) != nil {
+                opusHead = Array(head)
+                if let start = Self.opusTag(.sequenceStart, head, timestamp: timestamp, allocator: allocator) { frames.append(start) }
+            }
+        }
+        guard opusHead != nil, let frame = Self.opusTag(.codedFrames, bytes, timestamp: timestamp, allocator: allocator) else {
+            statistics.skippedPackets += 1
+            return frames
+        }
+        frames.append(frame)
+        return frames
+    }
+
+    /// An Enhanced RTMP audio tag: `[ExHeader | packetType]`, `Opus`, then `body`.
+    static func opusTag(_ packetType: AudioTagHeader.PacketType, _ body: UnsafeRawBufferPointer, timestamp: Int64, allocator: ByteBufferAllocator) -> MediaFrame? {
+        var payload = allocator.buffer(capacity: 5 + body.count)
+        payload.writeInteger(AudioTagHeader.SoundFormat.exHeader.rawValue << 4 | packetType.rawValue)
+        payload.writeInteger(AudioCodec.opus.fourCC)
+        payload.writeBytes(body)
+        return try? MediaFrame.classified(kind: .audio, timestamp: timestamp, payload: payload)
     }
 
     private func audio(_ bytes: UnsafeRawBufferPointer, timestamp: Int64, sampleRate: Int) -> [MediaFrame] {

@@ -92,6 +92,36 @@ extension IntegrationTests {
             }
         }
 
+        @Test("An Opus publisher over SRT (ffmpeg, libopus in MPEG-TS): PyAV watches HTTP-FLV 30 s and decodes H.264 with Opus at 48 kHz, every frame, a keyframe first; LL-HLS names opus and ffprobe reads it; a viewer stays 30 s on the transcoder's 240p rung, whose audio is AAC")
+        func opusPublishedOverSRT() async throws {
+            try await Scenario.run("srt-opus") { scenario in
+                let media = try await MediaLibrary.shared.file(.opusAudioVideo)
+                let srtPort = try await FreePorts.allocate(1)[0]
+                let node = try await scenario.startNode(label: "node", arguments: ["--srt-port", String(srtPort)])
+                _ = try Self.publishOverSRT(scenario, media: media, port: srtPort, streamID: "publish:abr/opus", name: "srt-opus-publisher")
+                try await scenario.waitUntilLive(node, "abr", "opus", timeout: .seconds(15))
+                let python = try TestEnvironment.python3()
+                let watcher = try EnhancedRTMPTests.peer("pyav_watch.py")
+                let viewer = try scenario.launch(executable: python, [watcher, node.flvURL("abr", "opus"), "30"], name: "pyav-opus-viewer")
+                try await scenario.waitUntilLive(node, "abr", "opus_240p", timeout: .seconds(30))
+                let rung = try scenario.launch(executable: python, [watcher, node.flvURL("abr", "opus_240p"), "30"], name: "pyav-240p-viewer")
+
+                let listed = await eventually(timeout: .seconds(20), interval: .milliseconds(250)) {
+                    guard let master = try? await scenario.hlsGet(node, "/abr/opus/llhls.m3u8"), master.status == 200 else { return false }
+                    return master.bodyText.contains("CODECS=\"avc1.") && master.bodyText.contains(",opus\"")
+                }
+                scenario.check(listed, "the LL-HLS master of the SRT Opus stream does not list H.264 + Opus")
+                if let report = try await scenario.probeLive("\(node.httpBase)/abr/opus/src/llhls.m3u8", name: "probe-opus-fmp4", seconds: 4) {
+                    scenario.check(report.video?.codecName == "h264" && report.audio?.codecName == "opus" && report.audio?.sampleRate == "48000",
+                                   "LL-HLS of the SRT Opus stream: \(String(describing: report.video)) \(String(describing: report.audio))")
+                    scenario.check(report.packets(of: report.audio).count >= 100 && report.dtsRegressions(of: report.audio).isEmpty,
+                                   "LL-HLS of the SRT Opus stream: \(report.packets(of: report.audio).count) Opus packets, DTS regressions \(report.dtsRegressions(of: report.audio).prefix(3))")
+                }
+                try await EnhancedRTMPTests.checkStayed(scenario, viewer, "HTTP-FLV of the SRT Opus stream", width: 640, height: 360, audio: "opus")
+                try await EnhancedRTMPTests.checkStayed(scenario, rung, "240p rung of the SRT Opus stream (AAC)", width: 426, height: 240)
+            }
+        }
+
         @Test("An SRT publisher (ffmpeg, MediaMTX's stream id) is watched 30 s over HTTP-FLV without a gap, with monotonic timestamps and audio beside video; RTMP, HLS and the transcoder's rungs play it; its session is listed as srt")
         func publishedOverSRTPlaysEverywhere() async throws {
             try await Scenario.run("srt-publish") { scenario in
