@@ -346,7 +346,7 @@ let package = Package(
         .testTarget(
             name: "RelayTests",
             dependencies: [
-                "Relay", "Media", "Cluster", "TestSupport",
+                "Relay", "Media", "Cluster", "Session", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

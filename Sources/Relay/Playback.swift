@@ -11,18 +11,30 @@ import Session
 /// audio) is given the stream's tallest rendition it can decode, a transcoder's rung in
 /// H.264 and AAC, and otherwise refused (`NetStream.Play.Failed`): bytes it cannot decode
 /// help no one.
+///
+/// Such a play of a stream whose video codec is not known yet (the moment between a
+/// publisher's start and its first sequence header) waits for it, at most `codecWait`: a
+/// stream that has sent a second of audio and no video header by then is audio-only.
 public struct Playback: Sendable {
     public let registry: StreamRegistry
     private let logger: Logger
+    /// How long a play that must be negotiated waits for a new stream's video codec.
+    let codecWait: Duration
 
-    public init(registry: StreamRegistry, logger: Logger = Logger(label: "estuary.playback")) {
+    public init(registry: StreamRegistry, logger: Logger = Logger(label: "estuary.playback"), codecWait: Duration = .seconds(2)) {
         self.registry = registry
         self.logger = logger
+        self.codecWait = codecWait
     }
+
+    /// AAC frames in about a second: a stream that sent this many and no video header is
+    /// taken as audio-only.
+    static let audioOnlyFrames = 48
 
     public func play(_ request: PlayRequest) async -> PlayDecision {
         guard let hub = await registry.resolve(request.path) else { return .refuse(.notFound("No such stream: \(request.path)")) }
         guard let codecs = request.codecs else { return .accept(hub: hub) }
+        await awaitVideoCodec(of: hub)
         let (video, audio) = (hub.videoCodec, hub.audioCodec)
         guard !codecs.decodes(video: video, audio: audio) else { return .accept(hub: hub) }
         // What the client did not announce: the video codec, the audio one, or both.
@@ -40,6 +52,26 @@ public struct Playback: Sendable {
         Self.negotiated(outcome: "refused")
         return .refuse(.unavailable("\(request.path) is \(unannounced), which this client did not announce (fourCcList), and it has no rendition in H.264 and AAC"))
     }
+
+    /// Returns once `hub`'s video codec is known, it has ended, it has sent a second of audio
+    /// without a video header, or `codecWait` has passed; polled (once per play of a new
+    /// stream, never per frame).
+    private func awaitVideoCodec(of hub: StreamHub) async {
+        guard hub.videoCodec == nil else { return }
+        let deadline = ContinuousClock.now + codecWait
+        while hub.videoCodec == nil, !hub.isEnded, hub.statistics.audioFramesIn < Self.audioOnlyFrames, ContinuousClock.now < deadline {
+            do {
+                try await Task.sleep(for: .milliseconds(20))
+            } catch {
+                return
+            }
+        }
+        Self.codecWaits.increment()
+    }
+
+    /// `estuary_play_codec_waits_total`: negotiated plays that waited for a new stream's
+    /// video codec.
+    static let codecWaits = Counter(label: "estuary_play_codec_waits_total")
 
     /// `estuary_play_codec_mismatches_total{outcome}`: plays of a codec the client did not
     /// announce, given another rendition (`fallback`) or refused.

@@ -1,0 +1,63 @@
+import Media
+import NIOCore
+import Relay
+import Session
+import TestSupport
+import Testing
+
+/// `Playback`'s codec negotiation in the moment a stream begins: a play that must be
+/// negotiated waits for the new stream's video codec instead of taking it for one the
+/// client decodes.
+@Suite struct PlaybackNegotiationTests {
+    static let path = RequestedRendition(app: "live", name: "new")!  // literal, valid by construction
+
+    func publishing(_ registry: StreamRegistry) async throws -> (StreamHub, StreamHub.PublisherID) {
+        let (hub, id) = await registry.hubForPublishing(.source(try StreamPath(app: "live", name: "new")))
+        _ = hub.attachPublisher(id: id, owner: "test") {}
+        return (hub, id)
+    }
+
+    func legacyPlay() -> PlayRequest {
+        PlayRequest(path: Self.path, query: StreamQuery(), remoteAddress: "10.0.0.2:6000", transport: .rtmp, codecs: .legacy)
+    }
+
+    @Test func aLegacyPlayBeforeTheSequenceHeaderWaitsForItAndIsRefusedHEVC() async throws {
+        let registry = StreamRegistry(serializers: [])
+        let (hub, id) = try await publishing(registry)
+        let playback = Playback(registry: registry)
+        async let decision = playback.play(legacyPlay())
+        // The header comes 200 ms after the play was asked.
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(hub.publish(try MediaFrame.classified(kind: .video, timestamp: 0, payload: ByteBuffer(bytes: SampleConfigurationRecords.hevc1280x720)), publisher: id))
+        guard case .refuse(let refusal) = await decision else {
+            Issue.record("a legacy play of an HEVC stream, asked before its sequence header, was accepted")
+            return
+        }
+        #expect(refusal.description.contains("hvc1"))
+    }
+
+    @Test func anAudioOnlyStreamIsServedOnceItHasSentASecondOfAudio() async throws {
+        let registry = StreamRegistry(serializers: [])
+        let (hub, id) = try await publishing(registry)
+        #expect(hub.publish(try MediaFrame.classified(kind: .audio, timestamp: 0, payload: ByteBuffer(bytes: SampleConfigurationRecords.aacLC44100Stereo)), publisher: id))
+        for index in 0..<60 {
+            #expect(hub.publish(try MediaFrame.classified(kind: .audio, timestamp: Int64(index * 23), payload: ByteBuffer(bytes: [0xAF, 0x01, 0x21, 0x00])), publisher: id))
+        }
+        let clock = ContinuousClock()
+        let started = clock.now
+        guard case .accept = await Playback(registry: registry).play(legacyPlay()) else {
+            Issue.record("a legacy play of an audio-only AAC stream was refused")
+            return
+        }
+        #expect(clock.now - started < .milliseconds(500))
+    }
+
+    @Test func aStreamWhoseHeaderNeverComesIsServedAfterTheWait() async throws {
+        let registry = StreamRegistry(serializers: [])
+        _ = try await publishing(registry)
+        guard case .accept = await Playback(registry: registry, codecWait: .milliseconds(100)).play(legacyPlay()) else {
+            Issue.record("a legacy play of a stream without headers was refused")
+            return
+        }
+    }
+}
