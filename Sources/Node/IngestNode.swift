@@ -71,7 +71,7 @@ distributed actor IngestNode: IngestNodeAPI {
     /// transcoder of the same process publishes, and mirrors of other nodes' streams, and
     /// reporting those as published here would have the coordinator transcode its own rungs.
     distributed func streams() async -> [StreamReport] {
-        await reporter.report(published.live())
+        await reporter.report(published.live(), tracks: published.liveTracks())
     }
 }
 
@@ -79,9 +79,24 @@ distributed actor IngestNode: IngestNodeAPI {
 /// to every hub with a publisher in the registry.
 final class PublishedHubs: Sendable {
     private let hubs = Mutex<[ObjectIdentifier: StreamHub]>([:])
+    /// The renditions multitrack publishers' encoders make (`app/name/trackN`), on the bus
+    /// beside their streams and reported with them; not streams of their own.
+    private let tracks = Mutex<[ObjectIdentifier: StreamHub]>([:])
 
     func insert(_ hub: StreamHub) {
         hubs.withLock { $0[ObjectIdentifier(hub)] = hub }
+    }
+
+    func insertTrack(_ hub: StreamHub) {
+        tracks.withLock { $0[ObjectIdentifier(hub)] = hub }
+    }
+
+    /// The tracks that have not ended, forgetting the others.
+    func liveTracks() -> [StreamHub] {
+        tracks.withLock { tracks in
+            tracks = tracks.filter { !$0.value.isEnded }
+            return Array(tracks.values)
+        }
     }
 
     func contains(_ hub: StreamHub) -> Bool {

@@ -14,8 +14,14 @@ actor IngestReporter {
     /// zero): the stream goes on for its viewers, and for the coordinator, until the hub
     /// ends. Otherwise the coordinator would end the session at the next heartbeat and
     /// stop its transcode job under the rung viewers of a publisher about to reconnect.
-    func report(_ hubs: [StreamHub]) -> [StreamReport] {
+    func report(_ hubs: [StreamHub], tracks: [StreamHub] = []) -> [StreamReport] {
         let now = ContinuousClock.now
+        // Each stream's encoder-made renditions, by name.
+        var trackNames: [StreamPath: [String]] = [:]
+        for track in tracks where !track.isEnded {
+            guard let name = track.path.rendition else { continue }
+            trackNames[track.path.stream, default: []].append(name)
+        }
         var reports: [StreamReport] = []
         var seen = Set<RenditionPath>()
         for hub in hubs.sorted(by: { "\($0.path)" < "\($1.path)" }) where !hub.isEnded {
@@ -27,6 +33,7 @@ actor IngestReporter {
             facts.frameRate = rates.frameRate
             facts.videoBitRate = rates.videoBitRate
             facts.audioBitRate = rates.audioBitRate
+            facts.tracks = trackNames[path.stream].map { Array($0.sorted().prefix(StreamFacts.maxTracks)) }
             reports.append(.publishing(app: path.stream.app, name: path.stream.name, facts: facts, bytes: Int64(statistics.bytesIn)))
         }
         meters = meters.filter { seen.contains($0.key) }

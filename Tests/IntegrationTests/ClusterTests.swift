@@ -68,6 +68,49 @@ extension IntegrationTests {
             }
         }
 
+        /// Issue 26: an encoder-made ladder (Enhanced RTMP multitrack) in a cluster: the ingest
+        /// puts every track on the bus and reports them; the coordinator's lookup names them,
+        /// and a relay lists and serves them as it does a transcoder's rungs.
+        @Test("A multitrack publisher's tracks play from a relay: its HLS masters list the three at their resolutions, and viewers stay 30 s on each (HTTP-FLV, RTMP, LL-HLS), each at its own size with audio")
+        func multitrackTracksOnARelay() async throws {
+            try await Scenario.run("cluster-multitrack") { scenario in
+                let media = try await MediaLibrary.shared.file(.multitrackAudioVideo)
+                let nats = try await NATSServerProcess.start(scenario)
+                let bus = ["--nats", nats.url]
+                _ = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", "test-admin-token"] + bus)
+                let ingest = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1), label: "ingest", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
+                let relay = try await scenario.startNode(NodeConfig(), label: "relay", arguments: ["--role", "relay", "--node-id", "relay-1"] + bus)
+                let python = try TestEnvironment.python3()
+                let publisher = try scenario.launch(
+                    executable: python, [try EnhancedRTMPTests.peer("pyav_publish.py"), media.url.path, ingest.rtmpURL("live", "mt")], name: "pyav-multitrack-publisher"
+                )
+                try await scenario.waitUntilLive(ingest, "live", "mt/track1", timeout: .seconds(20))
+                try await scenario.waitUntilLive(ingest, "live", "mt/track2", timeout: .seconds(10))
+
+                // The relay learns of the tracks from the coordinator (the ingest's heartbeat).
+                for file in ["llhls.m3u8", "index.m3u8"] {
+                    let listed = await eventually(timeout: .seconds(20), interval: .milliseconds(500)) {
+                        guard let master = try? await scenario.hlsGet(relay, "/live/mt/\(file)"), master.status == 200 else { return false }
+                        return ["RESOLUTION=640x360", "RESOLUTION=426x240", "RESOLUTION=320x180"].allSatisfy(master.bodyText.contains)
+                            && master.bodyText.contains("track1/\(file)") && master.bodyText.contains("track2/\(file)")
+                    }
+                    let master = try? await scenario.hlsGet(relay, "/live/mt/\(file)")
+                    scenario.check(listed, "the relay's \(file) master does not list the three tracks: \(master?.bodyText ?? "")")
+                }
+                let watcher = try EnhancedRTMPTests.peer("pyav_watch.py")
+                let viewers = [
+                    ("the relay's track 0 (HTTP-FLV)", 640, 360, 0.5, try scenario.launch(executable: python, [watcher, relay.flvURL("live", "mt"), "30"], name: "relay-track0")),
+                    ("the relay's track 1 (RTMP)", 426, 240, 0.5, try scenario.launch(executable: python, [watcher, relay.rtmpURL("live", "mt/track1"), "30"], name: "relay-track1")),
+                    ("the relay's track 2 (LL-HLS)", 320, 180, EnhancedRTMPTests.hlsMaxWait,
+                     try scenario.launch(executable: python, [watcher, "\(relay.httpBase)/live/mt/track2/llhls.m3u8", "30"], name: "relay-track2-hls")),
+                ]
+                for (label, width, height, maxWait, viewer) in viewers {
+                    try await EnhancedRTMPTests.checkStayed(scenario, viewer, label, width: width, height: height, maxWait: maxWait)
+                }
+                scenario.check(publisher.isRunning, "the multitrack publisher was disconnected")
+            }
+        }
+
         /// Issue 26: SRT players where the stream is mirrored, not published: a relay (from the
         /// bus) and an edge (pulling over HTTP-FLV from that relay).
         @Test("SRT players on a relay and on an edge (pulling from the relay) stay 32 s: every frame from a keyframe, timestamps forward, audio beside video; a publisher of either is rejected with SRT code 1405; a player of a stream that is nowhere is ended, counted as refused")

@@ -6,13 +6,17 @@ public struct StreamLocation: Codable, Sendable, Hashable {
     public var ingestNode: String
     public var ingestHost: String
     public var renditions: [RenditionLocation]
+    /// The renditions the publisher's encoder makes (multitrack `trackN`), on the bus from
+    /// the ingest: a relay opens them as it opens the transcoded ones. nil when there are none.
+    public var tracks: [String]?
 
-    public init(app: String, name: String, ingestNode: String, ingestHost: String, renditions: [RenditionLocation]) {
+    public init(app: String, name: String, ingestNode: String, ingestHost: String, renditions: [RenditionLocation], tracks: [String]? = nil) {
         self.app = app
         self.name = name
         self.ingestNode = ingestNode
         self.ingestHost = ingestHost
         self.renditions = renditions
+        self.tracks = tracks
     }
 }
 

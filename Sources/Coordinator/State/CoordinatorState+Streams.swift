@@ -61,7 +61,8 @@ extension CoordinatorState {
                 .filter { $0.state != .skipped }
             return StreamLocation(
                 app: app, name: name, ingestNode: ingest.id, ingestHost: ingest.advertiseHost,
-                renditions: renditions.map { RenditionLocation(rung: $0.spec, transcoderNode: $0.transcoderNode, state: $0.state) }
+                renditions: renditions.map { RenditionLocation(rung: $0.spec, transcoderNode: $0.transcoderNode, state: $0.state) },
+                tracks: stream.facts.tracks
             )
         }
     }

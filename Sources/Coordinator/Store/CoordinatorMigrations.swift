@@ -148,6 +148,12 @@ enum CoordinatorMigrations {
                 table.add(column: "handover_from", .text)
             }
         }
+        migrator.registerMigration("v6-multitrack") { db in
+            // A multitrack publisher's encoder-made renditions, as its ingest reports them.
+            try db.alter(table: "streams") { table in
+                table.add(column: "tracks", .text)
+            }
+        }
         return migrator
     }
 }

@@ -4,7 +4,8 @@ import Synchronization
 import Transcode
 
 /// Which rungs a stream has, for a relay's HLS: the coordinator knows (`lookup`: the
-/// renditions of the live session, whatever ladder the coordinator was configured with);
+/// renditions of the live session, whatever ladder the coordinator was configured with,
+/// and the tracks of a multitrack publisher, as its ingest reports them);
 /// while it cannot be asked, the relay's own ladder for the application stands in. An edge,
 /// which has no coordinator, always answers from its own ladders (the upstream answers 404
 /// for a rung it does not carry, and the edge's negative cache remembers that).
@@ -71,8 +72,9 @@ final class RungDirectory: Sendable {
             let location = try await NodeActorSystem.$callTimeout.withValue(.seconds(1)) {
                 try await coordinator.lookup(app: path.app, name: path.name)
             }
-            // Not live according to the coordinator: only the source can be asked for.
-            names = location?.renditions.map(\.rung.name) ?? []
+            // Not live according to the coordinator: only the source can be asked for. The
+            // transcoded rungs, then the encoder-made tracks (multitrack) the ingest reported.
+            names = (location?.renditions.map(\.rung.name) ?? []) + (location?.tracks ?? []).prefix(StreamFacts.maxTracks)
             if !names.isEmpty { keep = .seconds(5) }
         } catch {
             names = ladders.value[path.app]?.rungs.map(\.name) ?? []

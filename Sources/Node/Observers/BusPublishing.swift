@@ -4,7 +4,9 @@ import Session
 
 /// Puts every stream published to this ingest on the bus (relays and transcoders elsewhere
 /// mirror it from there), and records it as this ingest's own, for kicks, revocations and
-/// the heartbeat's reports.
+/// the heartbeat's reports. A multitrack publisher's tracks go on the bus too, each under
+/// its rendition's subject, and are reported with their stream (relays learn of them from
+/// the coordinator's lookup).
 struct BusPublishing: SessionObserver {
     let publications: BusPublications
     let published: PublishedHubs
@@ -12,8 +14,12 @@ struct BusPublishing: SessionObserver {
     func observe(_ event: SessionEvent) async {
         // A transcoder's rungs are its own to publish (on the bus with its handover) and no
         // stream of their own.
-        guard case .publishStarted(let session) = event, session.transport != .transcode, session.parent == nil else { return }
-        published.insert(session.hub)
+        guard case .publishStarted(let session) = event, session.transport != .transcode else { return }
+        if session.parent == nil {
+            published.insert(session.hub)
+        } else {
+            published.insertTrack(session.hub)
+        }
         await publications.attach(session.hub)
     }
 }

@@ -1,6 +1,7 @@
 import Cluster
 import Foundation
 import GRDB
+import Media
 
 /// A row of `streams`: one publish session of `app/name` on an ingest node, with its
 /// ffprobe-like facts. At most one row per app/name is live (a partial unique index).
@@ -27,6 +28,8 @@ struct StreamRecord: Codable, Sendable, Hashable, FetchableRecord, MutablePersis
     var endedAt: Date?
     /// Bytes received from the publisher, as last reported by the ingest.
     var bytes: Int64
+    /// The encoder-made renditions (multitrack), comma-separated; nil when none.
+    var tracks: String?
 
     enum StreamState: String, Codable, Sendable, Hashable {
         case live, ended
@@ -46,11 +49,13 @@ struct StreamRecord: Codable, Sendable, Hashable, FetchableRecord, MutablePersis
     /// The ffprobe-like facts, as the columns hold them.
     var facts: StreamFacts {
         get {
-            StreamFacts(
+            var facts = StreamFacts(
                 container: container, videoCodec: videoCodec, videoProfile: videoProfile, width: width, height: height,
                 frameRate: frameRate, videoBitRate: videoBitRate, audioCodec: audioCodec, audioBitRate: audioBitRate,
                 audioSampleRate: audioSampleRate, audioChannels: audioChannels
             )
+            facts.tracks = tracks.map { $0.split(separator: ",").map(String.init) }
+            return facts
         }
         set {
             container = newValue.container
@@ -64,7 +69,15 @@ struct StreamRecord: Codable, Sendable, Hashable, FetchableRecord, MutablePersis
             audioBitRate = newValue.audioBitRate
             audioSampleRate = newValue.audioSampleRate
             audioChannels = newValue.audioChannels
+            tracks = Self.tracksColumn(newValue.tracks)
         }
+    }
+
+    /// What the `tracks` column holds for a report's list: the valid names among the first
+    /// `StreamFacts.maxTracks`, sorted, comma-separated; nil for none.
+    static func tracksColumn(_ tracks: [String]?) -> String? {
+        let names = Set((tracks ?? []).prefix(StreamFacts.maxTracks).filter(StreamPath.isValidComponent)).sorted()
+        return names.isEmpty ? nil : names.joined(separator: ",")
     }
 
     mutating func didInsert(_ inserted: InsertionSuccess) {
@@ -72,7 +85,7 @@ struct StreamRecord: Codable, Sendable, Hashable, FetchableRecord, MutablePersis
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, app, name, state, container, width, height, bytes
+        case id, app, name, state, container, width, height, bytes, tracks
         case ingestNode = "ingest_node"
         case videoCodec = "video_codec"
         case videoProfile = "video_profile"
