@@ -8,7 +8,7 @@ import Testing
 /// The store on a real SQLite file: schema, WAL, and what survives a reopen.
 struct CoordinatorStoreTests {
     /// Every migration, in the order a new file gets them.
-    static let migrations = ["v1-nodes-streams-renditions-keys-events", "v2-indexes-for-sweep-and-retention", "v3-edge-role", "v4-skipped-renditions", "v5-drain-handover"]
+    static let migrations = ["v1-nodes-streams-renditions-keys-events", "v2-indexes-for-sweep-and-retention", "v3-edge-role", "v4-skipped-renditions", "v5-drain-handover", "v6-multitrack"]
 
     @Test func migrationsCreateTheTablesAndWALIsOn() async throws {
         let fixture = try await CoordinatorFixture()
