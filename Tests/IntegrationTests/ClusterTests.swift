@@ -77,7 +77,7 @@ extension IntegrationTests {
                 let media = try await MediaLibrary.shared.file(.multitrackAudioVideo)
                 let nats = try await NATSServerProcess.start(scenario)
                 let bus = ["--nats", nats.url]
-                _ = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", "test-admin-token"] + bus)
+                let coordinator = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", "test-admin-token"] + bus)
                 let ingest = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1), label: "ingest", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
                 let relay = try await scenario.startNode(NodeConfig(), label: "relay", arguments: ["--role", "relay", "--node-id", "relay-1"] + bus)
                 let python = try TestEnvironment.python3()
@@ -97,6 +97,11 @@ extension IntegrationTests {
                     let master = try? await scenario.hlsGet(relay, "/live/mt/\(file)")
                     scenario.check(listed, "the relay's \(file) master does not list the three tracks: \(master?.bodyText ?? "")")
                 }
+                // The operator sees them on the stream's entry.
+                let (_, json) = try await coordinator.admin("/api/v1/streams", token: "test-admin-token")
+                let stream = (json["streams"] as? [[String: Any]])?.first { $0["name"] as? String == "mt" }
+                let tracks = (stream?["facts"] as? [String: Any])?["tracks"] as? [String]
+                scenario.check(tracks == ["track1", "track2"], "GET /api/v1/streams: the multitrack stream's tracks are \(String(describing: tracks)): \(String(describing: stream))")
                 let watcher = try EnhancedRTMPTests.peer("pyav_watch.py")
                 let viewers = [
                     ("the relay's track 0 (HTTP-FLV)", 640, 360, 0.5, try scenario.launch(executable: python, [watcher, relay.flvURL("live", "mt"), "30"], name: "relay-track0")),

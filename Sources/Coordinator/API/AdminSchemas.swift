@@ -29,7 +29,7 @@ extension Components.Schemas.StreamFacts {
             container: facts.container, videoCodec: facts.videoCodec, videoProfile: facts.videoProfile,
             width: facts.width, height: facts.height, frameRate: facts.frameRate, videoBitRate: facts.videoBitRate,
             audioCodec: facts.audioCodec, audioBitRate: facts.audioBitRate,
-            audioSampleRate: facts.audioSampleRate, audioChannels: facts.audioChannels
+            audioSampleRate: facts.audioSampleRate, audioChannels: facts.audioChannels, tracks: facts.tracks
         )
     }
 }
