@@ -48,6 +48,8 @@ public final class TSDemuxer {
     private var videoConfiguration: ByteBuffer?
     private var audioConfiguration: [UInt8]?
     private var opusHead: [UInt8]?
+    /// The last OpusHead that did not pass the check: not parsed again for every packet.
+    private var rejectedOpusHead: [UInt8]?
     /// The first DTS seen, in milliseconds: timestamps count from it.
     private var origin: Int64?
 
@@ -204,10 +206,12 @@ public final class TSDemuxer {
     /// RTMP publisher's is), then each packet as it comes. Nothing plays before its header.
     private func opus(_ bytes: UnsafeRawBufferPointer, head: UnsafeRawBufferPointer?, timestamp: Int64) -> [MediaFrame] {
         var frames: [MediaFrame] = []
-        if let head, head.count != opusHead?.count || !head.elementsEqual(opusHead ?? []) {
-            if (try? OpusHead(from: ByteBuffer(bytes: head))) != nil {
+        if let head, !head.elementsEqual(opusHead ?? []), !head.elementsEqual(rejectedOpusHead ?? []) {
+            if (try? OpusHead(from: ByteBuffer(bytes: head))) != nil, let start = Self.opusTag(.sequenceStart, head, timestamp: timestamp, allocator: allocator) {
                 opusHead = Array(head)
-                if let start = Self.opusTag(.sequenceStart, head, timestamp: timestamp, allocator: allocator) { frames.append(start) }
+                frames.append(start)
+            } else {
+                rejectedOpusHead = Array(head)
             }
         }
         guard opusHead != nil, let frame = Self.opusTag(.codedFrames, bytes, timestamp: timestamp, allocator: allocator) else {

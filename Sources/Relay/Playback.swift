@@ -9,12 +9,15 @@ import Session
 /// A viewer whose protocol said which codecs it decodes (RTMP's `connect`) and that cannot
 /// decode the rendition it asked for (a legacy player of an HEVC or AV1 stream, or of Opus
 /// audio) is given the stream's tallest rendition it can decode, a transcoder's rung in
-/// H.264 and AAC, and otherwise refused (`NetStream.Play.Failed`): bytes it cannot decode
-/// help no one.
+/// H.264 and AAC. Without one, a viewer that cannot decode the video is refused
+/// (`NetStream.Play.Failed`): bytes it cannot decode help no one. One that decodes the video
+/// but not the audio is sent the stream as published: the picture is worth more to it than
+/// a refusal, and what it does with audio it does not know is its own (counted).
 ///
 /// Such a play of a stream whose video codec is not known yet (the moment between a
-/// publisher's start and its first sequence header) waits for it, at most `codecWait`: a
-/// stream that has sent a second of audio and no video header by then is audio-only.
+/// publisher's start and its first sequence header, which an SRT publisher sends with its
+/// first keyframe) waits for it, at most `codecWait`: a stream that has sent about 5 s of
+/// audio and no video header is audio-only, and is not waited for.
 public struct Playback: Sendable {
     public let registry: StreamRegistry
     private let logger: Logger
@@ -27,9 +30,10 @@ public struct Playback: Sendable {
         self.codecWait = codecWait
     }
 
-    /// AAC frames in about a second: a stream that sent this many and no video header is
-    /// taken as audio-only.
-    static let audioOnlyFrames = 48
+    /// Audio frames in about 5 s (AAC at 48 kHz, Opus at 20 ms), longer than encoders'
+    /// keyframe intervals: a stream that sent this many and no video header is taken as
+    /// audio-only.
+    static let audioOnlyFrames = 240
 
     public func play(_ request: PlayRequest) async -> PlayDecision {
         guard let hub = await registry.resolve(request.path) else { return .refuse(.notFound("No such stream: \(request.path)")) }
@@ -48,12 +52,17 @@ public struct Playback: Sendable {
             Self.negotiated(outcome: "fallback")
             return .accept(hub: fallback)
         }
+        if video.map(codecs.video.decodes) ?? true {
+            logger.info("play of an audio codec the client did not announce, and no rendition in one it did is live: sending the stream as published", metadata: metadata)
+            Self.negotiated(outcome: "unannounced_audio")
+            return .accept(hub: hub)
+        }
         logger.notice("play refused: the client did not announce the stream's codec, and no rendition in one it did is live", metadata: metadata)
         Self.negotiated(outcome: "refused")
         return .refuse(.unavailable("\(request.path) is \(unannounced), which this client did not announce (fourCcList), and it has no rendition in H.264 and AAC"))
     }
 
-    /// Returns once `hub`'s video codec is known, it has ended, it has sent a second of audio
+    /// Returns once `hub`'s video codec is known, it has ended, it has sent about 5 s of audio
     /// without a video header, or `codecWait` has passed; polled (once per play of a new
     /// stream, never per frame).
     private func awaitVideoCodec(of hub: StreamHub) async {
@@ -74,7 +83,8 @@ public struct Playback: Sendable {
     static let codecWaits = Counter(label: "estuary_play_codec_waits_total")
 
     /// `estuary_play_codec_mismatches_total{outcome}`: plays of a codec the client did not
-    /// announce, given another rendition (`fallback`) or refused.
+    /// announce, given another rendition (`fallback`), refused (`refused`, video it cannot
+    /// decode), or sent as published (`unannounced_audio`, audio it did not announce).
     static func negotiated(outcome: String) {
         Counter(label: "estuary_play_codec_mismatches_total", dimensions: [("outcome", outcome)]).increment()
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""A viewer that reads enhanced FLV: PyAV's bundled FFmpeg (7 or newer) plays URL (HTTP-FLV,
-or RTMP, where it announces the enhanced codecs on connect) for SECONDS, decoding every
+"""A viewer that reads enhanced FLV: PyAV's bundled FFmpeg (8 or newer: 7's
+rtmp_enhanced_codecs refuses `Opus`) plays URL (HTTP-FLV, or RTMP, where it announces the
+enhanced codecs on connect) for SECONDS, decoding every
 video frame, and prints what it saw as one JSON object.
 
     pyav_watch.py URL SECONDS [--announce FOURCCS]

@@ -36,11 +36,11 @@ import Testing
         #expect(refusal.description.contains("hvc1"))
     }
 
-    @Test func anAudioOnlyStreamIsServedOnceItHasSentASecondOfAudio() async throws {
+    @Test func anAudioOnlyStreamIsServedAtOnceOnceItHasSentFiveSecondsOfAudio() async throws {
         let registry = StreamRegistry(serializers: [])
         let (hub, id) = try await publishing(registry)
         #expect(hub.publish(try MediaFrame.classified(kind: .audio, timestamp: 0, payload: ByteBuffer(bytes: SampleConfigurationRecords.aacLC44100Stereo)), publisher: id))
-        for index in 0..<60 {
+        for index in 0..<250 {
             #expect(hub.publish(try MediaFrame.classified(kind: .audio, timestamp: Int64(index * 23), payload: ByteBuffer(bytes: [0xAF, 0x01, 0x21, 0x00])), publisher: id))
         }
         let clock = ContinuousClock()
@@ -55,8 +55,49 @@ import Testing
     @Test func aStreamWhoseHeaderNeverComesIsServedAfterTheWait() async throws {
         let registry = StreamRegistry(serializers: [])
         _ = try await publishing(registry)
-        guard case .accept = await Playback(registry: registry, codecWait: .milliseconds(100)).play(legacyPlay()) else {
+        let clock = ContinuousClock()
+        let started = clock.now
+        guard case .accept = await Playback(registry: registry, codecWait: .milliseconds(300)).play(legacyPlay()) else {
             Issue.record("a legacy play of a stream without headers was refused")
+            return
+        }
+        // It waited the whole time (no header came), and no longer.
+        let waited = clock.now - started
+        #expect(waited >= .milliseconds(300) && waited < .seconds(2))
+    }
+
+    @Test func aStreamThatEndsDuringTheWaitEndsTheWait() async throws {
+        let registry = StreamRegistry(serializers: [])
+        let (hub, _) = try await publishing(registry)
+        let clock = ContinuousClock()
+        let started = clock.now
+        async let decision = Playback(registry: registry, codecWait: .seconds(5)).play(legacyPlay())
+        try await Task.sleep(for: .milliseconds(100))
+        hub.end()
+        _ = await decision
+        #expect(clock.now - started < .seconds(2))
+    }
+
+    /// H.264 with Opus and no rung in AAC: a player that did not announce Opus still gets the
+    /// picture it decodes, the stream as published; one that cannot decode the video is refused.
+    @Test func unannouncedAudioWithoutARungIsSentAsPublished() async throws {
+        let registry = StreamRegistry(serializers: [])
+        let (hub, id) = try await publishing(registry)
+        #expect(hub.publish(try MediaFrame.classified(kind: .video, timestamp: 0, payload: ByteBuffer(bytes: SampleConfigurationRecords.avc320x240)), publisher: id))
+        let opusHead: [UInt8] = [0x90, 0x4F, 0x70, 0x75, 0x73] + Array("OpusHead".utf8) + [0x01, 0x02, 0x38, 0x01, 0x80, 0xBB, 0x00, 0x00, 0x00, 0x00, 0x00]
+        #expect(hub.publish(try MediaFrame.classified(kind: .audio, timestamp: 0, payload: ByteBuffer(bytes: opusHead)), publisher: id))
+        guard case .accept(let served) = await Playback(registry: registry).play(legacyPlay()) else {
+            Issue.record("a legacy play of H.264 + Opus without a rung was refused")
+            return
+        }
+        #expect(served === hub)
+        // HEVC with Opus: the picture is not decodable either.
+        let other = StreamRegistry(serializers: [])
+        let (hevc, hevcID) = try await publishing(other)
+        #expect(hevc.publish(try MediaFrame.classified(kind: .video, timestamp: 0, payload: ByteBuffer(bytes: SampleConfigurationRecords.hevc1280x720)), publisher: hevcID))
+        #expect(hevc.publish(try MediaFrame.classified(kind: .audio, timestamp: 0, payload: ByteBuffer(bytes: opusHead)), publisher: hevcID))
+        guard case .refuse = await Playback(registry: other).play(legacyPlay()) else {
+            Issue.record("a legacy play of HEVC + Opus without a rung was accepted")
             return
         }
     }

@@ -43,7 +43,9 @@ struct IngestAssembly {
             await forwards.setTargets(new.forwards)
         }
         observers = [
-            BusPublishing(publications: BusPublications(bus: context.bus, logger: logger), published: published),
+            // Tracks go on the bus only where other nodes may read them: on a node alone,
+            // its relay serves them from their hubs, and the bus would only cost encoding.
+            BusPublishing(publications: BusPublications(bus: context.bus, logger: logger), published: published, publishesTracks: context.nats != nil),
             CoordinatorAnnouncement(coordinator: coordinator, nodeID: context.configuration.nodeID, logger: logger),
             Forwarding(forwards: forwards),
         ]

@@ -45,7 +45,7 @@ struct ListenerAssembly {
         )
         let notifications = WebhookNotifications(hooks: hooks, notifier: HookNotifier(caller: hookCaller, logger: context.logger), nodeID: configuration.nodeID)
         admission = NodeAdmission(
-            admission: ingest?.admission, playback: relay?.playback ?? Playback(registry: context.registry, logger: context.logger),
+            admission: ingest?.admission, playback: relay?.playback ?? Playback(registry: context.registry, logger: context.logger, codecWait: configuration.playCodecWait),
             logger: context.logger,
             policies: policies.make(configuration, tokens: context.tokens),
             // In order: HLS segments a stream before the bus and the coordinator hear of it.

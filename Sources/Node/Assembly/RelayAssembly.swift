@@ -26,7 +26,7 @@ struct RelayAssembly {
         let hlsSessions = HLSSessions(idleLimit: context.configuration.hls.targetSegmentDuration * 3)
         self.hlsSessions = hlsSessions
         node = try system.makeActor(named: RoleAddress.relay) { RelayNode(registry: registry, hlsSessions: hlsSessions, actorSystem: system) }
-        playback = Playback(registry: registry, logger: context.logger)
+        playback = Playback(registry: registry, logger: context.logger, codecWait: context.configuration.playCodecWait)
         // Streams published in this process (and the rungs its transcoder publishes) are
         // segmented from their first frame.
         observers = [HLSSegmenting(hls: hls)]

@@ -82,6 +82,10 @@ struct NodeConfiguration: Sendable {
     var drainGrace: Duration = .seconds(8)
     /// A publish or play without an admission decision within this is refused.
     var admissionTimeout: Duration = .seconds(5)
+    /// How long a negotiated play of a new stream waits for its video codec (`Playback`):
+    /// 2 s, or a quarter of the admission timeout if that is less, so that the hooks and the
+    /// wait together stay within it.
+    var playCodecWait: Duration { min(.seconds(2), admissionTimeout / 4) }
     /// Webhooks by application (`hooks`).
     var hooks = HookConfiguration()
     /// Signed URLs by application (`tokens`), JWKS files read.

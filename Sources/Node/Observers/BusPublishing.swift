@@ -10,6 +10,8 @@ import Session
 struct BusPublishing: SessionObserver {
     let publications: BusPublications
     let published: PublishedHubs
+    /// Whether tracks go on the bus (a clustered node); they are reported either way.
+    let publishesTracks: Bool
 
     func observe(_ event: SessionEvent) async {
         // A transcoder's rungs are its own to publish (on the bus with its handover) and no
@@ -19,6 +21,7 @@ struct BusPublishing: SessionObserver {
             published.insert(session.hub)
         } else {
             published.insertTrack(session.hub)
+            guard publishesTracks else { return }
         }
         await publications.attach(session.hub)
     }

@@ -78,6 +78,12 @@ public final class RTMPClientHandler: ChannelDuplexHandler {
         if acceptsReconnectRequests {
             properties.append(AMF0Property("capsEx", .number(Double(ConnectCommand.reconnectCapability))))
         }
+        if role == .play {
+            // An edge or a pull carries every codec as it is (a hub holds any): a server
+            // that negotiates must send the stream itself, not a rung in codecs a legacy
+            // player decodes.
+            properties.append(AMF0Property("fourCcList", .strictArray([.string("*")])))
+        }
         let connect = CommandMessage(name: "connect", transactionID: Self.connectTransaction, commandObject: .object(properties))
         send(connect.message(), context: context)
         context.flush()
