@@ -88,15 +88,7 @@ extension IntegrationTests {
                 try await scenario.waitUntilLive(ingest, "live", "mt/track2", timeout: .seconds(10))
 
                 // The relay learns of the tracks from the coordinator (the ingest's heartbeat).
-                for file in ["llhls.m3u8", "index.m3u8"] {
-                    let listed = await eventually(timeout: .seconds(20), interval: .milliseconds(500)) {
-                        guard let master = try? await scenario.hlsGet(relay, "/live/mt/\(file)"), master.status == 200 else { return false }
-                        return ["RESOLUTION=640x360", "RESOLUTION=426x240", "RESOLUTION=320x180"].allSatisfy(master.bodyText.contains)
-                            && master.bodyText.contains("track1/\(file)") && master.bodyText.contains("track2/\(file)")
-                    }
-                    let master = try? await scenario.hlsGet(relay, "/live/mt/\(file)")
-                    scenario.check(listed, "the relay's \(file) master does not list the three tracks: \(master?.bodyText ?? "")")
-                }
+                await EnhancedRTMPTests.checkMastersListTracks(scenario, relay, "live/mt", "the relay")
                 // The operator sees them on the stream's entry.
                 let (_, json) = try await coordinator.admin("/api/v1/streams", token: "test-admin-token")
                 let stream = (json["streams"] as? [[String: Any]])?.first { $0["name"] as? String == "mt" }

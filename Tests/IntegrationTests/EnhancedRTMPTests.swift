@@ -77,6 +77,30 @@ extension IntegrationTests {
         /// The longest wait between pictures allowed to a viewer that reads HLS segments.
         static let hlsMaxWait = 4.5
 
+        /// The LL-HLS source rendition of `stream` (`app/name`), read 4 s by ffprobe: H.264
+        /// with Opus at 48 kHz, 100+ Opus packets, DTS forward.
+        static func checkOpusOverLLHLS(_ scenario: Scenario, _ node: NodeProcess, _ stream: String, _ label: String) async throws {
+            guard let report = try await scenario.probeLive("\(node.httpBase)/\(stream)/src/llhls.m3u8", name: "probe-opus-fmp4", seconds: 4) else { return }
+            scenario.check(report.video?.codecName == "h264" && report.audio?.codecName == "opus" && report.audio?.sampleRate == "48000",
+                           "LL-HLS of \(label): \(String(describing: report.video)) \(String(describing: report.audio))")
+            scenario.check(report.packets(of: report.audio).count >= 100 && report.dtsRegressions(of: report.audio).isEmpty,
+                           "LL-HLS of \(label): \(report.packets(of: report.audio).count) Opus packets, DTS regressions \(report.dtsRegressions(of: report.audio).prefix(3))")
+        }
+
+        /// Both HLS masters of the multitrack stream `app/name` on `node` list its three tracks
+        /// (640x360, 426x240, 320x180), within 15 s.
+        static func checkMastersListTracks(_ scenario: Scenario, _ node: NodeProcess, _ stream: String, _ label: String) async {
+            for file in ["llhls.m3u8", "index.m3u8"] {
+                let listed = await eventually(timeout: .seconds(15), interval: .milliseconds(250)) {
+                    guard let master = try? await scenario.hlsGet(node, "/\(stream)/\(file)"), master.status == 200 else { return false }
+                    return ["RESOLUTION=640x360", "RESOLUTION=426x240", "RESOLUTION=320x180"].allSatisfy(master.bodyText.contains)
+                        && master.bodyText.contains("track1/\(file)") && master.bodyText.contains("track2/\(file)")
+                }
+                let master = try? await scenario.hlsGet(node, "/\(stream)/\(file)")
+                scenario.check(listed, "\(label)'s \(file) master does not list the three tracks: \(master?.bodyText ?? "")")
+            }
+        }
+
         static func publishing(
             _ scenario: Scenario, _ kind: MediaKind, to app: String, _ name: String, nodeArguments: [String] = []
         ) async throws -> (node: NodeProcess, publisher: ChildProcess) {
@@ -135,12 +159,7 @@ extension IntegrationTests {
                 let srtPlayer = try SRTTests.recordOverSRT(scenario, port: srtPort, streamID: "read:abr/opus", into: srtRecording, name: "ffmpeg-srt-viewer")
 
                 try await Self.checkFMP4OnlySource(scenario, node, "abr/opus", listedAs: ",opus\"", absentFromClassic: "opus", beside: "mp4a.40.2")
-                if let report = try await scenario.probeLive("\(node.httpBase)/abr/opus/src/llhls.m3u8", name: "probe-opus-fmp4", seconds: 4) {
-                    scenario.check(report.video?.codecName == "h264" && report.audio?.codecName == "opus" && report.audio?.sampleRate == "48000",
-                                   "LL-HLS of the Opus stream: \(String(describing: report.video)) \(String(describing: report.audio))")
-                    scenario.check(report.packets(of: report.audio).count >= 100 && report.dtsRegressions(of: report.audio).isEmpty,
-                                   "LL-HLS of the Opus stream: \(report.packets(of: report.audio).count) Opus packets, DTS regressions \(report.dtsRegressions(of: report.audio).prefix(3))")
-                }
+                try await Self.checkOpusOverLLHLS(scenario, node, "abr/opus", "the Opus stream")
 
                 try await Self.checkStayed(scenario, rtmp, "RTMP (Opus)", width: 640, height: 360, audio: "opus")
                 try await Self.checkStayed(scenario, hls, "LL-HLS (Opus, fMP4)", width: 640, height: 360, audio: "opus", maxWait: Self.hlsMaxWait)
@@ -233,15 +252,7 @@ extension IntegrationTests {
                 let publishers = ((try? await SessionsTests.sessions(node, "?kind=publish")) ?? []).filter { ($0["path"] as? String)?.hasPrefix("live/mt") == true }
                 scenario.check(Set(publishers.compactMap { $0["path"] as? String }) == ["live/mt", "live/mt/track1", "live/mt/track2"],
                                "the multitrack publisher's sessions: \(publishers)")
-                for file in ["llhls.m3u8", "index.m3u8"] {
-                    let listed = await eventually(timeout: .seconds(15), interval: .milliseconds(250)) {
-                        guard let master = try? await scenario.hlsGet(node, "/live/mt/\(file)"), master.status == 200 else { return false }
-                        return ["RESOLUTION=640x360", "RESOLUTION=426x240", "RESOLUTION=320x180"].allSatisfy(master.bodyText.contains)
-                            && master.bodyText.contains("track1/\(file)") && master.bodyText.contains("track2/\(file)")
-                    }
-                    let master = try? await scenario.hlsGet(node, "/live/mt/\(file)")
-                    scenario.check(listed, "the \(file) master does not list the three tracks: \(master?.bodyText ?? "")")
-                }
+                await Self.checkMastersListTracks(scenario, node, "live/mt", "the node")
                 if let report = try await scenario.probeLive("\(node.httpBase)/live/mt/track2/llhls.m3u8", name: "probe-track2-fmp4", seconds: 4) {
                     scenario.check(report.video?.codecName == "h264" && report.video?.width == 320 && report.audio?.codecName == "aac",
                                    "LL-HLS of track 2: \(String(describing: report.video)) \(String(describing: report.audio))")

@@ -111,12 +111,7 @@ extension IntegrationTests {
                     return master.bodyText.contains("CODECS=\"avc1.") && master.bodyText.contains(",opus\"")
                 }
                 scenario.check(listed, "the LL-HLS master of the SRT Opus stream does not list H.264 + Opus")
-                if let report = try await scenario.probeLive("\(node.httpBase)/abr/opus/src/llhls.m3u8", name: "probe-opus-fmp4", seconds: 4) {
-                    scenario.check(report.video?.codecName == "h264" && report.audio?.codecName == "opus" && report.audio?.sampleRate == "48000",
-                                   "LL-HLS of the SRT Opus stream: \(String(describing: report.video)) \(String(describing: report.audio))")
-                    scenario.check(report.packets(of: report.audio).count >= 100 && report.dtsRegressions(of: report.audio).isEmpty,
-                                   "LL-HLS of the SRT Opus stream: \(report.packets(of: report.audio).count) Opus packets, DTS regressions \(report.dtsRegressions(of: report.audio).prefix(3))")
-                }
+                try await EnhancedRTMPTests.checkOpusOverLLHLS(scenario, node, "abr/opus", "the SRT Opus stream")
                 try await EnhancedRTMPTests.checkStayed(scenario, viewer, "HTTP-FLV of the SRT Opus stream", width: 640, height: 360, audio: "opus")
                 try await EnhancedRTMPTests.checkStayed(scenario, rung, "240p rung of the SRT Opus stream (AAC)", width: 426, height: 240)
             }
