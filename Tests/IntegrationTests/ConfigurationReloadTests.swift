@@ -77,12 +77,16 @@ extension IntegrationTests {
                 let pullGone = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) { await !publishing("live/copy") }
                 scenario.check(pullGone, "the pull removed by a reload still publishes")
 
-                // 3. One stream at most: a second publish is refused.
+                // 3. One stream at most: a second publish is refused. Each try is a stream of
+                // its own: a try taken before the reload applies is a live stream, and the
+                // same name again would be refused as taken (BadName), not by the cap.
                 try write(Self.yaml(forward).replacingOccurrences(of: "maxStreams: 10", with: "maxStreams: 1"))
                 var second = "?"
+                var attempt = 0
                 let capped = await eventually(timeout: .seconds(10), interval: .milliseconds(300)) {
-                    second = (try? await RTMPRawClient.publishing(scenario, port: node.rtmpPort, app: "live", name: "second"))?.1 ?? "?"
-                    return second != "NetStream.Publish.Start" && second != "?"
+                    attempt += 1
+                    second = (try? await RTMPRawClient.publishing(scenario, port: node.rtmpPort, app: "live", name: "second\(attempt)"))?.1 ?? "?"
+                    return second != "NetStream.Publish.Start" && second != "NetStream.Publish.BadName" && second != "?"
                 }
                 scenario.check(capped, "with maxStreams 1 a second publish got \(second)")
 
