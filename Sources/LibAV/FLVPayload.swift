@@ -66,6 +66,16 @@ enum FLVPayload {
         return MediaFrame(timestamp: timestamp, audio: .legacyAAC(.sequenceHeader), payload: payload)
     }
 
+    /// An Enhanced RTMP Opus tag at `timestamp`: `[ExHeader | packetType] 'Opus'`, then
+    /// `body` (the OpusHead of a SequenceStart, or a packet).
+    static func opus(_ packetType: AudioTagHeader.PacketType, _ body: UnsafeRawBufferPointer, timestamp: Int64, allocator: ByteBufferAllocator) -> MediaFrame {
+        var payload = allocator.buffer(capacity: 5 + body.count)
+        payload.writeInteger(AudioTagHeader.SoundFormat.exHeader.rawValue << 4 | packetType.rawValue)
+        payload.writeInteger(AudioCodec.opus.fourCC)
+        payload.writeBytes(body)
+        return MediaFrame(timestamp: timestamp, audio: .enhanced(.opus, packetType), payload: payload)
+    }
+
     /// A raw AAC frame at `timestamp`.
     static func aacFrame(_ bytes: UnsafeRawBufferPointer, timestamp: Int64, allocator: ByteBufferAllocator) -> MediaFrame {
         var payload = allocator.buffer(capacity: 2 + bytes.count)

@@ -207,28 +207,19 @@ public final class TSDemuxer {
     private func opus(_ bytes: UnsafeRawBufferPointer, head: UnsafeRawBufferPointer?, timestamp: Int64) -> [MediaFrame] {
         var frames: [MediaFrame] = []
         if let head, !head.elementsEqual(opusHead ?? []), !head.elementsEqual(rejectedOpusHead ?? []) {
-            if (try? OpusHead(from: ByteBuffer(bytes: head))) != nil, let start = Self.opusTag(.sequenceStart, head, timestamp: timestamp, allocator: allocator) {
+            if (try? OpusHead(from: ByteBuffer(bytes: head))) != nil {
                 opusHead = Array(head)
-                frames.append(start)
+                frames.append(FLVPayload.opus(.sequenceStart, head, timestamp: timestamp, allocator: allocator))
             } else {
                 rejectedOpusHead = Array(head)
             }
         }
-        guard opusHead != nil, let frame = Self.opusTag(.codedFrames, bytes, timestamp: timestamp, allocator: allocator) else {
+        guard opusHead != nil else {
             statistics.skippedPackets += 1
             return frames
         }
-        frames.append(frame)
+        frames.append(FLVPayload.opus(.codedFrames, bytes, timestamp: timestamp, allocator: allocator))
         return frames
-    }
-
-    /// An Enhanced RTMP audio tag: `[ExHeader | packetType]`, `Opus`, then `body`.
-    static func opusTag(_ packetType: AudioTagHeader.PacketType, _ body: UnsafeRawBufferPointer, timestamp: Int64, allocator: ByteBufferAllocator) -> MediaFrame? {
-        var payload = allocator.buffer(capacity: 5 + body.count)
-        payload.writeInteger(AudioTagHeader.SoundFormat.exHeader.rawValue << 4 | packetType.rawValue)
-        payload.writeInteger(AudioCodec.opus.fourCC)
-        payload.writeBytes(body)
-        return try? MediaFrame.classified(kind: .audio, timestamp: timestamp, payload: payload)
     }
 
     private func audio(_ bytes: UnsafeRawBufferPointer, timestamp: Int64, sampleRate: Int) -> [MediaFrame] {

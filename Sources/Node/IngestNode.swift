@@ -93,10 +93,7 @@ final class PublishedHubs: Sendable {
 
     /// The tracks that have not ended, forgetting the others.
     func liveTracks() -> [StreamHub] {
-        tracks.withLock { tracks in
-            tracks = tracks.filter { !$0.value.isEnded }
-            return Array(tracks.values)
-        }
+        Self.live(in: tracks)
     }
 
     func contains(_ hub: StreamHub) -> Bool {
@@ -106,7 +103,11 @@ final class PublishedHubs: Sendable {
     /// The ones that have not ended (a publisher may be reconnecting to them); ended hubs
     /// are forgotten.
     func live() -> [StreamHub] {
-        hubs.withLock { hubs in
+        Self.live(in: hubs)
+    }
+
+    private static func live(in table: borrowing Mutex<[ObjectIdentifier: StreamHub]>) -> [StreamHub] {
+        table.withLock { hubs in
             hubs = hubs.filter { !$0.value.isEnded }
             return Array(hubs.values)
         }

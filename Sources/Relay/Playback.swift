@@ -40,9 +40,11 @@ public struct Playback: Sendable {
         guard let codecs = request.codecs else { return .accept(hub: hub) }
         await awaitVideoCodec(of: hub)
         let (video, audio) = (hub.videoCodec, hub.audioCodec)
-        guard !codecs.decodes(video: video, audio: audio) else { return .accept(hub: hub) }
+        let decodesVideo = video.map(codecs.video.decodes) ?? true
+        let decodesAudio = audio.map(codecs.audio.decodes) ?? true
+        guard !decodesVideo || !decodesAudio else { return .accept(hub: hub) }
         // What the client did not announce: the video codec, the audio one, or both.
-        let unannounced = [video.flatMap { codecs.video.decodes($0) ? nil : $0.fourCCString }, audio.flatMap { codecs.audio.decodes($0) ? nil : $0.fourCCString }]
+        let unannounced = [decodesVideo ? nil : video?.fourCCString, decodesAudio ? nil : audio?.fourCCString]
             .compactMap { $0 }.joined(separator: " and ")
         let metadata: Logger.Metadata = [
             "stream": "\(request.path)", "from": "\(request.remoteAddress)", "codec": "\(unannounced)", "client": "\(codecs)",
@@ -52,7 +54,7 @@ public struct Playback: Sendable {
             Self.negotiated(outcome: "fallback")
             return .accept(hub: fallback)
         }
-        if video.map(codecs.video.decodes) ?? true {
+        if decodesVideo {
             logger.info("play of an audio codec the client did not announce, and no rendition in one it did is live: sending the stream as published", metadata: metadata)
             Self.negotiated(outcome: "unannounced_audio")
             return .accept(hub: hub)

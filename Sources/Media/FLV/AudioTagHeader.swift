@@ -87,6 +87,11 @@ public struct AudioTagHeader: Sendable, Equatable {
         AudioTagHeader(soundFormat: .aac, soundRate: 3, soundSize: 1, soundType: 1, aacPacketType: packetType, packetType: nil, codec: .aac, headerLength: 2)
     }
 
+    /// A single-track Enhanced RTMP header (`[ExHeader | packetType]`, then the FourCC).
+    public static func enhanced(_ codec: AudioCodec, _ packetType: PacketType) -> AudioTagHeader {
+        AudioTagHeader(soundFormat: .exHeader, soundRate: 0, soundSize: 0, soundType: 0, aacPacketType: nil, packetType: packetType, codec: codec, headerLength: 5)
+    }
+
     private init(
         soundFormat: SoundFormat,
         soundRate: UInt8,
