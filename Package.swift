@@ -300,10 +300,11 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // SRT stream ids (SRS and MediaMTX conventions), without sockets.
+        // SRT stream ids (SRS and MediaMTX conventions) and the TS cut into SRT messages,
+        // without sockets.
         .testTarget(
             name: "SRTTests",
-            dependencies: ["SRT", "Media"],
+            dependencies: ["SRT", "Media", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: strict
         ),
         // Webhook bodies, configuration lookup and the end hooks' bounded queue.

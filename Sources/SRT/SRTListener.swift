@@ -14,7 +14,8 @@ import Glibc
 ///
 /// libsrt's calls block, so none of them runs in a Swift task or on an event loop: one thread
 /// accepts, and each caller gets a thread: a publisher's reads its MPEG-TS (`SRTPublisher`), a
-/// player's sends the stream's shared MPEG-TS (`SRTPlayer`, `TSFeeds`). A caller is vetted in
+/// player's waits for the admission and then hands the player to its stream's one sending
+/// thread (`SRTPlayer`, `TSFeeds`, `TSSender`), and ends. A caller is vetted in
 /// libsrt's listen callback before the handshake completes, so that a refusal is an SRT
 /// rejection code the caller sees (`SRT_REJX_*`): a stream id that does not parse (1400), the
 /// connection cap (1402), a player of a stream not live here (1404), a publisher of a node
@@ -40,7 +41,7 @@ public final class SRTListener: Sendable {
         /// without its sends blocking into the write timeout. libsrt's default is about 12 MB;
         /// 2 MiB holds over 2 s of a 6 Mbit/s stream, far above the latency window.
         public var sendBufferBytes = 2 << 20
-        /// A player whose sends cannot complete this long is dropped (`SRTO_SNDTIMEO`).
+        /// A player whose libsrt send buffer stays full this long is dropped.
         public var writeTimeout: Duration = .seconds(5)
         /// The admission's answer is awaited this long at most.
         public var admissionTimeout: Duration = .seconds(10)
@@ -110,7 +111,7 @@ public final class SRTListener: Sendable {
         self.configuration = configuration
         self.admission = admission
         self.isLive = isLive
-        self.feeds = TSFeeds(logger: logger)
+        self.feeds = TSFeeds(writeTimeout: configuration.writeTimeout, logger: logger)
         self.logger = logger
     }
 
@@ -247,13 +248,19 @@ public final class SRTListener: Sendable {
                 continue
             }
             Self.accepted.increment()
-            let thread = Thread { [self] in
-                switch streamID.mode {
-                case .publish: SRTPublisher(socket: caller, remoteAddress: remote, listener: self).run(streamID)
-                case .play: SRTPlayer(socket: caller, remoteAddress: remote, listener: self).run(streamID)
-                }
+            let done: @Sendable () -> Void = { [self] in
                 srt_close(caller)
                 self.count(streamID.mode, adding: -1)
+            }
+            let thread = Thread { [self] in
+                switch streamID.mode {
+                case .publish:
+                    SRTPublisher(socket: caller, remoteAddress: remote, listener: self).run(streamID)
+                    done()
+                case .play:
+                    // An admitted player is handed to its stream's sender, which calls `done`.
+                    SRTPlayer(socket: caller, remoteAddress: remote, listener: self).run(streamID, done: done)
+                }
             }
             thread.name = "srt-caller"
             thread.start()

@@ -56,9 +56,9 @@ final class SRTStatistics {
     }
 
     /// Samples the link if a second has passed since the last sample.
-    func sampleIfDue(_ socket: SRTSOCKET) {
-        guard ContinuousClock.now - sampledAt >= .seconds(1) else { return }
-        sampledAt = .now
+    func sampleIfDue(_ socket: SRTSOCKET, now: ContinuousClock.Instant = .now) {
+        guard now - sampledAt >= .seconds(1) else { return }
+        sampledAt = now
         sample(socket)
     }
 

@@ -11,9 +11,10 @@ import NIOCore
 /// that starts with the tables and a keyframe), and that skip is counted. A new player
 /// starts at that chunk too, so it gets a picture at once, as an RTMP viewer gets the GOP.
 ///
-/// Players wait on a condition with a deadline, each on its own thread (libsrt's calls
-/// block, so players never run in the task pool); the muxer's queue appends and wakes them.
-/// The state below is guarded by `condition`'s lock, hence `@unchecked Sendable`.
+/// One reader per ring: the feed's `TSSender`, on a thread of its own, which waits on a
+/// condition with a deadline and sends each new chunk to every player; the muxer's queue
+/// appends and wakes it. The state below is guarded by `condition`'s lock, hence
+/// `@unchecked Sendable`.
 final class TSChunkRing: @unchecked Sendable {
     struct Chunk {
         let sequence: Int
@@ -41,6 +42,7 @@ final class TSChunkRing: @unchecked Sendable {
     /// The newest joinable chunk still held.
     private var joinAt: Int?
     private var isEnded = false
+    private var woken = false
 
     static let skips = Counter(label: "estuary_srt_player_skips_total")
 
@@ -68,12 +70,52 @@ final class TSChunkRing: @unchecked Sendable {
         condition.broadcast()
     }
 
+    /// Wakes the reader waiting in `wait(beyond:until:)` (a player was attached).
+    func wake() {
+        condition.lock()
+        woken = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits until a chunk at `next` or later was appended, the ring ended, `wake()` was
+    /// called, or `deadline` passed; false only for the deadline.
+    func wait(beyond next: Int, until deadline: Date) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while nextSequence <= next, !isEnded, !woken {
+            guard condition.wait(until: deadline) else { return false }
+        }
+        woken = false
+        return true
+    }
+
+    /// `end()` was called (chunks may still be left to read).
+    var hasEnded: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return isEnded
+    }
+
+    /// The sequence the next appended chunk will have.
+    var newest: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return nextSequence
+    }
+
     /// No more chunks will come: players read what is left, then end.
     func end() {
         condition.lock()
         isEnded = true
         condition.broadcast()
         condition.unlock()
+    }
+
+    /// The chunks from `next` on (nil: a new player, which starts where it can join), at once:
+    /// `.timedOut` when there are none yet.
+    func read(from next: Int?) -> Read {
+        read(from: next, until: .distantPast)
     }
 
     /// The chunks from `next` on (nil: a new player, which starts where it can join),

@@ -6,22 +6,32 @@ import NIOCore
 
 /// One stream's MPEG-TS for SRT players, muxed once however many watch: a subscription to
 /// the hub's frames, libavformat's `mpegts` muxer (`MemoryMuxer`) on a serial queue of its
-/// own, and the ring (`TSChunkRing`) the players' threads read.
+/// own, the ring (`TSChunkRing`) it appends to, and the thread (`TSSender`) that sends each
+/// chunk to every player.
 ///
-/// Each batch the hub hands over is muxed and taken as one chunk, so a frame reaches the
-/// players as soon as it reaches the hub. Before each keyframe the output so far is taken
+/// Each batch the hub hands over is muxed and taken, and its whole SRT messages go to the
+/// players at once; a last partial message waits for the next batch, at most `holdLimit`
+/// (`TSMessagePacker`). Before each keyframe the output so far is taken
 /// and the tables armed, so the keyframe's chunk starts with PAT and PMT: a player joins
 /// there. New codec parameters open a new muxer at the next keyframe.
 final class TSFeed: Sendable {
     let hub: StreamHub
     let ring: TSChunkRing
+    let sender: TSSender
     private let subscription: FrameSubscription
 
-    /// Subscribes to `hub`; nil when the hub has ended.
-    init?(hub: StreamHub, maxBytes: Int, logger: Logger) {
+    /// The longest a frame's last partial SRT message waits for the next frame's bytes:
+    /// above the gap between two frames of a stream with audio (23 ms for 44.1 kHz AAC) and
+    /// of 25 fps video, so a tail nearly always rides with the next frame; what it adds to
+    /// an SRT player's latency is that gap, never more than this.
+    static let holdLimit: DispatchTimeInterval = .milliseconds(45)
+
+    /// Subscribes to `hub`; nil when the hub has ended. `writeTimeout`: how long a player's
+    /// sends may fail for a full buffer before it is dropped.
+    init?(hub: StreamHub, maxBytes: Int, writeTimeout: Duration, logger: Logger) {
         let ring = TSChunkRing(maxBytes: maxBytes, maxChunks: 4096)
         let queue = DispatchQueue(label: "estuary.srt.ts-feed")
-        let muxing = TSFeedMuxing(ring: ring, logger: logger)
+        let muxing = TSFeedMuxing(ring: ring, queue: queue, logger: logger)
         // The hub's byte bound applies until the queue drains: a muxer that falls behind
         // costs its players frames (to the next keyframe), never memory.
         guard let subscription = FrameSubscription.start(on: hub, delivery: .wake { drain in
@@ -30,6 +40,7 @@ final class TSFeed: Sendable {
         self.hub = hub
         self.ring = ring
         self.subscription = subscription
+        sender = TSSender(ring: ring, writeTimeout: writeTimeout)
     }
 
     /// The last player left: no more muxing. Players still reading see the end.
@@ -44,7 +55,11 @@ final class TSFeed: Sendable {
 /// called on the publisher's thread.
 private final class TSFeedMuxing: @unchecked Sendable {
     private let ring: TSChunkRing
+    private let queue: DispatchQueue
     private let logger: Logger
+    private var packer = TSMessagePacker()
+    /// Counts takes, so that a hold timer set before the latest take does nothing.
+    private var takes = 0
     private var videoConfiguration: MediaFrame?
     private var audioConfiguration: MediaFrame?
     private var configurationChanged = false
@@ -57,9 +72,27 @@ private final class TSFeedMuxing: @unchecked Sendable {
     /// Audio-only streams: when the last joinable chunk began (a join point a second).
     private var lastAudioJoin: Int64?
 
-    init(ring: TSChunkRing, logger: Logger) {
+    init(ring: TSChunkRing, queue: DispatchQueue, logger: Logger) {
         self.ring = ring
+        self.queue = queue
         self.logger = logger
+    }
+
+    /// Hands the muxer's output to the packer, and what it gives back to the ring; a
+    /// joinable output, or the last one (`flush`), leaves nothing held.
+    private func append(_ output: ByteBuffer, joinable: Bool, flush: Bool = false) {
+        for chunk in packer.add(output, joinable: joinable) {
+            ring.append(chunk.bytes, joinable: chunk.joinable)
+        }
+        if flush, let chunk = packer.flush() { ring.append(chunk.bytes, joinable: chunk.joinable) }
+        takes &+= 1
+        guard packer.isHolding else { return }
+        let take = takes
+        queue.asyncAfter(deadline: .now() + TSFeed.holdLimit) { [self] in
+            // Nothing came since: the tail goes out as it is.
+            guard take == takes, let chunk = packer.flush() else { return }
+            ring.append(chunk.bytes, joinable: chunk.joinable)
+        }
     }
 
     func process(_ batch: FrameSubscription.Batch) {
@@ -68,7 +101,8 @@ private final class TSFeedMuxing: @unchecked Sendable {
         }
         take(resendHeaders: false)
         if batch.ended {
-            if let muxer, let rest = try? muxer.finish() { ring.append(rest, joinable: false) }
+            if let muxer, let rest = try? muxer.finish() { append(rest, joinable: false) }
+            if let chunk = packer.flush() { ring.append(chunk.bytes, joinable: chunk.joinable) }
             muxer = nil
             ring.end()
         }
@@ -101,7 +135,7 @@ private final class TSFeedMuxing: @unchecked Sendable {
         if muxer == nil || (configurationChanged && joinPoint) {
             // Nothing plays before a join point.
             guard joinPoint, !unmuxable else { return }
-            if let muxer, let rest = try? muxer.finish() { ring.append(rest, joinable: gatheringJoinable) }
+            if let muxer, let rest = try? muxer.finish() { append(rest, joinable: gatheringJoinable, flush: true) }
             muxer = nil
             configurationChanged = false
             // Each track on its own: one the TS muxer cannot carry (MP3 without a sequence
@@ -139,7 +173,8 @@ private final class TSFeedMuxing: @unchecked Sendable {
         guard let muxer else { return }
         do {
             let output = try muxer.takeOutput(resendHeaders: resendHeaders)
-            ring.append(output, joinable: gatheringJoinable)
+            // Before a join point, what was held goes out: the next take starts a chunk.
+            append(output, joinable: gatheringJoinable, flush: resendHeaders)
             gatheringJoinable = false
         } catch {
             logger.warning("SRT playback's muxer failed: \(error)")

@@ -14,13 +14,15 @@ final class TSFeeds: Sendable {
     /// The most bytes of muxed TS a stream keeps for its players: several GOPs at the
     /// bitrates contribution links carry.
     let maxBytesPerStream: Int
+    let writeTimeout: Duration
     private let logger: Logger
     private let feeds = Mutex<[ObjectIdentifier: Entry]>([:])
     /// Streams muxed for SRT players now: one per watched stream, however many watch.
     private static let gauge = Gauge(label: "estuary_srt_ts_feeds")
 
-    init(maxBytesPerStream: Int = 8 * 1024 * 1024, logger: Logger) {
+    init(maxBytesPerStream: Int = 8 * 1024 * 1024, writeTimeout: Duration, logger: Logger) {
         self.maxBytesPerStream = maxBytesPerStream
+        self.writeTimeout = writeTimeout
         self.logger = logger
     }
 
@@ -33,7 +35,7 @@ final class TSFeeds: Sendable {
                 feeds[id] = entry
                 return entry.feed
             }
-            guard let feed = TSFeed(hub: hub, maxBytes: maxBytesPerStream, logger: logger) else { return nil }
+            guard let feed = TSFeed(hub: hub, maxBytes: maxBytesPerStream, writeTimeout: writeTimeout, logger: logger) else { return nil }
             feeds[id] = Entry(feed: feed, players: 1)
             Self.gauge.record(feeds.count)
             return feed
