@@ -168,12 +168,13 @@ final class SRTViewers: Sendable {
                     if gone { viewers[index].ended = true }
                 }
                 if gone {
-                    _ = srt_epoll_remove_usock(epoll, event.fd)
+                    // libsrt takes a broken socket out of the epoll itself.
                     open.remove(event.fd)
+                    srt_close(event.fd)
                 }
             }
         }
-        for socket in sockets.keys { srt_close(socket) }
+        for socket in open { srt_close(socket) }
         srt_epoll_release(epoll)
     }
 }

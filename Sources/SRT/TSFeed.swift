@@ -58,8 +58,11 @@ private final class TSFeedMuxing: @unchecked Sendable {
     private let queue: DispatchQueue
     private let logger: Logger
     private var packer = TSMessagePacker()
-    /// Counts takes, so that a hold timer set before the latest take does nothing.
-    private var takes = 0
+    /// When the bytes the packer holds began to wait (the take they came from).
+    private var heldSince: DispatchTime?
+    /// A timer is set to look at the held bytes: one at a time, not one per take (a stream
+    /// takes 50–100 times a second, and a timer is a thread's wake-up).
+    private var holdTimerSet = false
     private var videoConfiguration: MediaFrame?
     private var audioConfiguration: MediaFrame?
     private var configurationChanged = false
@@ -81,17 +84,35 @@ private final class TSFeedMuxing: @unchecked Sendable {
     /// Hands the muxer's output to the packer, and what it gives back to the ring; a
     /// joinable output, or the last one (`flush`), leaves nothing held.
     private func append(_ output: ByteBuffer, joinable: Bool, flush: Bool = false) {
-        for chunk in packer.add(output, joinable: joinable) {
+        let wasHolding = packer.isHolding
+        let chunks = packer.add(output, joinable: joinable)
+        for chunk in chunks {
             ring.append(chunk.bytes, joinable: chunk.joinable)
         }
         if flush, let chunk = packer.flush() { ring.append(chunk.bytes, joinable: chunk.joinable) }
-        takes &+= 1
-        guard packer.isHolding else { return }
-        let take = takes
-        queue.asyncAfter(deadline: .now() + TSFeed.holdLimit) { [self] in
-            // Nothing came since: the tail goes out as it is.
-            guard take == takes, let chunk = packer.flush() else { return }
-            ring.append(chunk.bytes, joinable: chunk.joinable)
+        guard packer.isHolding else {
+            heldSince = nil
+            return
+        }
+        // What is held now came with this take, unless nothing went out and it was held before.
+        if !chunks.isEmpty || !wasHolding || heldSince == nil { heldSince = .now() }
+        armHoldTimer()
+    }
+
+    /// Sends the held tail once it has waited `holdLimit`.
+    private func armHoldTimer() {
+        guard !holdTimerSet, let since = heldSince else { return }
+        holdTimerSet = true
+        queue.asyncAfter(deadline: since + TSFeed.holdLimit) { [self] in
+            holdTimerSet = false
+            guard packer.isHolding, let since = heldSince else { return }
+            guard DispatchTime.now() >= since + TSFeed.holdLimit else {
+                // Newer bytes are held: look again when they have waited as long.
+                armHoldTimer()
+                return
+            }
+            if let chunk = packer.flush() { ring.append(chunk.bytes, joinable: chunk.joinable) }
+            heldSince = nil
         }
     }
 

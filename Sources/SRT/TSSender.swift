@@ -151,6 +151,7 @@ final class TSSender: Sendable {
     private func send(_ bytes: ByteBufferView, on player: TSPlayerState) -> SendResult {
         let socket = player.attachment.socket
         var index = bytes.startIndex
+        defer { player.attachment.traffic.sent(index - bytes.startIndex) }
         while index < bytes.endIndex {
             let end = bytes.index(index, offsetBy: min(TSMessagePacker.messageBytes, bytes.endIndex - index))
             let sent = bytes[index..<end].withContiguousStorageIfAvailable { slice in
@@ -159,7 +160,6 @@ final class TSSender: Sendable {
             guard sent >= 0 else {
                 return srt_getlasterror(nil) == Int32(SRT_EASYNCSND.rawValue) ? .full : .failed
             }
-            player.attachment.traffic.sent(Int(sent))
             index = end
         }
         return .sent
