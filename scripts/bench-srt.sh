@@ -6,13 +6,14 @@
 # read:app/name, latency 120 ms), each measured DURATION s: the node's CPU per Gbit
 # delivered, stalls. Target: SRT CPU-s/Gbit ≤ 1.5 × RTMP's.
 #
-# Environment (all optional): N=100  DURATION=20  SKIP_BUILD=1  KEEP_TMP=1
+# Environment (all optional): N=100  DURATION=20  ROUNDS=2  SKIP_BUILD=1  KEEP_TMP=1
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
 
 N=${N:-100}
 DURATION=${DURATION:-20}
+ROUNDS=${ROUNDS:-2}
 BUILD_LOCK=/tmp/estuary-build.lock
 BUSY_PATTERN='swift-build|swift-test|swift-frontend|xctest|/Fuzz[A-Z]'
 BENCH_NAME=bench-srt
@@ -45,29 +46,45 @@ for ((i = 0; i < 50; i++)); do
 done
 sleep 2
 
-wait_quiet
-log "rtmp: $N viewers, ${DURATION}s"
-"$bench" --rtmp-url "rtmp://127.0.0.1:$rtmp/live/s" --rtmp-viewers "$N" --duration "$DURATION" \
-  --server-pid "$node_pid" --label rtmp --json >"$tmp/rtmp.json" 2>"$tmp/rtmp.log" || die "fanout-bench (rtmp) failed: $(tail -3 "$tmp/rtmp.log")"
-tail -1 "$tmp/rtmp.log" >&2
-sleep 3
-wait_quiet
-log "srt: $N viewers, ${DURATION}s"
-"$bench" --srt-url "srt://127.0.0.1:$srt" --srt-stream-id "read:live/s" --srt-viewers "$N" --duration "$DURATION" \
-  --server-pid "$node_pid" --label srt --json >"$tmp/srt.json" 2>"$tmp/srt.log" || die "fanout-bench (srt) failed: $(tail -3 "$tmp/srt.log")"
-tail -1 "$tmp/srt.log" >&2
+# Rounds in the order RTMP, SRT, SRT, RTMP, …: a drift of the machine's load over the run
+# weighs on both kinds alike. Each window is one fanout-bench run of its own.
+run_window() { # kind label
+  local kind=$1 label=$2
+  wait_quiet
+  log "$kind ($label): $N viewers, ${DURATION}s"
+  if [[ $kind == rtmp ]]; then
+    "$bench" --rtmp-url "rtmp://127.0.0.1:$rtmp/live/s" --rtmp-viewers "$N" --duration "$DURATION" \
+      --server-pid "$node_pid" --label rtmp --json >"$tmp/$label.json" 2>"$tmp/$label.log" || die "fanout-bench (rtmp) failed: $(tail -3 "$tmp/$label.log")"
+  else
+    "$bench" --srt-url "srt://127.0.0.1:$srt" --srt-stream-id "read:live/s" --srt-viewers "$N" --duration "$DURATION" \
+      --server-pid "$node_pid" --label srt --json >"$tmp/$label.json" 2>"$tmp/$label.log" || die "fanout-bench (srt) failed: $(tail -3 "$tmp/$label.log")"
+  fi
+  tail -1 "$tmp/$label.log" >&2
+  sleep 3
+}
+for ((round = 1; round <= ROUNDS; round++)); do
+  if ((round % 2)); then order=(rtmp srt); else order=(srt rtmp); fi
+  for kind in "${order[@]}"; do run_window "$kind" "$kind-$round"; done
+done
 
-echo "$N viewers of one ~600 kbit/s stream per run, ${DURATION} s window, one node (release build), $(nproc) cores; $(date -u +%Y-%m-%d)."
+echo "$N viewers of one ~600 kbit/s stream per window, ${DURATION} s windows, $ROUNDS rounds, one node (release build), $(nproc) cores; $(date -u +%Y-%m-%d)."
 echo
-"$(project_python)" - "$tmp" <<'PY'
+"$(project_python)" - "$tmp" "$ROUNDS" <<'PY'
 import json, sys
-rtmp = json.load(open(f"{sys.argv[1]}/rtmp.json"))
-srt = json.load(open(f"{sys.argv[1]}/srt.json"))
-print("| viewers | delivered (Mbit/s) | server CPU % | CPU-s/Gbit | RSS KiB/viewer | stalls |")
+tmp, rounds = sys.argv[1], int(sys.argv[2])
+print("| window | delivered (Mbit/s) | server CPU % | CPU-s/Gbit | RSS KiB/viewer | stalls |")
 print("| --- | --- | --- | --- | --- | --- |")
-print(f"| {rtmp['rtmpViewers']} RTMP | {rtmp['deliveredMbitPerSecond']:.1f} | {rtmp['serverCPUPercent']:.0f} | {rtmp['serverCPUSecondsPerGbit']:.3f} | {rtmp['rssPerViewerKiB']:.1f} | {rtmp['stallsInWindow']} |")
-print(f"| {int(srt['srtViewers'])} SRT | {srt['deliveredMbitPerSecond']:.1f} | {srt['serverCPUPercent']:.0f} | {srt['serverCPUSecondsPerGbit']:.3f} | {srt['rssPerViewerKiB']:.1f} | {int(srt['stalled'])} (failed {int(srt['failed'])}, ended {int(srt['ended'])}, longest wait {int(srt['longestWaitMilliseconds'])} ms) |")
+per = {"rtmp": [], "srt": []}
+for r in range(1, rounds + 1):
+    for kind in (("rtmp", "srt") if r % 2 else ("srt", "rtmp")):
+        w = json.load(open(f"{tmp}/{kind}-{r}.json"))
+        per[kind].append(w["serverCPUSecondsPerGbit"])
+        if kind == "rtmp":
+            print(f"| {r}: {w['rtmpViewers']} RTMP | {w['deliveredMbitPerSecond']:.1f} | {w['serverCPUPercent']:.0f} | {w['serverCPUSecondsPerGbit']:.3f} | {w['rssPerViewerKiB']:.1f} | {w['stallsInWindow']} |")
+        else:
+            print(f"| {r}: {int(w['srtViewers'])} SRT | {w['deliveredMbitPerSecond']:.1f} | {w['serverCPUPercent']:.0f} | {w['serverCPUSecondsPerGbit']:.3f} | {w['rssPerViewerKiB']:.1f} | {int(w['stalled'])} (failed {int(w['failed'])}, ended {int(w['ended'])}, longest wait {int(w['longestWaitMilliseconds'])} ms) |")
+rtmp = sum(per["rtmp"]) / len(per["rtmp"])
+srt = sum(per["srt"]) / len(per["srt"])
 print()
-ratio = srt['serverCPUSecondsPerGbit'] / rtmp['serverCPUSecondsPerGbit'] if rtmp['serverCPUSecondsPerGbit'] else float('nan')
-print(f"SRT / RTMP CPU per Gbit: **{ratio:.2f}** (target ≤ 1.5)")
+print(f"Mean CPU-s/Gbit: RTMP {rtmp:.3f}, SRT {srt:.3f}. SRT / RTMP CPU per Gbit: **{srt / rtmp:.2f}** (target ≤ 1.5)")
 PY

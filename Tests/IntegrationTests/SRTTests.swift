@@ -230,6 +230,19 @@ extension IntegrationTests {
                 stalled.send(signal: SIGKILL)
                 let ended = await ffmpeg.finish(timeout: .seconds(15))
                 scenario.check(ended.succeeded, "ffmpeg over SRT: \(ended)")
+                // An operator's kick ends the one player left, srt-live-transmit's (on the
+                // stream's sending thread, which learns of it at its next chunk).
+                let left = await srtPlayersNow()
+                let kickedID = try #require(left.count == 1 ? left[0]["id"] as? String : nil, "srt-live-transmit's should be the one SRT player left: \(left)")
+                let kickStatus = try await SessionsTests.kick(node, kickedID)
+                scenario.check((200..<300).contains(kickStatus), "DELETE of the SRT player's session answered \(kickStatus)")
+                // (srt-live-transmit calls again at once: a new session, with an id of its own.)
+                let kickedGone = await eventually(timeout: .seconds(3), interval: .milliseconds(100)) {
+                    await !srtPlayersNow().contains { $0["id"] as? String == kickedID }
+                }
+                let stillListed = await srtPlayersNow()
+                scenario.check(kickedGone, "the kicked SRT player \(kickedID) is still a session: \(stillListed)")
+                scenario.check(node.log.contains("maintenance"), "the kick's reason is not in the node's log")
 
                 // What ffmpeg recorded: H.264 and AAC, 30 s of frames, DTS forward, A/V together.
                 try await Self.checkRecording(scenario, recording, "ffmpeg's SRT recording")

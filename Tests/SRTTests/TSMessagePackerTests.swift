@@ -22,8 +22,8 @@ struct TSMessagePackerTests {
         let first = packer.add(take(10, from: 0), joinable: false)
         #expect(first.map(\.bytes.readableBytes) == [1316])
         #expect(packer.isHolding)
-        // 4 more: the held three and these make a message of seven, one held.
-        let second = packer.add(take(4, from: 10), joinable: false)
+        // 5 more: the held three and four of these make a message of seven, one held.
+        let second = packer.add(take(5, from: 10), joinable: false)
         #expect(second.map(\.bytes.readableBytes) == [1316])
         #expect(packetsOf(first + second) == Array(0..<14))
         let rest = packer.flush()
