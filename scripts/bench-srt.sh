@@ -6,7 +6,8 @@
 # read:app/name, latency 120 ms), each measured DURATION s: the node's CPU per Gbit
 # delivered, stalls. Target: SRT CPU-s/Gbit ≤ 1.5 × RTMP's.
 #
-# Environment (all optional): N=100  DURATION=20  ROUNDS=2  SKIP_BUILD=1  KEEP_TMP=1
+# Environment (all optional): N=100  DURATION=20  ROUNDS=2  VIDEO_KBPS=520 (the source's video
+# bitrate: SRT's control traffic is per second, not per byte)  SKIP_BUILD=1  KEEP_TMP=1
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
@@ -14,6 +15,7 @@ cd "$(dirname "$0")/.."
 N=${N:-100}
 DURATION=${DURATION:-20}
 ROUNDS=${ROUNDS:-2}
+VIDEO_KBPS=${VIDEO_KBPS:-520}
 BUILD_LOCK=/tmp/estuary-build.lock
 BUSY_PATTERN='swift-build|swift-test|swift-frontend|xctest|/Fuzz[A-Z]'
 BENCH_NAME=bench-srt
@@ -29,7 +31,7 @@ bench=.build/release/fanout-bench
 [[ -x $node && -x $bench ]] || die "missing $node or $bench (build them or unset SKIP_BUILD)"
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 tmp=$(mktemp -d /tmp/estuary-bench-srt.XXXXXX)
-encode_fanout_source "$tmp/src.flv"
+encode_fanout_source "$tmp/src.flv" "$VIDEO_KBPS"
 pick_port rtmp 29751
 pick_port http 29381
 pick_port admin 29391
@@ -67,7 +69,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
   for kind in "${order[@]}"; do run_window "$kind" "$kind-$round"; done
 done
 
-echo "$N viewers of one ~600 kbit/s stream per window, ${DURATION} s windows, $ROUNDS rounds, one node (release build), $(nproc) cores; $(date -u +%Y-%m-%d)."
+echo "$N viewers of one stream (video $VIDEO_KBPS kbit/s, audio 64 kbit/s) per window, ${DURATION} s windows, $ROUNDS rounds, one node (release build), $(nproc) cores; $(date -u +%Y-%m-%d)."
 echo
 "$(project_python)" - "$tmp" "$ROUNDS" <<'PY'
 import json, sys

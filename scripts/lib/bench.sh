@@ -115,11 +115,12 @@ encode_failover_source() { # file [seconds] [size]
 
 # The fan-out benchmarks' source: 30 s of 640x360 30 fps H.264 at 520 kbit/s in 2 s GOPs,
 # with AAC, about 600 kbit/s in all, published in a loop with `ffmpeg -re -c copy`.
-encode_fanout_source() { # file
-  log "encoding the 30 s source"
+encode_fanout_source() { # file [video kbit/s, 520 unless given]
+  local kbps=${2:-520}
+  log "encoding the 30 s source (video ${kbps} kbit/s)"
   ffmpeg -nostdin -loglevel error -y \
     -f lavfi -i testsrc2=size=640x360:rate=30 -f lavfi -i sine=frequency=440:sample_rate=44100 \
-    -c:v libx264 -preset veryfast -b:v 520k -maxrate 520k -bufsize 1M -g 60 \
+    -c:v libx264 -preset veryfast -b:v "${kbps}k" -maxrate "${kbps}k" -bufsize "$((kbps * 2))k" -g 60 \
     -c:a aac -b:a 64k -t 30 "$1"
 }
 
