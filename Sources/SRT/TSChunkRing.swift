@@ -78,23 +78,17 @@ final class TSChunkRing: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Waits until a chunk at `next` or later was appended, the ring ended, `wake()` was
-    /// called, or `deadline` passed; false only for the deadline.
-    func wait(beyond next: Int, until deadline: Date) -> Bool {
+    /// Waits until a chunk at `next` or later was appended, the ring ended (unless
+    /// `afterEnd`: a reader with nothing left to read of an ended ring waits for `wake()`),
+    /// `wake()` was called, or `deadline` passed; false only for the deadline.
+    func wait(beyond next: Int, afterEnd: Bool = false, until deadline: Date) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        while nextSequence <= next, !isEnded, !woken {
+        while nextSequence <= next, !isEnded || afterEnd, !woken {
             guard condition.wait(until: deadline) else { return false }
         }
         woken = false
         return true
-    }
-
-    /// `end()` was called (chunks may still be left to read).
-    var hasEnded: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return isEnded
     }
 
     /// The sequence the next appended chunk will have.

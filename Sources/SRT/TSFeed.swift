@@ -47,6 +47,7 @@ final class TSFeed: Sendable {
     func stop() {
         subscription.cancel()
         ring.end()
+        sender.stop()
     }
 }
 

@@ -43,6 +43,10 @@ final class TSSender: Sendable {
     private let writeTimeout: Duration
     /// Attached, not yet taken in by the sending thread.
     private let inbox = Mutex<[Attachment]>([])
+    /// No player will be attached any more (the feed stopped): the thread ends once it has
+    /// finished the ones it has. Not the ring's end: a player admitted to an ended stream
+    /// may still be on its way to `attach`, and must be finished too.
+    private let stopped = Atomic<Bool>(false)
 
     init(ring: TSChunkRing, writeTimeout: Duration) {
         self.ring = ring
@@ -59,13 +63,20 @@ final class TSSender: Sendable {
         ring.wake()
     }
 
-    /// The sending thread: until the ring ended and every player was finished.
+    /// The feed stopped: no player will be attached any more.
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        ring.wake()
+    }
+
+    /// The sending thread: until it was stopped and every player was finished.
     private func run() {
         var players: [TSPlayerState] = []
         var seen = ring.newest
         var lastCheck = ContinuousClock.now
         while true {
-            let woken = ring.wait(beyond: seen, until: Date().addingTimeInterval(1))
+            // With no one to send to, an ended ring is no news: wait for a player or the stop.
+            let woken = ring.wait(beyond: seen, afterEnd: players.isEmpty, until: Date().addingTimeInterval(1))
             for attachment in inbox.withLock({ inbox in defer { inbox.removeAll() }; return inbox }) {
                 players.append(TSPlayerState(attachment))
             }
@@ -101,7 +112,7 @@ final class TSSender: Sendable {
                     player.attachment.finish(player.attachment.endedBy.withLock { $0 } ?? reason)
                 }
             }
-            if players.isEmpty, inbox.withLock({ $0.isEmpty }), ring.hasEnded { return }
+            if players.isEmpty, stopped.load(ordering: .acquiring), inbox.withLock({ $0.isEmpty }) { return }
         }
     }
 
