@@ -84,9 +84,9 @@ private final class TSFeedMuxing: @unchecked Sendable {
 
     /// Hands the muxer's output to the packer, and what it gives back to the ring; a
     /// joinable output, or the last one (`flush`), leaves nothing held.
-    private func append(_ output: ByteBuffer, joinable: Bool, flush: Bool = false) {
+    private func append(_ output: ByteBuffer, joinable: Bool, flush: Bool = false, holdAll: Bool = false) {
         let wasHolding = packer.isHolding
-        let chunks = packer.add(output, joinable: joinable)
+        let chunks = packer.add(output, joinable: joinable, holdAll: holdAll && !flush)
         for chunk in chunks {
             ring.append(chunk.bytes, joinable: chunk.joinable)
         }
@@ -121,7 +121,8 @@ private final class TSFeedMuxing: @unchecked Sendable {
         for frame in batch.frames {
             process(frame)
         }
-        take(resendHeaders: false)
+        // A batch of audio alone, in a stream with video, waits for the next video frame.
+        take(resendHeaders: false, holdAll: videoConfiguration != nil && !batch.frames.contains { $0.kind == .video })
         if batch.ended {
             if let muxer, let rest = try? muxer.finish() { append(rest, joinable: false) }
             if let chunk = packer.flush() { ring.append(chunk.bytes, joinable: chunk.joinable) }
@@ -191,12 +192,12 @@ private final class TSFeedMuxing: @unchecked Sendable {
         }
     }
 
-    private func take(resendHeaders: Bool) {
+    private func take(resendHeaders: Bool, holdAll: Bool = false) {
         guard let muxer else { return }
         do {
             let output = try muxer.takeOutput(resendHeaders: resendHeaders)
             // Before a join point, what was held goes out: the next take starts a chunk.
-            append(output, joinable: gatheringJoinable, flush: resendHeaders)
+            append(output, joinable: gatheringJoinable, flush: resendHeaders, holdAll: holdAll)
             gatheringJoinable = false
         } catch {
             logger.warning("SRT playback's muxer failed: \(error)")

@@ -29,8 +29,15 @@ struct TSMessagePacker {
 
     var isHolding: Bool { held != nil }
 
-    /// Takes the muxer's `output`; the chunks to send now, whole messages only.
-    mutating func add(_ output: ByteBuffer, joinable: Bool) -> [Chunk] {
+    /// The most bytes held back by `holdAll`: past it, whole messages go out anyway.
+    static let maxHeldBytes = 64 * 1024
+
+    /// Takes the muxer's `output`; the chunks to send now, whole messages only. `holdAll`:
+    /// nothing goes now, whole messages included (an audio frame of a stream with video
+    /// waits for the next video frame, so that a player's datagrams come in one burst per
+    /// video frame: each burst brings the player's receiver to send an ACK, and the node an
+    /// ACKACK).
+    mutating func add(_ output: ByteBuffer, joinable: Bool, holdAll: Bool = false) -> [Chunk] {
         guard output.readableBytes > 0 else { return [] }
         var chunks: [Chunk] = []
         var pending = output
@@ -41,6 +48,11 @@ struct TSMessagePacker {
             before.writeImmutableBuffer(output)
             pending = before
             pendingJoinable = heldJoinable
+        }
+        if holdAll, !joinable, pending.readableBytes < Self.maxHeldBytes {
+            held = pending
+            heldJoinable = pendingJoinable
+            return chunks
         }
         held = nil
         heldJoinable = false

@@ -53,6 +53,27 @@ struct TSMessagePackerTests {
         #expect(packer.flush()?.joinable == false)
     }
 
+    @Test func anAudioTakeHeldWholeGoesOutWithTheNextVideoTake() {
+        var packer = TSMessagePacker()
+        // Two audio takes of 9 packets, held whole: nothing goes yet.
+        #expect(packer.add(take(9, from: 0), joinable: false, holdAll: true).isEmpty)
+        #expect(packer.add(take(9, from: 9), joinable: false, holdAll: true).isEmpty)
+        // The video take after them: 25 packets in all, three whole messages in order.
+        let chunks = packer.add(take(7, from: 18), joinable: false)
+        #expect(chunks.map(\.bytes.readableBytes) == [3 * 1316])
+        #expect(packetsOf(chunks) == Array(0..<21))
+        #expect(packer.flush()?.bytes.readableBytes == 4 * 188)
+        // A join point is never held, and what was held goes out before it.
+        #expect(packer.add(take(2, from: 50), joinable: false, holdAll: true).isEmpty)
+        let join = packer.add(take(7, from: 60), joinable: true, holdAll: true)
+        #expect(join.map(\.joinable) == [false, true])
+        // Held whole up to the bound, and no further.
+        var bounded = TSMessagePacker()
+        var sent = 0
+        for index in 0..<100 { sent += bounded.add(take(7, from: UInt8(index)), joinable: false, holdAll: true).count }
+        #expect(sent > 0)
+    }
+
     @Test func wholeTakesPassAsTheyAre() {
         var packer = TSMessagePacker()
         let chunks = packer.add(take(14, from: 0), joinable: true)
