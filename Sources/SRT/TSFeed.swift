@@ -10,7 +10,8 @@ import NIOCore
 /// chunk to every player.
 ///
 /// Each batch the hub hands over is muxed and taken, and its whole SRT messages go to the
-/// players at once; a last partial message waits for the next batch, at most `holdLimit`
+/// players at once; a last partial message waits for the next batch, and a batch of audio
+/// alone in a stream with video waits whole for the next video frame, at most `holdLimit`
 /// (`TSMessagePacker`). Before each keyframe the output so far is taken
 /// and the tables armed, so the keyframe's chunk starts with PAT and PMT: a player joins
 /// there. New codec parameters open a new muxer at the next keyframe.
@@ -20,10 +21,10 @@ final class TSFeed: Sendable {
     let sender: TSSender
     private let subscription: FrameSubscription
 
-    /// The longest a frame's last partial SRT message waits for the next frame's bytes:
-    /// above the gap between two frames of a stream with audio (23 ms for 44.1 kHz AAC) and
-    /// of 25 fps video, so a tail nearly always rides with the next frame; what it adds to
-    /// an SRT player's latency is that gap, never more than this.
+    /// The longest bytes are held (a frame's last partial SRT message, an audio frame
+    /// waiting for video): above the gap between two frames of 25 fps video, so held bytes
+    /// nearly always ride with the next video frame; what it adds to an SRT player's latency
+    /// is that gap, never more than this.
     static let holdLimit: DispatchTimeInterval = .milliseconds(45)
 
     /// Subscribes to `hub`; nil when the hub has ended. `writeTimeout`: how long a player's
