@@ -32,12 +32,12 @@ extension IntegrationTests {
             )
         }
 
-        /// What an SRT player's 30 s recording must hold: H.264 and AAC from a keyframe on,
-        /// 850+ video frames, DTS forward on both tracks without a step of 500 ms, 1200+ audio
-        /// packets, audio and video within 300 ms of each other at the end.
-        static func checkRecording(_ scenario: Scenario, _ recording: URL, _ label: String) async throws {
+        /// What an SRT player's 30 s recording must hold: H.264 (or `videoCodec`) and AAC from
+        /// a keyframe on, 850+ video frames, DTS forward on both tracks without a step of
+        /// 500 ms, 1200+ audio packets, audio and video within 300 ms of each other at the end.
+        static func checkRecording(_ scenario: Scenario, _ recording: URL, _ label: String, videoCodec: String = "h264") async throws {
             guard let report = try await scenario.probe(recording.path, name: "probe-\(label.replacingOccurrences(of: " ", with: "-"))") else { return }
-            scenario.checkLivePlayback(report, label, minVideoPackets: 850, width: 640)
+            scenario.checkLivePlayback(report, label, minVideoPackets: 850, width: 640, videoCodec: videoCodec)
             scenario.check(report.dtsRegressions(of: report.audio).isEmpty, "\(label): audio DTS regressions: \(report.dtsRegressions(of: report.audio).prefix(3))")
             // A continuous timeline: no video DTS step over 500 ms (90 kHz).
             let dts = report.packets(of: report.video).compactMap(\.dts)
@@ -64,7 +64,7 @@ extension IntegrationTests {
             return flv
         }
 
-        @Test("An HEVC publisher over SRT (ffmpeg, libx265, as hardware encoders send): PyAV watches HTTP-FLV 30 s and decodes HEVC at 640x360 with AAC, every frame, a keyframe first; LL-HLS names hvc1 and ffprobe reads it; the transcoder's 240p rung plays H.264")
+        @Test("An HEVC publisher over SRT (ffmpeg, libx265, as hardware encoders send): PyAV watches HTTP-FLV 30 s and decodes HEVC at 640x360 with AAC, every frame, a keyframe first; an SRT player records 32 s of HEVC that decodes; LL-HLS names hvc1 and ffprobe reads it; the transcoder's 240p rung plays H.264")
         func hevcPublishedOverSRT() async throws {
             try await Scenario.run("srt-hevc") { scenario in
                 let media = try await MediaLibrary.shared.file(.hevcAudioVideo)
@@ -74,6 +74,9 @@ extension IntegrationTests {
                 try await scenario.waitUntilLive(node, "abr", "hevc", timeout: .seconds(15))
                 let python = try TestEnvironment.python3()
                 let viewer = try scenario.launch(executable: python, [try EnhancedRTMPTests.peer("pyav_watch.py"), node.flvURL("abr", "hevc"), "30"], name: "pyav-hevc-viewer")
+                // And an SRT player of it: HEVC muxed back into MPEG-TS.
+                let recording = scenario.file("srt-hevc-player.ts")
+                let player = try Self.recordOverSRT(scenario, port: srtPort, streamID: "read:abr/hevc", into: recording, name: "ffmpeg-srt-hevc-player")
 
                 let listed = await eventually(timeout: .seconds(20), interval: .milliseconds(250)) {
                     guard let master = try? await scenario.hlsGet(node, "/abr/hevc/llhls.m3u8"), master.status == 200 else { return false }
@@ -89,6 +92,13 @@ extension IntegrationTests {
                     scenario.checkLivePlayback(report, "the 240p rung of the SRT HEVC stream", minVideoPackets: 30, width: 426)
                 }
                 try await EnhancedRTMPTests.checkStayed(scenario, viewer, "HTTP-FLV of the SRT HEVC stream", video: ["hevc"], width: 640, height: 360)
+                let played = await player.finish(timeout: .seconds(15))
+                scenario.check(played.succeeded, "ffmpeg playing HEVC over SRT: \(played)")
+                try await Self.checkRecording(scenario, recording, "the SRT player's HEVC recording", videoCodec: "hevc")
+                let (_, decoded) = try await scenario.decodeCheck(recording, name: "decode-srt-hevc")
+                let frames = decoded?.video?.readFrames ?? 0
+                scenario.note("the SRT player's HEVC recording: \(frames) frames decoded")
+                scenario.check(frames >= 850, "the SRT player's HEVC recording decodes to \(frames) frames, expected 850+")
             }
         }
 

@@ -16,9 +16,11 @@ extension Scenario {
 
     /// What a viewer of a live H.264 + AAC stream must see: both codecs (and the width when
     /// given), at least `minVideoPackets` video packets, a keyframe first, DTS never backwards.
-    func checkLivePlayback(_ report: ProbeReport, _ label: String, minVideoPackets: Int, width: Int? = nil, sourceLocation: SourceLocation = #_sourceLocation) {
+    func checkLivePlayback(
+        _ report: ProbeReport, _ label: String, minVideoPackets: Int, width: Int? = nil, videoCodec: String = "h264", sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let video = report.packets(of: report.video)
-        self.check(report.video?.codecName == "h264" && (width == nil || report.video?.width == width), "\(label): video \(String(describing: report.video))", sourceLocation: sourceLocation)
+        self.check(report.video?.codecName == videoCodec && (width == nil || report.video?.width == width), "\(label): video \(String(describing: report.video))", sourceLocation: sourceLocation)
         self.check(report.audio?.codecName == "aac", "\(label): audio \(String(describing: report.audio))", sourceLocation: sourceLocation)
         self.check(video.count >= minVideoPackets, "\(label): \(video.count) video packets, expected \(minVideoPackets)+", sourceLocation: sourceLocation)
         self.check(video.first?.isKeyframe == true, "\(label): the stream does not start on a keyframe", sourceLocation: sourceLocation)
