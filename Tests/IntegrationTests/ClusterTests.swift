@@ -71,7 +71,7 @@ extension IntegrationTests {
         /// Issue 26: an encoder-made ladder (Enhanced RTMP multitrack) in a cluster: the ingest
         /// puts every track on the bus and reports them; the coordinator's lookup names them,
         /// and a relay lists and serves them as it does a transcoder's rungs.
-        @Test("A multitrack publisher's tracks play from a relay: its HLS masters list the three at their resolutions, and viewers stay 30 s on each (HTTP-FLV, RTMP, LL-HLS), each at its own size with audio")
+        @Test("A multitrack publisher's tracks play from a relay: its HLS masters list the three at their resolutions and the second audio track as alternate audio, and viewers stay 30 s on each (HTTP-FLV, RTMP, LL-HLS), each at its own size with audio, and on the second audio track at its own pitch")
         func multitrackTracksOnARelay() async throws {
             try await Scenario.run("cluster-multitrack") { scenario in
                 let media = try await MediaLibrary.shared.file(.multitrackAudioVideo)
@@ -89,11 +89,12 @@ extension IntegrationTests {
 
                 // The relay learns of the tracks from the coordinator (the ingest's heartbeat).
                 await EnhancedRTMPTests.checkMastersListTracks(scenario, relay, "live/mt", "the relay")
+                await EnhancedRTMPTests.checkMastersListAlternateAudio(scenario, relay, "live/mt", "the relay")
                 // The operator sees them on the stream's entry.
                 let (_, json) = try await coordinator.admin("/api/v1/streams", token: "test-admin-token")
                 let stream = (json["streams"] as? [[String: Any]])?.first { $0["name"] as? String == "mt" }
                 let tracks = (stream?["facts"] as? [String: Any])?["tracks"] as? [String]
-                scenario.check(tracks == ["track1", "track2"], "GET /api/v1/streams: the multitrack stream's tracks are \(String(describing: tracks)): \(String(describing: stream))")
+                scenario.check(tracks == ["audio1", "track1", "track2"], "GET /api/v1/streams: the multitrack stream's tracks are \(String(describing: tracks)): \(String(describing: stream))")
                 let watcher = try EnhancedRTMPTests.peer("pyav_watch.py")
                 let viewers = [
                     ("the relay's track 0 (HTTP-FLV)", 640, 360, 0.5, try scenario.launch(executable: python, [watcher, relay.flvURL("live", "mt"), "30"], name: "relay-track0")),
@@ -101,9 +102,11 @@ extension IntegrationTests {
                     ("the relay's track 2 (LL-HLS)", 320, 180, EnhancedRTMPTests.hlsMaxWait,
                      try scenario.launch(executable: python, [watcher, "\(relay.httpBase)/live/mt/track2/llhls.m3u8", "30"], name: "relay-track2-hls")),
                 ]
+                let secondAudio = try scenario.launch(executable: python, [watcher, relay.flvURL("live", "mt/audio1"), "30"], name: "relay-audio1")
                 for (label, width, height, maxWait, viewer) in viewers {
                     try await EnhancedRTMPTests.checkStayed(scenario, viewer, label, width: width, height: height, maxWait: maxWait)
                 }
+                try await EnhancedRTMPTests.checkSecondAudioStayed(scenario, secondAudio, "the relay's audio track 1 (HTTP-FLV)")
                 scenario.check(publisher.isRunning, "the multitrack publisher was disconnected")
             }
         }

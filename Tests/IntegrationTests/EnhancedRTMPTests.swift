@@ -21,6 +21,8 @@ extension IntegrationTests {
             var dtsRegressions: Int
             var decodeErrors: Int
             var longestWait: Double
+            /// The audio's pitch in Hz (a test tone's), from its first five seconds.
+            var audioFrequency: Int?
         }
 
         static func peer(_ name: String) throws -> String {
@@ -98,6 +100,37 @@ extension IntegrationTests {
                 }
                 let master = try? await scenario.hlsGet(node, "/\(stream)/\(file)")
                 scenario.check(listed, "\(label)'s \(file) master does not list the three tracks: \(master?.bodyText ?? "")")
+            }
+        }
+
+        /// A viewer of a multitrack stream's second audio track (`audio1`) that stayed 30 s:
+        /// AAC alone, 1200+ packets decoded without an error, no wait of 500 ms, and the
+        /// second track's 880 Hz tone (the first's is 440 Hz).
+        static func checkSecondAudioStayed(_ scenario: Scenario, _ viewer: ChildProcess, _ label: String) async throws {
+            guard let watch = try await watched(scenario, viewer, label) else { return }
+            scenario.check(watch.video == nil && watch.audio == "aac" && watch.audioPackets >= 1200 && watch.decodeErrors == 0,
+                           "\(label): video \(watch.video ?? "none"), audio \(watch.audio ?? "none"), \(watch.audioPackets) packets in 30 s, \(watch.decodeErrors) errors")
+            scenario.check((860...900).contains(watch.audioFrequency ?? 0), "\(label) is at \(watch.audioFrequency ?? 0) Hz, expected the second track's 880 Hz")
+            scenario.check(watch.longestWait < 0.5, "\(label) waited \(watch.longestWait) s for a packet")
+        }
+
+        /// Both HLS masters of `stream` list its second audio track (`audio1`) as alternate
+        /// audio (`EXT-X-MEDIA:TYPE=AUDIO`, the variants' own audio the default), not as a
+        /// variant, and each of its three video variants names the group.
+        static func checkMastersListAlternateAudio(_ scenario: Scenario, _ node: NodeProcess, _ stream: String, _ label: String) async {
+            for file in ["llhls.m3u8", "index.m3u8"] {
+                func listed(_ master: String) -> Bool {
+                    let variants = master.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-STREAM-INF:") }
+                    return master.contains("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"main\",DEFAULT=YES")
+                        && master.contains("URI=\"audio1/\(file)") && !master.contains("\naudio1/\(file)")
+                        && variants.count == 3 && variants.allSatisfy { $0.contains("AUDIO=\"audio\"") }
+                }
+                let found = await eventually(timeout: .seconds(15), interval: .milliseconds(250)) {
+                    guard let master = try? await scenario.hlsGet(node, "/\(stream)/\(file)"), master.status == 200 else { return false }
+                    return listed(master.bodyText)
+                }
+                let master = try? await scenario.hlsGet(node, "/\(stream)/\(file)")
+                scenario.check(found, "\(label)'s \(file) master does not list audio1 as alternate audio: \(master?.bodyText ?? "")")
             }
         }
 
@@ -230,13 +263,14 @@ extension IntegrationTests {
             }
         }
 
-        @Test("An Enhanced RTMP v2 multitrack publisher (PyAV's FFmpeg 8 remuxing three H.264 streams and two AAC streams) is one publisher whose tracks are renditions: each is watched 30 s over HTTP-FLV or RTMP, and one over LL-HLS, at its own size with the publisher's first audio track (the second is dropped and counted), both HLS masters list the three with their resolutions, and nothing is transcoded")
+        @Test("An Enhanced RTMP v2 multitrack publisher (PyAV's FFmpeg 8 remuxing three H.264 streams and two AAC streams) is one publisher whose tracks are renditions: each is watched 30 s over HTTP-FLV or RTMP, and one over LL-HLS, at its own size with the publisher's first audio track; the second audio track is an audio-only rendition watched 30 s at its own pitch, listed by both HLS masters as alternate audio beside the three video tracks with their resolutions; nothing is transcoded")
         func multitrackPublisherIsALadder() async throws {
             try await Scenario.run("ertmp-multitrack") { scenario in
                 let (node, publisher) = try await Self.publishing(scenario, .multitrackAudioVideo, to: "live", "mt", nodeArguments: ["--admin-token", SessionsTests.token])
                 let python = try TestEnvironment.python3()
                 try await scenario.waitUntilLive(node, "live", "mt/track1", timeout: .seconds(10))
                 try await scenario.waitUntilLive(node, "live", "mt/track2", timeout: .seconds(10))
+                try await scenario.waitUntilLive(node, "live", "mt/audio1", timeout: .seconds(10))
 
                 // The viewers that stay, one per rendition: track 0 over RTMP, tracks 1 and 2 over HTTP-FLV.
                 let watcher = try Self.peer("pyav_watch.py")
@@ -248,11 +282,18 @@ extension IntegrationTests {
                     ("track 1 (LL-HLS)", 426, 240, Self.hlsMaxWait,
                      try scenario.launch(executable: python, [watcher, "\(node.httpBase)/live/mt/track1/llhls.m3u8", "30"], name: "pyav-track1-hls")),
                 ]
+                // The second audio track, an audio-only rendition of its own: its 880 Hz tone.
+                let secondAudio = try scenario.launch(executable: python, [watcher, node.flvURL("live", "mt/audio1"), "30"], name: "pyav-audio1")
                 // One publisher session and a session per added track, with the publisher's address.
                 let publishers = ((try? await SessionsTests.sessions(node, "?kind=publish")) ?? []).filter { ($0["path"] as? String)?.hasPrefix("live/mt") == true }
-                scenario.check(Set(publishers.compactMap { $0["path"] as? String }) == ["live/mt", "live/mt/track1", "live/mt/track2"],
+                scenario.check(Set(publishers.compactMap { $0["path"] as? String }) == ["live/mt", "live/mt/track1", "live/mt/track2", "live/mt/audio1"],
                                "the multitrack publisher's sessions: \(publishers)")
                 await Self.checkMastersListTracks(scenario, node, "live/mt", "the node")
+                await Self.checkMastersListAlternateAudio(scenario, node, "live/mt", "the node")
+                if let report = try await scenario.probeLive("\(node.httpBase)/live/mt/audio1/llhls.m3u8", name: "probe-audio1-fmp4", seconds: 4) {
+                    scenario.check(report.video == nil && report.audio?.codecName == "aac",
+                                   "LL-HLS of audio track 1: \(String(describing: report.video)) \(String(describing: report.audio))")
+                }
                 if let report = try await scenario.probeLive("\(node.httpBase)/live/mt/track2/llhls.m3u8", name: "probe-track2-fmp4", seconds: 4) {
                     scenario.check(report.video?.codecName == "h264" && report.video?.width == 320 && report.audio?.codecName == "aac",
                                    "LL-HLS of track 2: \(String(describing: report.video)) \(String(describing: report.audio))")
@@ -260,15 +301,17 @@ extension IntegrationTests {
                 for (label, width, height, maxWait, viewer) in viewers {
                     try await Self.checkStayed(scenario, viewer, label, width: width, height: height, maxWait: maxWait)
                 }
-                // The second audio stream (multitrack audio, track 1) is dropped, counted once;
-                // the first is every rendition's, alone (30 s of 48 kHz AAC is 1407 packets,
-                // with a cached GOP's worth more: two tracks mixed would be twice that).
+                // The first audio track is every video rendition's, alone (6 s of 48 kHz AAC is
+                // 281 packets, with a cached GOP's worth more: two tracks mixed would be twice
+                // that), at its 440 Hz; the second is its own rendition's, at 880 Hz, watched 30 s.
                 if let watch = try await Self.watched(scenario, try scenario.launch(executable: python, [watcher, node.flvURL("live", "mt"), "6"], name: "pyav-audio-check"), "track 0 (audio check)") {
                     scenario.check(watch.audio == "aac" && (250...400).contains(watch.audioPackets), "track 0 over 6 s: \(watch.audioPackets) AAC packets (one track is about 281 + a GOP)")
+                    scenario.check((420...460).contains(watch.audioFrequency ?? 0), "track 0's audio is at \(watch.audioFrequency ?? 0) Hz, expected the first track's 440 Hz")
                 }
+                try await Self.checkSecondAudioStayed(scenario, secondAudio, "audio track 1 (HTTP-FLV)")
                 let metrics = try await node.metrics().text
-                scenario.check(metrics.contains("estuary_rtmp_audio_tracks_dropped_total 1"),
-                               "the dropped audio track is not counted once: \(metrics.split(separator: "\n").filter { $0.contains("tracks_dropped") })")
+                scenario.check(!metrics.contains("estuary_rtmp_audio_tracks_dropped_total 1"),
+                               "an audio track was dropped: \(metrics.split(separator: "\n").filter { $0.contains("tracks_dropped") })")
                 scenario.check(publisher.isRunning, "the publisher of two audio tracks was disconnected")
                 // An encoder-made ladder costs no encoding: no transcoder job ran.
                 let encoded = metrics.split(separator: "\n").filter { $0.hasPrefix("estuary_transcode_encoded_frames_total") }

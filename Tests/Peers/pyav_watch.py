@@ -9,6 +9,7 @@ video frame, and prints what it saw as one JSON object.
 Over RTMP it announces FOURCCS on connect (FFmpeg's rtmp_enhanced_codecs, sent as
 fourCcList; default hvc1,av01,vp09); --announce "" announces none, as a legacy player.
 """
+import array
 import json
 import sys
 import time
@@ -36,7 +37,11 @@ def main():
         "audio": audio.codec_context.name if audio else None,
         "width": 0, "height": 0, "decoded": 0, "keyframes": 0, "firstIsKeyframe": None,
         "audioPackets": 0, "dtsRegressions": 0, "decodeErrors": 0, "longestWait": 0.0,
+        # The audio's pitch, from sign changes of its first channel (a test tone tells one
+        # audio track from another); None when no audio was decoded.
+        "audioFrequency": None,
     }
+    crossings, audio_samples, sample_rate, previous_sign = 0, 0, 0, None
     last_dts, last_arrival = None, None
     begin = time.monotonic()
     for packet in container.demux():
@@ -47,6 +52,25 @@ def main():
             continue
         if packet.stream is audio:
             report["audioPackets"] += 1
+            if video is None:
+                # An audio-only stream: its waits are the audio's.
+                if last_arrival is not None:
+                    report["longestWait"] = max(report["longestWait"], now - last_arrival)
+                last_arrival = now
+            try:
+                for frame in packet.decode():
+                    # Five seconds are enough for a pitch; more would cost the test machine.
+                    if frame.format.name != "fltp" or (sample_rate and audio_samples >= 5 * sample_rate):
+                        continue
+                    sample_rate = frame.sample_rate
+                    for value in array.array("f", bytes(frame.planes[0]))[:frame.samples]:
+                        sign = value >= 0
+                        if previous_sign is not None and sign != previous_sign:
+                            crossings += 1
+                        previous_sign = sign
+                    audio_samples += frame.samples
+            except av.error.FFmpegError:
+                report["decodeErrors"] += 1
             continue
         if packet.stream is not video:
             continue
@@ -66,6 +90,8 @@ def main():
         except av.error.FFmpegError:
             report["decodeErrors"] += 1
     container.close()
+    if audio_samples and sample_rate:
+        report["audioFrequency"] = round(crossings / 2 / (audio_samples / sample_rate))
     print(json.dumps(report))
 
 

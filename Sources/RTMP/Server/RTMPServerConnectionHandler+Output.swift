@@ -75,7 +75,7 @@ extension RTMPServerConnectionHandler {
             // Frames from this connection's last read must reach viewers before the end.
             publish.hub.flush(force: true)
             publish.session.end(reason)
-            for track in publish.openTracks {
+            publish.forEachOpenTrack { track in
                 track.hub.flush(force: true)
                 track.end(reason)
             }

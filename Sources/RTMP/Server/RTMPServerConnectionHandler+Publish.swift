@@ -176,13 +176,12 @@ extension RTMPServerConnectionHandler {
         }
         if frame.kind == .audio {
             // Every rendition of the ladder has the publisher's one audio track.
-            for track in publish.openTracks { _ = track.hub.publish(frame, publisher: track.id) }
+            for track in publish.openVideoTracks { _ = track.hub.publish(frame, publisher: track.id) }
         }
     }
 
-    /// An Enhanced RTMP v2 multitrack audio tag: track 0 is the stream's audio; the others
-    /// (a second language, a commentary) have no rendition to go to, and are dropped, each
-    /// counted and logged once. The publisher stays.
+    /// An Enhanced RTMP v2 multitrack audio tag: track 0 is the stream's audio; each other
+    /// (a second language, a commentary) is an audio-only rendition of its own (`audioN`).
     func handleMultitrackAudio(_ message: RTMPMessage, publish: PublishContext) throws(RTMPConnectionError) {
         let tag: MultitrackAudioTag
         do {
@@ -191,21 +190,73 @@ extension RTMPServerConnectionHandler {
             throw .badMedia("multitrack audio: \(error)")
         }
         for track in tag.tracks {
-            guard track.trackID == 0 else {
-                if publish.droppedAudioTracks.count < 256, publish.droppedAudioTracks.insert(track.trackID).inserted {
-                    RTMPMetrics.droppedAudioTracks.increment()
-                    log(.warning, "dropping audio track \(track.trackID): a stream serves its first audio track only")
-                }
-                continue
-            }
             let frame: MediaFrame
             do {
                 frame = try MediaFrame.classified(kind: .audio, timestamp: Int64(message.timestamp), payload: track.payload)
-                if frame.isSequenceHeader { try validateSequenceHeader(frame, publish: publish) }
+                if frame.isSequenceHeader {
+                    if track.trackID == 0 { try validateSequenceHeader(frame, publish: publish) } else { _ = try frame.validatedConfigurationRecord() }
+                }
             } catch {
                 throw .badMedia("multitrack audio: \(error)")
             }
-            try publishMain(frame, publish: publish)
+            if track.trackID == 0 {
+                try publishMain(frame, publish: publish)
+            } else {
+                publishAudioTrack(track.trackID, frame, publish: publish)
+            }
+        }
+    }
+
+    /// Audio renditions a multitrack publisher may add besides its main audio.
+    static let maxAudioTracks = 7
+
+    /// A frame of audio track `trackID` (not 0): to its rendition, opened on its first
+    /// sequence header through the admission, as a video track is.
+    func publishAudioTrack(_ trackID: UInt8, _ frame: MediaFrame, publish: PublishContext) {
+        switch publish.audioTracks[trackID] {
+        case .open(let session, _):
+            _ = session.hub.publish(frame, publisher: session.id)
+        case .opening:
+            if frame.isSequenceHeader { publish.audioTracks[trackID] = .opening(sequenceHeader: frame) }
+        case .refused(let at):
+            guard frame.isSequenceHeader, NIODeadline.now() - at >= .seconds(1) else { return }
+            publish.audioTracks[trackID] = nil
+            publishAudioTrack(trackID, frame, publish: publish)
+        case nil:
+            guard publish.audioTracks.count < Self.maxAudioTracks else {
+                if publish.droppedAudioTracks.count < 256, publish.droppedAudioTracks.insert(trackID).inserted {
+                    RTMPMetrics.droppedAudioTracks.increment()
+                    log(.warning, "dropping audio track \(trackID): \(Self.maxAudioTracks) audio tracks besides the main one are the most taken")
+                }
+                return
+            }
+            // A track starts with its sequence header: a frame before it decodes to nothing.
+            guard frame.isSequenceHeader, let context else { return }
+            publish.audioTracks[trackID] = .opening(sequenceHeader: frame)
+            let admission = admission
+            let session = publish.session
+            context.eventLoop.makeFutureWithTask {
+                await admission.publishTrack(of: session, rendition: "audio\(trackID)")
+            }.assumeIsolated().whenSuccess { answer in
+                self.resolveAudioTrack(trackID, answer, publish: publish)
+            }
+        }
+    }
+
+    func resolveAudioTrack(_ trackID: UInt8, _ answer: PublishAnswer, publish: PublishContext) {
+        guard let current = machine.publishing, current === publish, case .opening(let header) = publish.audioTracks[trackID] else {
+            if case .accepted(let session) = answer { session.end(.left) }
+            return
+        }
+        switch answer {
+        case .accepted(let session):
+            log(.info, "publishing audio track \(trackID) as \(session.hub.path)")
+            publish.audioTracks[trackID] = .open(session, started: true)
+            _ = session.hub.publish(header, publisher: session.id)
+            session.hub.flush(force: true)
+        case .refused(let refusal):
+            log(.warning, "audio track \(trackID) not published: \(refusal.description)")
+            publish.audioTracks[trackID] = .refused(at: .now())
         }
     }
 

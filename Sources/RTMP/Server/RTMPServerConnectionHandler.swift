@@ -34,7 +34,11 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         var tracks: [UInt8: TrackState] = [:]
         /// Track ids past `maxTracks`, dropped (each counted and logged once).
         var droppedTracks: Set<UInt8> = []
-        /// Multitrack audio track ids other than 0, dropped (each counted and logged once).
+        /// A multitrack publisher's other audio tracks (trackId 1…: a second language, a
+        /// commentary), each an audio-only rendition (`audio1`, …) with a hub of its own,
+        /// which HLS masters list as alternate audio (`EXT-X-MEDIA:TYPE=AUDIO`).
+        var audioTracks: [UInt8: TrackState] = [:]
+        /// Audio track ids past `maxAudioTracks`, dropped (each counted and logged once).
         var droppedAudioTracks: Set<UInt8> = []
 
         enum TrackState {
@@ -48,9 +52,17 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             case refused(at: NIODeadline)
         }
 
-        /// Lazily, without an array: it is walked for every audio frame and every read.
-        var openTracks: some Sequence<PublishSession> {
+        /// The open video tracks' sessions. Lazily, without an array: it is walked for every
+        /// audio frame (track 0's audio goes to every video track).
+        var openVideoTracks: some Sequence<PublishSession> {
             tracks.values.lazy.compactMap { if case .open(let session, _) = $0 { session } else { nil } }
+        }
+
+        /// Calls `body` with every open track's session, video and audio: on every read, and
+        /// at the end.
+        func forEachOpenTrack(_ body: (PublishSession) -> Void) {
+            for session in openVideoTracks { body(session) }
+            for case .open(let session, _) in audioTracks.values { body(session) }
         }
 
         init(session: PublishSession) {
@@ -273,7 +285,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         if let publish = machine.publishing {
             flushHub(publish.hub)
             // A track's hub is woken at once: its viewers are few (one rung of a ladder each).
-            for track in publish.openTracks { track.hub.flush(force: true) }
+            publish.forEachOpenTrack { $0.hub.flush(force: true) }
         }
         acknowledgeIfNeeded()
         flushIfNeeded()

@@ -90,19 +90,42 @@ public enum HLSPlaylist {
         var averageBitrate: Int
     }
 
-    static func master(variant: Variant, streams: [VariantStream]) -> String {
+    /// An audio-only rendition listed as alternate audio (a multitrack publisher's second
+    /// language): `EXT-X-MEDIA:TYPE=AUDIO`, not a variant of its own.
+    struct AlternateAudio: Sendable {
+        var name: String
+        var uri: String
+        var codecs: [String]
+    }
+
+    /// The group every variant names when there is alternate audio.
+    static let audioGroup = "audio"
+
+    static func master(variant: Variant, streams: [VariantStream], audio: [AlternateAudio] = []) -> String {
         var lines = ["#EXTM3U", variant == .transportStream ? "#EXT-X-VERSION:3" : "#EXT-X-VERSION:9", "#EXT-X-INDEPENDENT-SEGMENTS"]
+        if !audio.isEmpty {
+            // The variants' own audio (track 0) is the default, with no URI: it is in every
+            // variant's segments. The others have playlists of their own.
+            lines.append("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"\(audioGroup)\",NAME=\"main\",DEFAULT=YES,AUTOSELECT=YES")
+            for alternate in audio {
+                lines.append("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"\(audioGroup)\",NAME=\"\(alternate.name)\",DEFAULT=NO,AUTOSELECT=YES,URI=\"\(alternate.uri)\"")
+            }
+        }
         for stream in streams {
             // BANDWIDTH must be present; before a segment completes, fall back to a modest guess
             // that players only use to pick a first rendition.
             let peak = stream.peakBitrate > 0 ? stream.peakBitrate : 1_000_000
             var attributes = ["BANDWIDTH=\(peak)"]
             if stream.averageBitrate > 0 { attributes.append("AVERAGE-BANDWIDTH=\(stream.averageBitrate)") }
-            if !stream.description.codecs.isEmpty { attributes.append("CODECS=\"\(stream.description.codecs.joined(separator: ","))\"") }
+            // CODECS names every codec a player may get with the variant, its group's too.
+            var codecs = stream.description.codecs
+            for codec in audio.flatMap(\.codecs) where !codecs.contains(codec) { codecs.append(codec) }
+            if !codecs.isEmpty { attributes.append("CODECS=\"\(codecs.joined(separator: ","))\"") }
             if let width = stream.description.width, let height = stream.description.height {
                 attributes.append("RESOLUTION=\(width)x\(height)")
             }
             if let frameRate = stream.description.frameRate { attributes.append("FRAME-RATE=\(String(format3: frameRate))") }
+            if !audio.isEmpty { attributes.append("AUDIO=\"\(audioGroup)\"") }
             lines.append("#EXT-X-STREAM-INF:" + attributes.joined(separator: ","))
             lines.append(stream.uri)
         }

@@ -114,9 +114,9 @@ public struct HLSRoutes: Sendable {
             }
         }
         let current = await service.renditions(of: path)
-        let streams = await Self.variantStreams(current, file: file)
+        let (streams, audio) = await Self.variantStreams(current, file: file)
         guard !streams.isEmpty else {
-            if file == "index.m3u8", await !Self.variantStreams(current, file: "llhls.m3u8").isEmpty {
+            if file == "index.m3u8", await !Self.variantStreams(current, file: "llhls.m3u8").streams.isEmpty {
                 // Every rendition is fMP4 only (AV1 video or Opus audio, and no ladder): say
                 // where the stream plays instead of a bare 404.
                 return Self.text(.notFound, "this stream's codecs (AV1 or Opus) are not carried in MPEG-TS: play llhls.m3u8 (fMP4)\n")
@@ -128,36 +128,55 @@ public struct HLSRoutes: Sendable {
         var live = false
         for rendition in current.values where await !rendition.ended { live = true }
         guard live else {
-            return Self.playlist(HLSPlaylist.master(variant: variant, streams: streams))
+            return Self.playlist(HLSPlaylist.master(variant: variant, streams: streams, audio: audio))
         }
         switch await session(for: RequestedRendition(.source(path)), rawQuery: rawQuery, remoteAddress: remoteAddress) {
         case .failure(let refusal):
             return HTTPFLVRoutes.refused(refusal)
         case .success(let query):
-            return Self.playlist(HLSPlaylist.master(variant: variant, streams: streams), query: query)
+            return Self.playlist(HLSPlaylist.master(variant: variant, streams: streams, audio: audio), query: query)
         }
     }
 
     /// The renditions a master playlist lists: those with a complete segment, so players
     /// never get an entry they cannot start; and while any is live, only live ones (an ended
     /// rendition stays in the service for a while, and its playlist ends).
-    private static func variantStreams(_ renditions: [String: HLSRendition], file: String) async -> [HLSPlaylist.VariantStream] {
+    /// An audio-only rendition is alternate audio (`EXT-X-MEDIA`), not a variant.
+    private static func variantStreams(
+        _ renditions: [String: HLSRendition], file: String
+    ) async -> (streams: [HLSPlaylist.VariantStream], audio: [HLSPlaylist.AlternateAudio]) {
         var live: [String: HLSRendition] = [:]
         for (name, rendition) in renditions where await !rendition.ended { live[name] = rendition }
         let listed = live.isEmpty ? renditions : live
         var streams: [HLSPlaylist.VariantStream] = []
+        var audioTracks: [(name: String, stream: HLSPlaylist.VariantStream)] = []
         for (renditionName, rendition) in listed.sorted(by: { Self.order($0.key, $1.key) }) {
             guard await rendition.hasCompleteSegment else { continue }
             // A rendition MPEG-TS cannot carry (AV1) is in the LL-HLS master only.
             if file == "index.m3u8", await !rendition.description.hasTransportStream { continue }
-            streams.append(HLSPlaylist.VariantStream(
+            let description = await rendition.description
+            let stream = HLSPlaylist.VariantStream(
                 uri: "\(renditionName)/\(file)",
-                description: await rendition.description,
+                description: description,
                 peakBitrate: await rendition.peakBitrate,
                 averageBitrate: await rendition.averageBitrate
-            ))
+            )
+            if Self.isAlternateAudio(renditionName), !description.hasVideo {
+                audioTracks.append((renditionName, stream))
+            } else {
+                streams.append(stream)
+            }
         }
-        return streams
+        // Alternate audio goes with video variants; without one (the stream's own rendition
+        // has no segment yet), the audio tracks are not listed at all, rather than as variants.
+        guard !streams.isEmpty else { return ([], []) }
+        return (streams, audioTracks.map { HLSPlaylist.AlternateAudio(name: $0.name, uri: $0.stream.uri, codecs: $0.stream.description.codecs) })
+    }
+
+    /// A multitrack publisher's audio track N besides the first (`audioN`).
+    static func isAlternateAudio(_ rendition: String) -> Bool {
+        let number = rendition.utf8.dropFirst(5)
+        return rendition.hasPrefix("audio") && !number.isEmpty && number.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
     }
 
     func media(app: String, name: String, rendition renditionName: String, file: String, query: Parameters, rawQuery: String = "", remoteAddress: String = "") async throws -> Response {

@@ -110,6 +110,29 @@ import Testing
         #expect(text.contains("#EXT-X-STREAM-INF:BANDWIDTH=2900000,AVERAGE-BANDWIDTH=2700000,CODECS=\"avc1.64001f,mp4a.40.2\",RESOLUTION=1280x720,FRAME-RATE=30.000\nsrc/llhls.m3u8"))
     }
 
+    @Test func alternateAudioIsAGroupEveryVariantNames() {
+        var description = HLSRendition.Description()
+        description.codecs = ["avc1.64001f", "mp4a.40.2"]
+        description.width = 1280
+        description.height = 720
+        let audio = [HLSPlaylist.AlternateAudio(name: "audio1", uri: "audio1/llhls.m3u8", codecs: ["opus"])]
+        let text = HLSPlaylist.master(variant: .lowLatency, streams: [.init(uri: "src/llhls.m3u8", description: description, peakBitrate: 2_900_000, averageBitrate: 0)], audio: audio)
+        let lines = text.split(separator: "\n").map(String.init)
+        // The variant's own audio is the default, without a URI; the other has its playlist.
+        #expect(lines.contains("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"main\",DEFAULT=YES,AUTOSELECT=YES"))
+        #expect(lines.contains("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"audio1\",DEFAULT=NO,AUTOSELECT=YES,URI=\"audio1/llhls.m3u8\""))
+        // CODECS names the group's codecs too.
+        #expect(lines.contains("#EXT-X-STREAM-INF:BANDWIDTH=2900000,CODECS=\"avc1.64001f,mp4a.40.2,opus\",RESOLUTION=1280x720,AUDIO=\"audio\""))
+        #expect(!lines.contains("audio1/llhls.m3u8"))
+        // Without alternate audio, no group.
+        #expect(!HLSPlaylist.master(variant: .lowLatency, streams: [.init(uri: "src/llhls.m3u8", description: description, peakBitrate: 1, averageBitrate: 0)]).contains("AUDIO"))
+    }
+
+    @Test(arguments: [("audio1", true), ("audio12", true), ("audio", false), ("audiox", false), ("track1", false), ("audio-1", false), ("src", false)])
+    func alternateAudioRenditionNames(name: String, expected: Bool) {
+        #expect(HLSRoutes.isAlternateAudio(name) == expected)
+    }
+
     @Test func programDateTimeIsISO8601() {
         #expect(HLSPlaylist.iso8601(0) == "1970-01-01T00:00:00.000Z")
         #expect(HLSPlaylist.iso8601(1_700_000_000.25) == "2023-11-14T22:13:20.250Z")
