@@ -145,7 +145,11 @@ final class SRTViewers: Sendable {
         var open = Set(sockets.keys)
         while !stop.load(ordering: .relaxed), !open.isEmpty {
             let count = srt_epoll_uwait(epoll, &ready, Int32(ready.count), 100)
-            guard count > 0 else { continue }
+            guard count > 0 else {
+                // An error (not a timeout) would return at once: not a busy loop.
+                if count < 0, srt_getlasterror(nil) != Int32(SRT_ETIMEOUT.rawValue) { Thread.sleep(forTimeInterval: 0.1) }
+                continue
+            }
             for event in ready.prefix(Int(count)) {
                 guard let index = sockets[event.fd] else { continue }
                 var received = 0

@@ -59,6 +59,8 @@ final class SRTPlayer: Sendable {
         session.begin()
         logger.info("SRT player \(remoteAddress) watches \(session.path)")
         let attachment = TSSender.Attachment(socket: socket, traffic: traffic) { reason in
+            // The kick no longer needs the attachment (which holds the session).
+            ended.withLock { $0.1 = nil }
             session.end(reason)
             feeds.release(feed)
             done()

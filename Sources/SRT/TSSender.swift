@@ -15,8 +15,8 @@ import Synchronization
 /// then takes a burst of players' packets in one wake-up as well.
 ///
 /// A player whose libsrt send buffer is full (its caller takes nothing) is not waited for:
-/// it skips to the next chunk it can join at (tables and a keyframe), counted in
-/// `estuary_srt_player_skips_total`, and is dropped when that lasts the write timeout.
+/// the next pass resumes it where it stopped; it is dropped when no byte goes out for the
+/// write timeout, and skips to the newest join point if it falls out of the ring.
 final class TSSender: Sendable {
     /// A player handed to the sender: what it needs to send, and to say how the player ended.
     final class Attachment: Sendable {
@@ -24,13 +24,24 @@ final class TSSender: Sendable {
         let traffic: SessionTraffic
         /// Set by a kick (which also closes the socket); read on each pass.
         let endedBy = Mutex<SessionEndReason?>(nil)
-        /// Called once, on the sender's thread, when the player is done.
-        let finish: @Sendable (SessionEndReason) -> Void
+        /// Called once, on the sender's thread, when the player is done, and then let go:
+        /// it holds the session, whose kick holds this attachment.
+        private let finishing: Mutex<(@Sendable (SessionEndReason) -> Void)?>
 
         init(socket: SRTSOCKET, traffic: SessionTraffic, finish: @escaping @Sendable (SessionEndReason) -> Void) {
             self.socket = socket
             self.traffic = traffic
-            self.finish = finish
+            finishing = Mutex(finish)
+        }
+
+        /// Ends the player with the kick's reason if there was one, else `reason`; only the
+        /// first call does anything.
+        func finish(_ reason: SessionEndReason) {
+            let finish = finishing.withLock { finishing in
+                defer { finishing = nil }
+                return finishing
+            }
+            finish?(endedBy.withLock { $0 } ?? reason)
         }
 
         /// Ends the player from outside the sender (a kick): it is finished at the next pass.
@@ -108,72 +119,78 @@ final class TSSender: Sendable {
             if !done.isEmpty {
                 let ended = Set(done.map { ObjectIdentifier($0.0) })
                 players.removeAll { ended.contains(ObjectIdentifier($0)) }
-                for (player, reason) in done {
-                    player.attachment.finish(player.attachment.endedBy.withLock { $0 } ?? reason)
-                }
+                for (player, reason) in done { player.attachment.finish(reason) }
             }
             if players.isEmpty, stopped.load(ordering: .acquiring), inbox.withLock({ $0.isEmpty }) { return }
         }
     }
 
     /// Sends what `read` holds that `player` has not had; why the player ends, or nil.
+    ///
+    /// A send that finds libsrt's buffer full stops there, and the next pass resumes at the
+    /// same byte: the player gets whole frames, late, rather than cut ones (libsrt's live
+    /// mode drops from its buffer what is too late to play anyway). A player that gets no
+    /// byte out for the write timeout is dropped; one that falls out of the ring resumes at
+    /// its newest join point (`TSChunkRing.read`, counted in `estuary_srt_player_skips_total`).
     private func send(_ read: TSChunkRing.Read, to player: TSPlayerState, now: ContinuousClock.Instant) -> SessionEndReason? {
         switch read {
         case .ended:
             return .streamEnded
         case .timedOut:
             break
-        case .chunks(let chunks, let after):
-            player.next = after
+        case .chunks(let chunks, _):
             for chunk in chunks {
-                if let resumeAfter = player.resumeAfter {
-                    // Stalled: nothing until a chunk it can join at, after the one it lost.
-                    guard chunk.joinable, chunk.sequence > resumeAfter else { continue }
-                }
-                switch send(chunk.bytes.readableBytesView, on: player) {
+                // Where in this chunk to go on: mid-chunk only when the last pass stopped in it.
+                let offset = chunk.sequence == player.next ? player.offset : 0
+                let (sent, result) = send(chunk.bytes.readableBytesView, from: offset, on: player)
+                if sent > 0 { player.stalledSince = nil }
+                switch result {
                 case .sent:
-                    player.resumeAfter = nil
-                    player.stalledSince = nil
+                    player.next = chunk.sequence + 1
+                    player.offset = 0
                 case .full:
-                    if player.stalledSince == nil {
-                        player.stalledSince = now
-                        TSChunkRing.skips.increment()
-                    }
-                    player.resumeAfter = chunk.sequence
+                    player.next = chunk.sequence
+                    player.offset = offset + sent
+                    if player.stalledSince == nil { player.stalledSince = now }
+                    return stalled(player, now: now)
                 case .failed:
                     return .left
                 }
             }
         }
-        if let since = player.stalledSince, now - since >= writeTimeout {
-            return .timedOut("the SRT caller took nothing for \(writeTimeout)")
-        }
-        return nil
+        return stalled(player, now: now)
+    }
+
+    /// Why a player that has got no byte out for the write timeout ends, or nil.
+    private func stalled(_ player: TSPlayerState, now: ContinuousClock.Instant) -> SessionEndReason? {
+        guard let since = player.stalledSince, now - since >= writeTimeout else { return nil }
+        return .timedOut("the SRT caller took nothing for \(writeTimeout)")
     }
 
     private enum SendResult {
         case sent
-        /// libsrt's send buffer is full: the caller takes nothing.
+        /// libsrt's send buffer is full: the caller takes nothing for now.
         case full
         case failed
     }
 
-    /// Sends `bytes` in SRT messages, without blocking.
-    private func send(_ bytes: ByteBufferView, on player: TSPlayerState) -> SendResult {
+    /// Sends `bytes` from `offset` on in SRT messages, without blocking: how many bytes went.
+    private func send(_ bytes: ByteBufferView, from offset: Int, on player: TSPlayerState) -> (Int, SendResult) {
         let socket = player.attachment.socket
-        var index = bytes.startIndex
-        defer { player.attachment.traffic.sent(index - bytes.startIndex) }
+        let start = bytes.index(bytes.startIndex, offsetBy: min(max(0, offset), bytes.count))
+        var index = start
+        defer { player.attachment.traffic.sent(index - start) }
         while index < bytes.endIndex {
             let end = bytes.index(index, offsetBy: min(TSMessagePacker.messageBytes, bytes.endIndex - index))
             let sent = bytes[index..<end].withContiguousStorageIfAvailable { slice in
                 srt_sendmsg2(socket, slice.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) }, Int32(slice.count), nil)
             } ?? -1
             guard sent >= 0 else {
-                return srt_getlasterror(nil) == Int32(SRT_EASYNCSND.rawValue) ? .full : .failed
+                return (index - start, srt_getlasterror(nil) == Int32(SRT_EASYNCSND.rawValue) ? .full : .failed)
             }
             index = end
         }
-        return .sent
+        return (index - start, .sent)
     }
 }
 
@@ -183,8 +200,9 @@ private final class TSPlayerState {
     let statistics: SRTStatistics
     /// The next chunk to send; nil until the first read (which starts where it can join).
     var next: Int?
-    /// The chunk a full send buffer cost it: it resumes at a joinable chunk after this one.
-    var resumeAfter: Int?
+    /// How much of chunk `next` went out before libsrt's buffer was full.
+    var offset = 0
+    /// Since when its sends have found libsrt's buffer full, without a byte going out.
     var stalledSince: ContinuousClock.Instant?
 
     init(_ attachment: TSSender.Attachment) {
