@@ -219,27 +219,9 @@ extension RTMPServerConnectionHandler {
         case .opening:
             if frame.isSequenceHeader { publish.audioTracks[trackID] = .opening(sequenceHeader: frame) }
         case .refused(let at):
-            guard frame.isSequenceHeader, NIODeadline.now() - at >= .seconds(1) else { return }
-            publish.audioTracks[trackID] = nil
-            publishAudioTrack(trackID, frame, publish: publish)
+            askForTrack(.audio, trackID, frame, publish: publish, refusedAt: at)
         case nil:
-            guard publish.audioTracks.count < Self.maxAudioTracks else {
-                if publish.droppedAudioTracks.count < 256, publish.droppedAudioTracks.insert(trackID).inserted {
-                    RTMPMetrics.droppedAudioTracks.increment()
-                    log(.warning, "dropping audio track \(trackID): \(Self.maxAudioTracks) audio tracks besides the main one are the most taken")
-                }
-                return
-            }
-            // A track starts with its sequence header: a frame before it decodes to nothing.
-            guard frame.isSequenceHeader, let context else { return }
-            publish.audioTracks[trackID] = .opening(sequenceHeader: frame)
-            let admission = admission
-            let session = publish.session
-            context.eventLoop.makeFutureWithTask {
-                await admission.publishTrack(of: session, rendition: "audio\(trackID)")
-            }.assumeIsolated().whenSuccess { answer in
-                self.resolveAudioTrack(trackID, answer, publish: publish)
-            }
+            askForTrack(.audio, trackID, frame, publish: publish)
         }
     }
 
@@ -315,27 +297,53 @@ extension RTMPServerConnectionHandler {
                 publish.tracks[trackID] = .opening(sequenceHeader: frame)
             }
         case .refused(let at):
-            // Asked again on a later sequence start, at most once a second.
-            guard frame.isSequenceHeader, NIODeadline.now() - at >= .seconds(1) else { return }
-            publish.tracks[trackID] = nil
-            publishTrack(trackID, frame, publish: publish)
+            askForTrack(.video, trackID, frame, publish: publish, refusedAt: at)
         case nil:
-            guard publish.tracks.count < Self.maxTracks else {
-                if publish.droppedTracks.count < 256, publish.droppedTracks.insert(trackID).inserted {
-                    RTMPMetrics.droppedTracks.increment()
-                    log(.warning, "dropping video track \(trackID): \(Self.maxTracks) tracks besides the main one are the most taken")
-                }
-                return
+            askForTrack(.video, trackID, frame, publish: publish)
+        }
+    }
+
+    /// A multitrack publisher's video tracks (`trackN`) or audio tracks (`audioN`): kept
+    /// apart, for their ids are the same numbers.
+    enum TrackKind {
+        case video
+        case audio
+
+        var tracks: ReferenceWritableKeyPath<PublishContext, [UInt8: PublishContext.TrackState]> {
+            self == .video ? \.tracks : \.audioTracks
+        }
+        var dropped: ReferenceWritableKeyPath<PublishContext, Set<UInt8>> {
+            self == .video ? \.droppedTracks : \.droppedAudioTracks
+        }
+        var most: Int { self == .video ? RTMPServerConnectionHandler.maxTracks : RTMPServerConnectionHandler.maxAudioTracks }
+        var rendition: String { self == .video ? "track" : "audio" }
+    }
+
+    /// A track not open yet (or refused at `refusedAt`): its sequence start asks the
+    /// admission for its rendition (again at most once a second after a refusal), within the
+    /// most tracks a publisher may add; frames before it decode to nothing and are dropped.
+    private func askForTrack(_ kind: TrackKind, _ trackID: UInt8, _ frame: MediaFrame, publish: PublishContext, refusedAt: NIODeadline? = nil) {
+        if let refusedAt {
+            guard frame.isSequenceHeader, NIODeadline.now() - refusedAt >= .seconds(1) else { return }
+            publish[keyPath: kind.tracks][trackID] = nil
+        }
+        guard publish[keyPath: kind.tracks].count < kind.most else {
+            if publish[keyPath: kind.dropped].count < 256, publish[keyPath: kind.dropped].insert(trackID).inserted {
+                (kind == .video ? RTMPMetrics.droppedTracks : RTMPMetrics.droppedAudioTracks).increment()
+                log(.warning, "dropping \(kind) track \(trackID): \(kind.most) \(kind) tracks besides the main one are the most taken")
             }
-            // A track starts with its sequence start; frames before it decode to nothing.
-            guard frame.isSequenceHeader, let context else { return }
-            publish.tracks[trackID] = .opening(sequenceHeader: frame)
-            let admission = admission
-            let session = publish.session
-            context.eventLoop.makeFutureWithTask {
-                await admission.publishTrack(of: session, rendition: "track\(trackID)")
-            }.assumeIsolated().whenSuccess { answer in
-                self.resolveTrack(trackID, answer, publish: publish)
+            return
+        }
+        guard frame.isSequenceHeader, let context else { return }
+        publish[keyPath: kind.tracks][trackID] = .opening(sequenceHeader: frame)
+        let admission = admission
+        let session = publish.session
+        context.eventLoop.makeFutureWithTask {
+            await admission.publishTrack(of: session, rendition: "\(kind.rendition)\(trackID)")
+        }.assumeIsolated().whenSuccess { answer in
+            switch kind {
+            case .video: self.resolveTrack(trackID, answer, publish: publish)
+            case .audio: self.resolveAudioTrack(trackID, answer, publish: publish)
             }
         }
     }
