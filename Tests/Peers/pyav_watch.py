@@ -37,9 +37,10 @@ def main():
         "audio": audio.codec_context.name if audio else None,
         "width": 0, "height": 0, "decoded": 0, "keyframes": 0, "firstIsKeyframe": None,
         "audioPackets": 0, "dtsRegressions": 0, "decodeErrors": 0, "longestWait": 0.0,
-        # The audio's pitch, from sign changes of its first channel (a test tone tells one
-        # audio track from another); None when no audio was decoded.
-        "audioFrequency": None,
+        # The audio's pitch, from sign changes of its first channel over its first five
+        # seconds (a test tone tells one audio track from another); None when no audio was
+        # decoded. Audio decode errors are counted apart from the video's.
+        "audioFrequency": None, "audioDecodeErrors": 0,
     }
     crossings, audio_samples, sample_rate, previous_sign = 0, 0, 0, None
     last_dts, last_arrival = None, None
@@ -57,10 +58,12 @@ def main():
                 if last_arrival is not None:
                     report["longestWait"] = max(report["longestWait"], now - last_arrival)
                 last_arrival = now
+            # Five seconds are enough for a pitch; decoding more would cost the test machine.
+            if sample_rate and audio_samples >= 5 * sample_rate:
+                continue
             try:
                 for frame in packet.decode():
-                    # Five seconds are enough for a pitch; more would cost the test machine.
-                    if frame.format.name != "fltp" or (sample_rate and audio_samples >= 5 * sample_rate):
+                    if frame.format.name != "fltp":
                         continue
                     sample_rate = frame.sample_rate
                     for value in array.array("f", bytes(frame.planes[0]))[:frame.samples]:
@@ -70,7 +73,7 @@ def main():
                         previous_sign = sign
                     audio_samples += frame.samples
             except av.error.FFmpegError:
-                report["decodeErrors"] += 1
+                report["audioDecodeErrors"] += 1
             continue
         if packet.stream is not video:
             continue

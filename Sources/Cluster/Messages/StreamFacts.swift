@@ -21,13 +21,13 @@ public struct StreamFacts: Codable, Sendable, Hashable {
     public var audioBitRate: Int?
     public var audioSampleRate: Int?
     public var audioChannels: Int?
-    /// The renditions the publisher's encoder makes itself (Enhanced RTMP multitrack:
-    /// `track1`, `track2`, …), published on the bus by the ingest beside the stream; nil
-    /// when there are none (and from nodes older than multitrack).
+    /// The renditions the publisher's encoder makes itself (Enhanced RTMP multitrack: video
+    /// `track1`, `track2`, …, audio `audio1`, …), published on the bus by the ingest beside
+    /// the stream; nil when there are none (and from nodes older than multitrack).
     public var tracks: [String]?
 
-    /// The most tracks a report carries: a multitrack publisher's 7 besides its main track,
-    /// and room to spare.
+    /// The most tracks a report carries: a multitrack publisher's 7 video and 7 audio
+    /// tracks besides its main ones, and room to spare.
     public static let maxTracks = 16
 
     public init(

@@ -12,7 +12,8 @@ enum RTMPMetrics {
     static let reconnectRequests = Counter(label: "estuary_rtmp_reconnect_requests_total")
     /// Multitrack video tracks past the most a publisher may add, dropped.
     static let droppedTracks = Counter(label: "estuary_rtmp_tracks_dropped_total")
-    /// Multitrack audio tracks past the most a publisher may add, dropped.
+    /// Multitrack audio tracks dropped: past the most a publisher may add, or for a frame
+    /// that does not parse (counted once a track).
     static let droppedAudioTracks = Counter(label: "estuary_rtmp_audio_tracks_dropped_total")
     /// Connections open now (past the accept-time limits).
     private static let openConnectionsGauge = Gauge(label: "estuary_rtmp_connections_open")

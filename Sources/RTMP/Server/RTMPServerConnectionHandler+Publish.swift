@@ -197,6 +197,15 @@ extension RTMPServerConnectionHandler {
                     if track.trackID == 0 { try validateSequenceHeader(frame, publish: publish) } else { _ = try frame.validatedConfigurationRecord() }
                 }
             } catch {
+                guard track.trackID == 0 else {
+                    // An added track's bad frame costs that frame (and a bad configuration,
+                    // the track), not the publisher's stream: said and counted once a track.
+                    if publish.droppedAudioTracks.count < 256, publish.droppedAudioTracks.insert(track.trackID).inserted {
+                        RTMPMetrics.droppedAudioTracks.increment()
+                        log(.warning, "dropping a frame of audio track \(track.trackID): \(error)")
+                    }
+                    continue
+                }
                 throw .badMedia("multitrack audio: \(error)")
             }
             if track.trackID == 0 {
@@ -213,11 +222,25 @@ extension RTMPServerConnectionHandler {
     /// A frame of audio track `trackID` (not 0): to its rendition, opened on its first
     /// sequence header through the admission, as a video track is.
     func publishAudioTrack(_ trackID: UInt8, _ frame: MediaFrame, publish: PublishContext) {
+        let ends = (try? frame.audioTagHeader())?.packetType == .sequenceEnd
         switch publish.audioTracks[trackID] {
         case .open(let session, _):
-            _ = session.hub.publish(frame, publisher: session.id)
+            guard ends else {
+                _ = session.hub.publish(frame, publisher: session.id)
+                return
+            }
+            // The encoder ended this track: its players and masters learn it now; a later
+            // sequence start opens it again.
+            log(.info, "audio track \(trackID) ended by the publisher")
+            session.hub.flush(force: true)
+            session.end(.left)
+            publish.audioTracks[trackID] = nil
         case .opening:
-            if frame.isSequenceHeader { publish.audioTracks[trackID] = .opening(sequenceHeader: frame) }
+            if ends {
+                publish.audioTracks[trackID] = nil  // the answer, when it comes, ends its session
+            } else if frame.isSequenceHeader {
+                publish.audioTracks[trackID] = .opening(sequenceHeader: frame)
+            }
         case .refused(let at):
             askForTrack(.audio, trackID, frame, publish: publish, refusedAt: at)
         case nil:

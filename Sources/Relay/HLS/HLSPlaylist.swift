@@ -96,6 +96,8 @@ public enum HLSPlaylist {
         var name: String
         var uri: String
         var codecs: [String]
+        var peakBitrate: Int = 0
+        var averageBitrate: Int = 0
     }
 
     /// The group every variant names when there is alternate audio.
@@ -104,20 +106,33 @@ public enum HLSPlaylist {
     static func master(variant: Variant, streams: [VariantStream], audio: [AlternateAudio] = []) -> String {
         var lines = ["#EXTM3U", variant == .transportStream ? "#EXT-X-VERSION:3" : "#EXT-X-VERSION:9", "#EXT-X-INDEPENDENT-SEGMENTS"]
         if !audio.isEmpty {
-            // The variants' own audio (track 0) is the default, with no URI: it is in every
-            // variant's segments. The others have playlists of their own.
-            lines.append("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"\(audioGroup)\",NAME=\"main\",DEFAULT=YES,AUTOSELECT=YES")
-            for alternate in audio {
-                lines.append("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"\(audioGroup)\",NAME=\"\(alternate.name)\",DEFAULT=NO,AUTOSELECT=YES,URI=\"\(alternate.uri)\"")
+            // The variants' own audio (track 0) is the default, with no URI: a URI-less entry
+            // says it is in every variant's segments, so it is there only when it is. The
+            // others have playlists of their own, and are chosen, not picked automatically
+            // (they carry no language to pick by).
+            let variantsHaveAudio = streams.allSatisfy(\.description.hasAudio)
+            if variantsHaveAudio {
+                lines.append("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"\(audioGroup)\",NAME=\"main\",DEFAULT=YES,AUTOSELECT=YES")
+            }
+            for (index, alternate) in audio.enumerated() {
+                let isDefault = !variantsHaveAudio && index == 0
+                lines.append(
+                    "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"\(audioGroup)\",NAME=\"\(alternate.name)\",DEFAULT=\(isDefault ? "YES" : "NO"),AUTOSELECT=\(isDefault ? "YES" : "NO"),URI=\"\(alternate.uri)\""
+                )
             }
         }
+        // A player on an alternate downloads the variant and the alternate: BANDWIDTH is the
+        // largest such sum.
+        let alternatePeak = audio.map(\.peakBitrate).max() ?? 0
+        let alternateAverage = audio.map(\.averageBitrate).max() ?? 0
         for stream in streams {
             // BANDWIDTH must be present; before a segment completes, fall back to a modest guess
             // that players only use to pick a first rendition.
-            let peak = stream.peakBitrate > 0 ? stream.peakBitrate : 1_000_000
+            let peak = (stream.peakBitrate > 0 ? stream.peakBitrate : 1_000_000) + alternatePeak
             var attributes = ["BANDWIDTH=\(peak)"]
-            if stream.averageBitrate > 0 { attributes.append("AVERAGE-BANDWIDTH=\(stream.averageBitrate)") }
-            // CODECS names every codec a player may get with the variant, its group's too.
+            if stream.averageBitrate > 0 { attributes.append("AVERAGE-BANDWIDTH=\(stream.averageBitrate + alternateAverage)") }
+            // CODECS names every codec a player may get with the variant, its group's too
+            // (the routes list only alternates in codecs the variants already carry).
             var codecs = stream.description.codecs
             for codec in audio.flatMap(\.codecs) where !codecs.contains(codec) { codecs.append(codec) }
             if !codecs.isEmpty { attributes.append("CODECS=\"\(codecs.joined(separator: ","))\"") }

@@ -170,7 +170,19 @@ public struct HLSRoutes: Sendable {
         // Alternate audio goes with video variants; without one (the stream's own rendition
         // has no segment yet), the audio tracks are not listed at all, rather than as variants.
         guard !streams.isEmpty else { return ([], []) }
-        return (streams, audioTracks.map { HLSPlaylist.AlternateAudio(name: $0.name, uri: $0.stream.uri, codecs: $0.stream.description.codecs) })
+        // An alternate in a codec some variant does not carry (Opus beside AAC) is left out:
+        // its codec would join every variant's CODECS, and a player without it (hls.js on a
+        // browser without Opus) would drop every variant for an optional track. It still
+        // plays over RTMP, HTTP-FLV, SRT and its own playlist.
+        let alternates = audioTracks.filter { track in
+            streams.allSatisfy { variant in track.stream.description.codecs.allSatisfy(variant.description.codecs.contains) }
+        }
+        return (streams, alternates.map {
+            HLSPlaylist.AlternateAudio(
+                name: $0.name, uri: $0.stream.uri, codecs: $0.stream.description.codecs,
+                peakBitrate: $0.stream.peakBitrate, averageBitrate: $0.stream.averageBitrate
+            )
+        })
     }
 
     /// A multitrack publisher's audio track N besides the first (`audioN`).

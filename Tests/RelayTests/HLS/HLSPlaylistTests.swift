@@ -115,15 +115,23 @@ import Testing
         description.codecs = ["avc1.64001f", "mp4a.40.2"]
         description.width = 1280
         description.height = 720
-        let audio = [HLSPlaylist.AlternateAudio(name: "audio1", uri: "audio1/llhls.m3u8", codecs: ["opus"])]
-        let text = HLSPlaylist.master(variant: .lowLatency, streams: [.init(uri: "src/llhls.m3u8", description: description, peakBitrate: 2_900_000, averageBitrate: 0)], audio: audio)
+        description.hasAudio = true
+        let audio = [HLSPlaylist.AlternateAudio(name: "audio1", uri: "audio1/llhls.m3u8", codecs: ["mp4a.40.2"], peakBitrate: 130_000, averageBitrate: 128_000)]
+        let text = HLSPlaylist.master(variant: .lowLatency, streams: [.init(uri: "src/llhls.m3u8", description: description, peakBitrate: 2_900_000, averageBitrate: 2_700_000)], audio: audio)
         let lines = text.split(separator: "\n").map(String.init)
-        // The variant's own audio is the default, without a URI; the other has its playlist.
+        // The variant's own audio is the default, without a URI; the other has its playlist,
+        // and is chosen rather than picked automatically.
         #expect(lines.contains("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"main\",DEFAULT=YES,AUTOSELECT=YES"))
-        #expect(lines.contains("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"audio1\",DEFAULT=NO,AUTOSELECT=YES,URI=\"audio1/llhls.m3u8\""))
-        // CODECS names the group's codecs too.
-        #expect(lines.contains("#EXT-X-STREAM-INF:BANDWIDTH=2900000,CODECS=\"avc1.64001f,mp4a.40.2,opus\",RESOLUTION=1280x720,AUDIO=\"audio\""))
+        #expect(lines.contains("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"audio1\",DEFAULT=NO,AUTOSELECT=NO,URI=\"audio1/llhls.m3u8\""))
+        // BANDWIDTH counts the variant with its largest alternate.
+        #expect(lines.contains("#EXT-X-STREAM-INF:BANDWIDTH=3030000,AVERAGE-BANDWIDTH=2828000,CODECS=\"avc1.64001f,mp4a.40.2\",RESOLUTION=1280x720,AUDIO=\"audio\""))
         #expect(!lines.contains("audio1/llhls.m3u8"))
+        // Variants without audio of their own: no URI-less entry (it would say the audio is
+        // in them); the first alternate is the default.
+        description.hasAudio = false
+        let silent = HLSPlaylist.master(variant: .lowLatency, streams: [.init(uri: "src/llhls.m3u8", description: description, peakBitrate: 1, averageBitrate: 0)], audio: audio)
+        #expect(!silent.contains("NAME=\"main\""))
+        #expect(silent.contains("NAME=\"audio1\",DEFAULT=YES,AUTOSELECT=YES,URI=\"audio1/llhls.m3u8\""))
         // Without alternate audio, no group.
         #expect(!HLSPlaylist.master(variant: .lowLatency, streams: [.init(uri: "src/llhls.m3u8", description: description, peakBitrate: 1, averageBitrate: 0)]).contains("AUDIO"))
     }
