@@ -223,29 +223,14 @@ extension RTMPServerConnectionHandler {
     /// sequence header through the admission, as a video track is.
     func publishAudioTrack(_ trackID: UInt8, _ frame: MediaFrame, publish: PublishContext) {
         let ends = (try? frame.audioTagHeader())?.packetType == .sequenceEnd
-        switch publish.audioTracks[trackID] {
-        case .open(let session, _):
-            guard ends else {
-                _ = session.hub.publish(frame, publisher: session.id)
-                return
-            }
-            // The encoder ended this track: its players and masters learn it now; a later
-            // sequence start opens it again.
-            log(.info, "audio track \(trackID) ended by the publisher")
-            session.hub.flush(force: true)
-            session.end(.left)
-            publish.audioTracks[trackID] = nil
-        case .opening:
-            if ends {
-                publish.audioTracks[trackID] = nil  // the answer, when it comes, ends its session
-            } else if frame.isSequenceHeader {
-                publish.audioTracks[trackID] = .opening(sequenceHeader: frame)
-            }
-        case .refused(let at):
-            askForTrack(.audio, trackID, frame, publish: publish, refusedAt: at)
-        case nil:
-            askForTrack(.audio, trackID, frame, publish: publish)
+        guard case .open(let session, _) = publish.audioTracks[trackID] else {
+            return unopenedTrack(.audio, trackID, frame, ends: ends, publish: publish)
         }
+        guard ends else {
+            _ = session.hub.publish(frame, publisher: session.id)
+            return
+        }
+        endTrack(.audio, trackID, session, publish: publish)
     }
 
     func resolveAudioTrack(_ trackID: UInt8, _ answer: PublishAnswer, publish: PublishContext) {
@@ -298,31 +283,43 @@ extension RTMPServerConnectionHandler {
 
     func publishTrack(_ trackID: UInt8, _ frame: MediaFrame, publish: PublishContext) {
         let ends = (try? frame.videoTagHeader())?.packetType == .sequenceEnd
-        switch publish.tracks[trackID] {
-        case .open(let session, let started):
-            if !started, !ends {
-                guard frame.isKeyframe || frame.isSequenceHeader else { return }
-                if frame.isKeyframe, !frame.isSequenceHeader { publish.tracks[trackID] = .open(session, started: true) }
-            }
-            _ = session.hub.publish(frame, publisher: session.id)
-            if ends {
-                // The encoder ended this rendition: its players are told now, not when the
-                // publisher leaves; a later sequence start opens it again.
-                log(.info, "video track \(trackID) ended by the publisher")
-                session.hub.flush(force: true)
-                session.end(.left)
-                publish.tracks[trackID] = nil
-            }
+        guard case .open(let session, let started) = publish.tracks[trackID] else {
+            return unopenedTrack(.video, trackID, frame, ends: ends, publish: publish)
+        }
+        if !started, !ends {
+            guard frame.isKeyframe || frame.isSequenceHeader else { return }
+            if frame.isKeyframe, !frame.isSequenceHeader { publish.tracks[trackID] = .open(session, started: true) }
+        }
+        _ = session.hub.publish(frame, publisher: session.id)
+        if ends { endTrack(.video, trackID, session, publish: publish) }
+    }
+
+    /// The encoder ended an open track: its players (and masters) are told now, not when
+    /// the publisher leaves; a later sequence start opens it again.
+    private func endTrack(_ kind: TrackKind, _ trackID: UInt8, _ session: PublishSession, publish: PublishContext) {
+        log(.info, "\(kind) track \(trackID) ended by the publisher")
+        session.hub.flush(force: true)
+        session.end(.left)
+        publish[keyPath: kind.tracks][trackID] = nil
+    }
+
+    /// A frame of a track not open: while its rendition is asked for, an end forgets the
+    /// ask (its answer, when it comes, ends the session) and a newer sequence start is kept;
+    /// otherwise a sequence start asks (again after a refusal, at most once a second).
+    private func unopenedTrack(_ kind: TrackKind, _ trackID: UInt8, _ frame: MediaFrame, ends: Bool, publish: PublishContext) {
+        switch publish[keyPath: kind.tracks][trackID] {
+        case .open:
+            return
         case .opening:
             if ends {
-                publish.tracks[trackID] = nil  // the answer, when it comes, ends its session
+                publish[keyPath: kind.tracks][trackID] = nil
             } else if frame.isSequenceHeader {
-                publish.tracks[trackID] = .opening(sequenceHeader: frame)
+                publish[keyPath: kind.tracks][trackID] = .opening(sequenceHeader: frame)
             }
         case .refused(let at):
-            askForTrack(.video, trackID, frame, publish: publish, refusedAt: at)
+            askForTrack(kind, trackID, frame, publish: publish, refusedAt: at)
         case nil:
-            askForTrack(.video, trackID, frame, publish: publish)
+            askForTrack(kind, trackID, frame, publish: publish)
         }
     }
 
