@@ -24,12 +24,12 @@ final class TSChunkRing: @unchecked Sendable {
     }
 
     enum Read {
-        /// Chunks in order, and the sequence to ask for next.
-        case chunks([Chunk], next: Int)
+        /// Chunks in order.
+        case chunks([Chunk])
         /// The stream ended and everything was read.
         case ended
-        /// Nothing new before the deadline.
-        case timedOut
+        /// Nothing new yet.
+        case nothingYet
     }
 
     let maxBytes: Int
@@ -106,15 +106,9 @@ final class TSChunkRing: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// The chunks from `next` on (nil: a new player, which starts where it can join), at once:
-    /// `.timedOut` when there are none yet.
+    /// The chunks from `next` on (nil: a new player, which starts where it can join), at
+    /// once: the reader waits in `wait(beyond:afterEnd:until:)`, never here.
     func read(from next: Int?) -> Read {
-        read(from: next, until: .distantPast)
-    }
-
-    /// The chunks from `next` on (nil: a new player, which starts where it can join),
-    /// waiting until `deadline` for some.
-    func read(from next: Int?, until deadline: Date) -> Read {
         condition.lock()
         defer { condition.unlock() }
         var start = next
@@ -123,15 +117,9 @@ final class TSChunkRing: @unchecked Sendable {
             Self.skips.increment()
             start = nil
         }
-        while true {
-            let from = start ?? joinAt
-            if let from, let oldest = chunks.first?.sequence, from >= oldest, from < nextSequence {
-                let from = from - oldest
-                let read = Array(chunks[chunks.index(chunks.startIndex, offsetBy: from)...])
-                return .chunks(read, next: nextSequence)
-            }
-            if isEnded { return .ended }
-            guard condition.wait(until: deadline) else { return .timedOut }
+        if let from = start ?? joinAt, let oldest = chunks.first?.sequence, from >= oldest, from < nextSequence {
+            return .chunks(Array(chunks[chunks.index(chunks.startIndex, offsetBy: from - oldest)...]))
         }
+        return isEnded ? .ended : .nothingYet
     }
 }

@@ -136,9 +136,9 @@ final class TSSender: Sendable {
         switch read {
         case .ended:
             return .streamEnded
-        case .timedOut:
+        case .nothingYet:
             break
-        case .chunks(let chunks, _):
+        case .chunks(let chunks):
             for chunk in chunks {
                 // Where in this chunk to go on: mid-chunk only when the last pass stopped in it.
                 let offset = chunk.sequence == player.next ? player.offset : 0

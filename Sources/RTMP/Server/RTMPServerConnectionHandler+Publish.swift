@@ -233,23 +233,6 @@ extension RTMPServerConnectionHandler {
         endTrack(.audio, trackID, session, publish: publish)
     }
 
-    func resolveAudioTrack(_ trackID: UInt8, _ answer: PublishAnswer, publish: PublishContext) {
-        guard let current = machine.publishing, current === publish, case .opening(let header) = publish.audioTracks[trackID] else {
-            if case .accepted(let session) = answer { session.end(.left) }
-            return
-        }
-        switch answer {
-        case .accepted(let session):
-            log(.info, "publishing audio track \(trackID) as \(session.hub.path)")
-            publish.audioTracks[trackID] = .open(session, started: true)
-            _ = session.hub.publish(header, publisher: session.id)
-            session.hub.flush(force: true)
-        case .refused(let refusal):
-            log(.warning, "audio track \(trackID) not published: \(refusal.description)")
-            publish.audioTracks[trackID] = .refused(at: .now())
-        }
-    }
-
     // MARK: Multitrack
 
     /// Renditions a multitrack publisher may add besides its main track.
@@ -361,34 +344,35 @@ extension RTMPServerConnectionHandler {
         context.eventLoop.makeFutureWithTask {
             await admission.publishTrack(of: session, rendition: "\(kind.rendition)\(trackID)")
         }.assumeIsolated().whenSuccess { answer in
-            switch kind {
-            case .video: self.resolveTrack(trackID, answer, publish: publish)
-            case .audio: self.resolveAudioTrack(trackID, answer, publish: publish)
-            }
+            self.resolveTrack(kind, trackID, answer, publish: publish)
         }
     }
 
-    func resolveTrack(_ trackID: UInt8, _ answer: PublishAnswer, publish: PublishContext) {
-        guard let current = machine.publishing, current === publish, case .opening(let header) = publish.tracks[trackID] else {
+    /// The admission's answer for a track: open, it gets its sequence start (and a video
+    /// track the main audio's configuration, ahead of its first keyframe); refused, it is
+    /// asked for again on a later sequence start.
+    func resolveTrack(_ kind: TrackKind, _ trackID: UInt8, _ answer: PublishAnswer, publish: PublishContext) {
+        guard let current = machine.publishing, current === publish, case .opening(let header) = publish[keyPath: kind.tracks][trackID] else {
             // The publisher left while we waited.
             if case .accepted(let session) = answer { session.end(.left) }
             return
         }
         switch answer {
         case .accepted(let session):
-            log(.info, "publishing video track \(trackID) as \(session.hub.path)")
-            publish.tracks[trackID] = .open(session, started: false)
-            // What a player of the track needs before its first keyframe: the audio's
+            log(.info, "publishing \(kind) track \(trackID) as \(session.hub.path)")
+            // A video track starts at its first keyframe; every audio frame is a start.
+            publish[keyPath: kind.tracks][trackID] = .open(session, started: kind == .audio)
+            // What a player of a video track needs before its first keyframe: the audio's
             // configuration (the publisher sent it once, to the main track) and the video's.
-            if var audio = publish.hub.configurationRecords.audio {
+            if kind == .video, var audio = publish.hub.configurationRecords.audio {
                 audio.timestamp = header.timestamp  // on the track's timeline, not the stream hub's
                 _ = session.hub.publish(audio, publisher: session.id)
             }
             _ = session.hub.publish(header, publisher: session.id)
             session.hub.flush(force: true)
         case .refused(let refusal):
-            log(.warning, "video track \(trackID) not published: \(refusal.description)")
-            publish.tracks[trackID] = .refused(at: .now())
+            log(.warning, "\(kind) track \(trackID) not published: \(refusal.description)")
+            publish[keyPath: kind.tracks][trackID] = .refused(at: .now())
         }
     }
 
