@@ -108,12 +108,12 @@ extension IntegrationTests {
         /// A viewer of a multitrack stream's second audio track (`audio1`) that stayed 30 s:
         /// AAC alone, 1200+ packets decoded without an error, no wait of 500 ms, and the
         /// second track's 880 Hz tone (the first's is 440 Hz).
-        static func checkSecondAudioStayed(_ scenario: Scenario, _ viewer: ChildProcess, _ label: String) async throws {
+        static func checkSecondAudioStayed(_ scenario: Scenario, _ viewer: ChildProcess, _ label: String, maxWait: Double = 0.5) async throws {
             guard let watch = try await watched(scenario, viewer, label) else { return }
             scenario.check(watch.video == nil && watch.audio == "aac" && watch.audioPackets >= 1200 && watch.audioDecodeErrors == 0,
                            "\(label): video \(watch.video ?? "none"), audio \(watch.audio ?? "none"), \(watch.audioPackets) packets in 30 s, \(watch.audioDecodeErrors ?? -1) decode errors")
             scenario.check((860...900).contains(watch.audioFrequency ?? 0), "\(label) is at \(watch.audioFrequency ?? 0) Hz, expected the second track's 880 Hz")
-            scenario.check(watch.longestWait < 0.5, "\(label) waited \(watch.longestWait) s for a packet")
+            scenario.check(watch.longestWait < maxWait, "\(label) waited \(watch.longestWait) s for a packet")
         }
 
         /// Both HLS masters of `stream` list its second audio track (`audio1`) as alternate
@@ -286,6 +286,8 @@ extension IntegrationTests {
                 ]
                 // The second audio track, an audio-only rendition of its own: its 880 Hz tone.
                 let secondAudio = try scenario.launch(executable: python, [watcher, node.flvURL("live", "mt/audio1"), "30"], name: "pyav-audio1")
+                // And over LL-HLS, the playlist the masters name as alternate audio.
+                let secondAudioHLS = try scenario.launch(executable: python, [watcher, "\(node.httpBase)/live/mt/audio1/llhls.m3u8", "30"], name: "pyav-audio1-hls")
                 // One publisher session and a session per added track, with the publisher's address.
                 let publishers = ((try? await SessionsTests.sessions(node, "?kind=publish")) ?? []).filter { ($0["path"] as? String)?.hasPrefix("live/mt") == true }
                 scenario.check(Set(publishers.compactMap { $0["path"] as? String }) == ["live/mt", "live/mt/track1", "live/mt/track2", "live/mt/audio1"],
@@ -311,6 +313,7 @@ extension IntegrationTests {
                     scenario.check((420...460).contains(watch.audioFrequency ?? 0), "track 0's audio is at \(watch.audioFrequency ?? 0) Hz, expected the first track's 440 Hz")
                 }
                 try await Self.checkSecondAudioStayed(scenario, secondAudio, "audio track 1 (HTTP-FLV)")
+                try await Self.checkSecondAudioStayed(scenario, secondAudioHLS, "audio track 1 (LL-HLS)", maxWait: Self.hlsMaxWait)
                 let metrics = try await node.metrics().text
                 let droppedAudio = metrics.split(separator: "\n").first { $0.hasPrefix("estuary_rtmp_audio_tracks_dropped_total ") }
                 scenario.check(droppedAudio.map { Double($0.split(separator: " ").last ?? "") == 0 } ?? true, "an audio track was dropped: \(droppedAudio ?? "")")
