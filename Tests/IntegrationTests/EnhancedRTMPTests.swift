@@ -331,6 +331,48 @@ extension IntegrationTests {
             }
         }
 
+        @Test("A publisher that comes back within the grace period as a multitrack publisher gets its new tracks on the stream's timeline: 10 s of a single-track stream, then PyAV's multitrack publisher, whose clock starts again at 0; the added video and audio tracks' timestamps, read beside the main rendition's over HTTP-FLV, are within 0.5 s of the main's, not 10 s behind")
+        func tracksAddedOnAReconnectJoinTheStreamTimeline() async throws {
+            try await Scenario.run("ertmp-multitrack-reconnect") { scenario in
+                let single = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let multitrack = try await MediaLibrary.shared.file(.multitrackAudioVideo)
+                let node = try await scenario.startNode(label: "node")
+                let first = try scenario.publish(single, to: node.rtmpURL("live", "mt"), name: "single-track-publisher", loop: true)
+                try await scenario.waitUntilLive(node, "live", "mt")
+                try await Task.sleep(for: .seconds(10))
+                first.send(signal: SIGKILL)
+                // Back well within the 10 s grace period, from the same address (its owner).
+                let python = try TestEnvironment.python3()
+                let second = try scenario.launch(
+                    executable: python, [try Self.peer("pyav_publish.py"), multitrack.url.path, node.rtmpURL("live", "mt")], name: "pyav-multitrack-publisher"
+                )
+                try await scenario.waitUntilLive(node, "live", "mt/track1", timeout: .seconds(20))
+                try await scenario.waitUntilLive(node, "live", "mt/audio1", timeout: .seconds(10))
+                try await Task.sleep(for: .seconds(3))
+                // Three viewers read at once; at the same moment, each one's latest frame is
+                // its hub's live edge, where a player joins the renditions by timestamp.
+                let main = try await scenario.openViewer(node, "live", "mt")
+                let track = try await scenario.openViewer(node, "live", "mt/track1")
+                let audio = try await scenario.openViewer(node, "live", "mt/audio1")
+                try await Task.sleep(for: .seconds(4))
+                func latest(_ viewer: HTTPFLVViewer, video: Bool) throws -> Int64? {
+                    try viewer.flv().tags.filter { $0.isMediaFrame && $0.isVideo == video }.map { Int64($0.timestamp) }.max()
+                }
+                let (mainVideo, mainAudio) = (try latest(main, video: true), try latest(main, video: false))
+                let (trackVideo, secondAudio) = (try latest(track, video: true), try latest(audio, video: false))
+                scenario.note("latest timestamps (ms): main video \(mainVideo ?? -1), main audio \(mainAudio ?? -1), track1 video \(trackVideo ?? -1), audio1 \(secondAudio ?? -1)")
+                guard let mainVideo, let mainAudio, let trackVideo, let secondAudio else {
+                    scenario.check(false, "a rendition had no frames")
+                    return
+                }
+                scenario.check(mainVideo > 10_000, "the main rendition's timeline did not continue the first publisher's: latest \(mainVideo) ms")
+                // Within a wake-up interval and the two tracks' interleaving in the publisher's tags.
+                scenario.check(abs(trackVideo - mainVideo) < 500, "track 1's video is \(trackVideo - mainVideo) ms from the main video's timeline")
+                scenario.check(abs(secondAudio - mainAudio) < 500, "audio track 1 is \(secondAudio - mainAudio) ms from the main audio's timeline")
+                scenario.check(second.isRunning, "the multitrack publisher was disconnected")
+            }
+        }
+
         @Test("HEVC published over Enhanced RTMP by PyAV's FFmpeg reaches every viewer: RTMP play (E-RTMP, PyAV) and HTTP-FLV (PyAV) watched 30 s, every frame decoded, with audio; LL-HLS (fMP4) with CODECS hvc1 and TS HLS, read by ffprobe")
         func hevcReachesEveryViewer() async throws {
             try await Scenario.run("ertmp-hevc") { scenario in

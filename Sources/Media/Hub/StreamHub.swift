@@ -169,18 +169,48 @@ public final class StreamHub: Sendable {
 
     public var hasPublisher: Bool { state.withLockedValue { $0.publisher != nil } }
 
+    /// Where a frame's timestamp comes from.
+    public enum Clock: Sendable {
+        /// The publisher's raw 32-bit millisecond clock, put on the hub's own timeline.
+        case publisher
+        /// Already on another hub's timeline (`timelineTimestamp(ofTrackAt:)`): a
+        /// multitrack publisher's added track, kept in step with its stream. Only made
+        /// monotonic.
+        case followed
+    }
+
+    /// The time on this hub's timeline of a frame at `timestamp` (the publisher's raw clock)
+    /// of another of its publisher's tracks, whose hub is apart (a multitrack publisher's
+    /// added video or audio track): its hub takes the frame as `.followed`, so an HLS
+    /// player joins the track to the stream's video by PTS, even when the track began after
+    /// the publisher came back within its grace period, on a clock that started again.
+    public func timelineTimestamp(ofTrackAt timestamp: Int64) -> Int64 {
+        state.withLockedValue { state in
+            let rebases = state.normalizer.rebaseCount
+            let output = state.normalizer.follow(UInt32(truncatingIfNeeded: timestamp))
+            if state.normalizer.rebaseCount != rebases { state.discontinuityPending = true }
+            return output
+        }
+    }
+
     /// Accepts a frame from publisher `id`. The frame's timestamp is the publisher's raw
-    /// 32-bit clock; the hub maps it onto the stream's monotonic timeline.
+    /// 32-bit clock (or, `.followed`, another hub's time); the hub maps it onto the
+    /// stream's monotonic timeline.
     /// Returns false when `id` is not (or no longer) the publisher: the caller should stop.
     /// Call `flush()` after a burst of frames (e.g. at the end of a socket read).
     @discardableResult
-    public func publish(_ frame: MediaFrame, publisher id: PublisherID, now: NIODeadline = .now()) -> Bool {
+    public func publish(_ frame: MediaFrame, publisher id: PublisherID, clock: Clock = .publisher, now: NIODeadline = .now()) -> Bool {
         state.withLockedValue { state in
             guard !state.ended, state.publisher?.id == id else { return false }
             state.publisher?.lastActivity = now
             var frame = frame
             let rebases = state.normalizer.rebaseCount
-            frame.timestamp = state.normalizer.normalize(UInt32(truncatingIfNeeded: frame.timestamp), kind: frame.kind)
+            switch clock {
+            case .publisher:
+                frame.timestamp = state.normalizer.normalize(UInt32(truncatingIfNeeded: frame.timestamp), kind: frame.kind)
+            case .followed:
+                frame.timestamp = state.normalizer.place(frame.timestamp, kind: frame.kind)
+            }
             // A re-based timeline marks the next media frame (a reconnecting publisher's
             // identical configuration records are dropped below, so not those).
             if state.normalizer.rebaseCount != rebases { state.discontinuityPending = true }

@@ -100,6 +100,51 @@ public struct TimestampNormalizer: Sendable {
         }
     }
 
+    /// Maps a timestamp of another track of the same publisher (a multitrack publisher's
+    /// added track, whose frames go to a hub of their own) onto this timeline, with the
+    /// stream's offset, so that the track stays in step with the stream's own audio and
+    /// video, whenever it started. The track moves nothing but the start of an epoch: its
+    /// jumps are not looked for (they cannot be told from the stream's), and its frames are
+    /// not the unwrapping reference.
+    public mutating func follow(_ timestamp: UInt32) -> Int64 {
+        if epochPending, let highest = highestOutput {
+            // The epoch's first frame, whichever track it is on, places the new clock.
+            epochPending = false
+            let input = Int64(timestamp)
+            offset = highest + video.frameDuration - input
+            rebaseCount += 1
+            video.seenInEpoch = false
+            audio.seenInEpoch = false
+            lastInput = input
+            return input + offset
+        }
+        return unwrap(timestamp) + offset
+    }
+
+    /// Takes `timestamp`, already on a stream timeline (from another hub's `follow`), as it
+    /// is, but never behind the track's previous frame. A new epoch is counted as a re-base
+    /// (its next frame is a discontinuity) and moves nothing.
+    public mutating func place(_ timestamp: Int64, kind: MediaKind) -> Int64 {
+        if epochPending {
+            epochPending = false
+            rebaseCount += 1
+        }
+        let output: Int64
+        switch kind {
+        case .video:
+            output = max(timestamp, video.lastOutput ?? timestamp)
+            video.lastOutput = output
+        case .audio:
+            output = max(timestamp, audio.lastOutput ?? timestamp)
+            audio.lastOutput = output
+        case .script:
+            return video.lastOutput ?? audio.lastOutput ?? timestamp
+        }
+        lastOutput = output
+        highestOutput = max(highestOutput ?? output, output)
+        return output
+    }
+
     /// Places a 32-bit timestamp within ±2^31 of the previous audio/video input.
     private func unwrap(_ timestamp: UInt32) -> Int64 {
         guard let reference = lastInput else { return Int64(timestamp) }

@@ -227,7 +227,7 @@ extension RTMPServerConnectionHandler {
             return unopenedTrack(.audio, trackID, frame, ends: ends, publish: publish)
         }
         guard ends else {
-            _ = session.hub.publish(frame, publisher: session.id)
+            publishOnStreamTimeline(frame, to: session, publish: publish)
             return
         }
         endTrack(.audio, trackID, session, publish: publish)
@@ -273,8 +273,17 @@ extension RTMPServerConnectionHandler {
             guard frame.isKeyframe || frame.isSequenceHeader else { return }
             if frame.isKeyframe, !frame.isSequenceHeader { publish.tracks[trackID] = .open(session, started: true) }
         }
-        _ = session.hub.publish(frame, publisher: session.id)
+        publishOnStreamTimeline(frame, to: session, publish: publish)
         if ends { endTrack(.video, trackID, session, publish: publish) }
+    }
+
+    /// A track's frame to its rendition's hub, at the time the stream's hub gives its
+    /// timestamp: a track's hub has no timeline of its own, so a track that began after the
+    /// publisher came back within the grace period stays in step with the stream.
+    private func publishOnStreamTimeline(_ frame: MediaFrame, to session: PublishSession, publish: PublishContext) {
+        var frame = frame
+        frame.timestamp = publish.hub.timelineTimestamp(ofTrackAt: frame.timestamp)
+        _ = session.hub.publish(frame, publisher: session.id, clock: .followed)
     }
 
     /// The encoder ended an open track: its players (and masters) are told now, not when
@@ -365,10 +374,10 @@ extension RTMPServerConnectionHandler {
             // What a player of a video track needs before its first keyframe: the audio's
             // configuration (the publisher sent it once, to the main track) and the video's.
             if kind == .video, var audio = publish.hub.configurationRecords.audio {
-                audio.timestamp = header.timestamp  // on the track's timeline, not the stream hub's
-                _ = session.hub.publish(audio, publisher: session.id)
+                audio.timestamp = header.timestamp  // at the track's start, not the stream's first frame
+                publishOnStreamTimeline(audio, to: session, publish: publish)
             }
-            _ = session.hub.publish(header, publisher: session.id)
+            publishOnStreamTimeline(header, to: session, publish: publish)
             session.hub.flush(force: true)
         case .refused(let refusal):
             log(.warning, "\(kind) track \(trackID) not published: \(refusal.description)")
