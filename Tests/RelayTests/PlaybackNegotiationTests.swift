@@ -101,4 +101,36 @@ import Testing
             return
         }
     }
+
+    /// An audio-only rendition in Opus (a multitrack publisher's second language) beside an
+    /// H.264 + AAC source: a player that did not announce Opus is refused, not given the
+    /// source's video and other language; one that did is served it.
+    @Test func anAudioOnlyRenditionInUnannouncedAudioIsRefusedNotSwapped() async throws {
+        let registry = StreamRegistry(serializers: [])
+        let stream = try StreamPath(app: "live", name: "new")
+        let (source, sourceID) = try await publishing(registry)
+        #expect(source.publish(try MediaFrame.classified(kind: .video, timestamp: 0, payload: ByteBuffer(bytes: SampleConfigurationRecords.avc320x240)), publisher: sourceID))
+        #expect(source.publish(try MediaFrame.classified(kind: .audio, timestamp: 0, payload: ByteBuffer(bytes: SampleConfigurationRecords.aacLC44100Stereo)), publisher: sourceID))
+        let (track, trackID) = await registry.hubForPublishing(try RenditionPath(stream: stream, rendition: "audio1"))
+        _ = track.attachPublisher(id: trackID, owner: "test") {}
+        let opusHead: [UInt8] = [0x90, 0x4F, 0x70, 0x75, 0x73] + Array("OpusHead".utf8) + [0x01, 0x02, 0x38, 0x01, 0x80, 0xBB, 0x00, 0x00, 0x00, 0x00, 0x00]
+        #expect(track.publish(try MediaFrame.classified(kind: .audio, timestamp: 0, payload: ByteBuffer(bytes: opusHead)), publisher: trackID))
+        for index in 1...250 {
+            #expect(track.publish(try MediaFrame.classified(kind: .audio, timestamp: Int64(index * 20), payload: ByteBuffer(bytes: [0x91, 0x4F, 0x70, 0x75, 0x73, 0xFC])), publisher: trackID))
+        }
+        let audio1 = RequestedRendition(try RenditionPath(stream: stream, rendition: "audio1"))
+        let legacy = PlayRequest(path: audio1, query: StreamQuery(), remoteAddress: "10.0.0.2:6000", transport: .rtmp, codecs: .legacy)
+        guard case .refuse(let refusal) = await Playback(registry: registry).play(legacy) else {
+            Issue.record("a legacy play of an audio-only Opus rendition was accepted")
+            return
+        }
+        #expect(refusal.description.contains("audio only") && refusal.description.contains("Opus"))
+        let opus = PlayRequest(path: audio1, query: StreamQuery(), remoteAddress: "10.0.0.2:6000", transport: .rtmp,
+                               codecs: ClientCodecs(video: .legacy, audio: AudioCodecSupport(fourCCs: ["Opus"])))
+        guard case .accept(let served) = await Playback(registry: registry).play(opus) else {
+            Issue.record("a play of an audio-only Opus rendition by a player that announced Opus was refused")
+            return
+        }
+        #expect(served === track)
+    }
 }
