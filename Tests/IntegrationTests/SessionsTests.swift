@@ -164,9 +164,14 @@ extension IntegrationTests {
                 scenario.check(try await scenario.hlsGet(node, "/live/cam/src/index.m3u8?session=\(id)").status == 403, "the kicked session's next playlist request was not refused")
                 scenario.check(try await scenario.hlsGet(node, segmentPath).status == 403, "the kicked session's next segment request was not refused")
                 scenario.check(try await Self.sessions(node, "?protocol=hls").isEmpty, "the kicked session is still listed")
-                // A media playlist asked for directly is served as it was, without a session.
+                // A media playlist asked for directly is a player too: admitted, with a session
+                // its URIs name, listed, and the same one for its reloads.
                 let direct = try await scenario.hlsGet(node, "/live/cam/src/index.m3u8")
-                scenario.check(direct.status == 200 && !direct.bodyText.contains("session="), "a direct media playlist request: \(direct.status)")
+                let directID = HLSQueries.session(try MediaPlaylist.parse(direct.bodyText).uriQueries)
+                scenario.check(direct.status == 200 && directID != nil && directID != id, "a direct media playlist request: \(direct.status) \(direct.bodyText.prefix(300))")
+                let reloaded = try await scenario.hlsGet(node, "/live/cam/src/index.m3u8")
+                scenario.check(HLSQueries.session(try MediaPlaylist.parse(reloaded.bodyText).uriQueries) == directID, "a reload of the direct media playlist opened another session")
+                scenario.check(try await Self.sessions(node, "?protocol=hls").map { $0["id"] as? String } == [directID], "the direct player's session is not the one listed")
             }
         }
 

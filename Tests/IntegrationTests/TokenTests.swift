@@ -94,6 +94,7 @@ extension IntegrationTests {
                 scenario.check(try await scenario.hlsGet(node, "/live/cam/index.m3u8").status == 403, "an HLS master playlist without a token was served")
                 let master = try await scenario.hlsGet(node, "/live/cam/index.m3u8?\(hlsToken)")
                 scenario.check(master.status == 200 && master.bodyText.contains(hlsToken), "the HLS master playlist with a token: \(master.status) \(master.bodyText.prefix(400))")
+                try await Self.checkHLSMediaNeedsTheToken(scenario, node, token: hlsToken, otherStreamToken: try await jwt("RS256", ["exp": now + 600, "actions": ["publish"], "app": "live", "name": "cam2"]), media: media)
 
                 // RTMP: the token on the stream name (ffprobe), and on connect's application.
                 if let probe = try await scenario.probeLive(node.rtmpURL("live", "cam") + "?" + (try await hmac("play", "live/cam", expires: now + 600)), name: "rtmp-viewer", seconds: 3) {
@@ -142,6 +143,41 @@ extension IntegrationTests {
             try await client.plainHandshake()
             _ = try await client.connect(app: "live")
             return (client, try await client.play(name: name, streamID: try await client.createStream()))
+        }
+
+        /// A player that skips the master (given a media playlist's URL directly, or guessing a
+        /// segment's) needs the token too: without it 403; with it one session stands for its
+        /// reloads, and the URIs it is given carry the session and the token. A session of one
+        /// stream opens no other (`live/cam2`, published here with `otherStreamToken`).
+        static func checkHLSMediaNeedsTheToken(_ scenario: Scenario, _ node: NodeProcess, token: String, otherStreamToken: String, media: MediaFile) async throws {
+            let direct = "/live/cam/src/index.m3u8"
+            let bare = try await scenario.hlsGet(node, direct)
+            scenario.check(bare.status == 403, "a media playlist asked for directly without a token answered \(bare.status)")
+            let first = try await scenario.hlsGet(node, "\(direct)?\(token)")
+            try scenario.require(first.status == 200, "a media playlist asked for directly with a token answered \(first.status)")
+            let playlist = try MediaPlaylist.parse(first.bodyText)
+            let id = try #require(HLSQueries.session(playlist.uriQueries), "the direct media playlist's URIs carry no single session: \(first.bodyText)")
+            scenario.check(playlist.uriQueries == ["session=\(id)&\(token)"], "the direct media playlist's URI queries: \(playlist.uriQueries)")
+            // A reload of the same URL is the same player: the same session, not a new one.
+            let reload = try MediaPlaylist.parse(try await scenario.hlsGet(node, "\(direct)?\(token)").bodyText)
+            scenario.check(HLSQueries.session(reload.uriQueries) == id, "a reload of the direct media playlist opened another session: \(reload.uriQueries)")
+            let segment = try #require(playlist.complete.last)
+            let segmentPath = "/live/cam/src/seg\(segment.sequence).ts"
+            scenario.check(try await scenario.hlsGet(node, segmentPath).status == 403, "a segment asked for without a token or a session was served")
+            scenario.check(try await scenario.hlsGet(node, "\(segmentPath)?\(token)").status == 200, "a segment asked for with the token was refused")
+            let ofSession = try await scenario.hlsGet(node, "\(segmentPath)?session=\(id)")
+            scenario.check(ofSession.status == 200 && ofSession.body.count > 10_000, "a segment of the direct player's session: \(ofSession.status), \(ofSession.body.count) bytes")
+            let hls = (try? await SessionsTests.sessions(node, "?protocol=hls")) ?? []
+            scenario.check(hls.contains { $0["id"] as? String == id && $0["path"] as? String == "live/cam" }, "the direct player's session is not listed: \(hls)")
+
+            // Another stream behind a token of its own: the session of live/cam opens none of it.
+            _ = try scenario.publish(media, to: node.rtmpURL("live", "cam2") + "?token=\(otherStreamToken)", name: "publisher-cam2", loop: true)
+            let segmented = await eventually(timeout: .seconds(20), interval: .milliseconds(250)) {
+                (try? await scenario.hlsGet(node, "/live/cam2/src/index.m3u8?session=\(id)").status) == 403
+            }
+            scenario.check(segmented, "live/cam2's media playlist, asked for with live/cam's session and no token of its own, was not refused")
+            scenario.check(try await scenario.hlsGet(node, "/live/cam2/src/index.m3u8?session=\(id)&\(token)").status == 403,
+                           "live/cam2's media playlist was served with live/cam's session and token")
         }
 
         @Test("Keys from a JWKS URL: an RS256 JWT plays once the provider's JWKS is fetched; while the URL is down a JWT is refused as unavailable (503, logged with the URL) and --check-config fails naming it; once the URL answers, the same JWT plays without a restart; a kid it lacks is refused")

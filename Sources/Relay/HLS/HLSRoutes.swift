@@ -37,21 +37,32 @@ public struct HLSRoutes: Sendable {
     /// Query parameters that belong to one request, never carried into URIs.
     static let requestParameters: Set<Substring> = ["session", "_HLS_msn", "_HLS_part", "_HLS_skip"]
 
-    /// The session of a playlist request: its own (`session=`), or one opened now through
-    /// the admission. Returns the query every URI of the answer carries (nil without
+    /// The session of a request: its own (`session=`), or one opened now through the
+    /// admission: for a master, a new player's; for anything else, its client's
+    /// (`HLSSessions.clientKey`), so that a player given a media playlist's URL directly is
+    /// admitted once, not per reload, and no segment is served to a request the admission
+    /// would refuse. Returns the session and the query its URIs carry (nil without
     /// sessions), or the refusal to answer with.
-    func session(for path: RequestedRendition, rawQuery: String, remoteAddress: String) async -> Result<String?, SessionRefusal> {
+    func session(
+        for path: RequestedRendition, rawQuery: String, remoteAddress: String, asClient: Bool = false
+    ) async -> Result<(id: String, uriQuery: String)?, SessionRefusal> {
         guard let sessions else { return .success(nil) }
         let (id, carried) = Self.split(rawQuery)
         if let id {
-            switch sessions.lookup(id) {
-            case .live: return .success(Self.uriQuery(id: id, carried: carried))
+            switch sessions.lookup(id, stream: path.primary.stream) {
+            case .live: return .success((id, Self.uriQuery(id: id, carried: carried)))
             case .kicked: return .failure(.denied("this HLS session was ended by an operator"))
             case .unknown: break
             }
         }
-        switch await sessions.open(path, query: StreamQuery(carried), remoteAddress: remoteAddress) {
-        case .success(let id): return .success(Self.uriQuery(id: id, carried: carried))
+        let opened = asClient
+            ? await sessions.session(
+                ofClient: HLSSessions.clientKey(remoteAddress: remoteAddress, path: path, carried: carried), path,
+                query: StreamQuery(carried), remoteAddress: remoteAddress
+            )
+            : await sessions.open(path, query: StreamQuery(carried), remoteAddress: remoteAddress)
+        switch opened {
+        case .success(let id): return .success((id, Self.uriQuery(id: id, carried: carried)))
         case .failure(let refusal): return .failure(refusal)
         }
     }
@@ -76,14 +87,9 @@ public struct HLSRoutes: Sendable {
         carried.isEmpty ? "session=\(id)" : "session=\(id)&\(carried)"
     }
 
-    /// A segment's or part's session: counts its bytes; a kicked one is refused.
-    private func isRefused(_ rawQuery: String) -> Bool {
-        guard let sessions, let id = Self.split(rawQuery).session else { return false }
-        return sessions.lookup(id) == .kicked
-    }
-
-    private func count(_ response: Response, rawQuery: String) -> Response {
-        if let sessions, let id = Self.split(rawQuery).session, let length = response.headers[.contentLength].flatMap(Int.init) {
+    /// Counts a segment's or part's bytes to its session.
+    private func count(_ response: Response, session id: String?) -> Response {
+        if let sessions, let id, let length = response.headers[.contentLength].flatMap(Int.init) {
             sessions.sent(length, to: id)
         }
         return response
@@ -133,8 +139,8 @@ public struct HLSRoutes: Sendable {
         switch await session(for: RequestedRendition(.source(path)), rawQuery: rawQuery, remoteAddress: remoteAddress) {
         case .failure(let refusal):
             return HTTPFLVRoutes.refused(refusal)
-        case .success(let query):
-            return Self.playlist(HLSPlaylist.master(variant: variant, streams: streams, audio: audio), query: query)
+        case .success(let session):
+            return Self.playlist(HLSPlaylist.master(variant: variant, streams: streams, audio: audio), query: session?.uriQuery)
         }
     }
 
@@ -200,44 +206,49 @@ public struct HLSRoutes: Sendable {
               let request = HLSResource(file) else {
             return Self.status(.notFound)
         }
-        if case .mediaPlaylist(let variant) = request {
-            if variant == .transportStream, await !rendition.description.hasTransportStream {
-                return Self.status(.notFound)  // AV1: LL-HLS (fMP4) only
+        if case .mediaPlaylist(let variant) = request, variant == .transportStream, await !rendition.description.hasTransportStream {
+            return Self.status(.notFound)  // AV1: LL-HLS (fMP4) only
+        }
+        let requested: RenditionPath? = renditionName == "src" ? .source(path) : try? RenditionPath(stream: path, rendition: renditionName)
+        guard let requested else { return Self.status(.notFound) }
+        // An ended rendition's playlist and media stay for players to finish: no admission, no
+        // session (there is nothing live to admit to), but a kicked session stays refused.
+        var sessionID: String?
+        var uriQuery: String?
+        if await rendition.ended {
+            if let sessions, let id = Self.split(rawQuery).session, sessions.lookup(id) == .kicked {
+                return HTTPFLVRoutes.refused(.denied("this HLS session was ended by an operator"))
             }
-            // A player that came through a master names its session; one that asks for the
-            // media playlist directly (and reloads that same URL) is served without one.
-            guard Self.split(rawQuery).session != nil, await !rendition.ended else {
-                return try await mediaPlaylist(rendition, variant: variant, path: path, query: query, uriQuery: nil)
-            }
-            let requested: RenditionPath? = renditionName == "src" ? .source(path) : try? RenditionPath(stream: path, rendition: renditionName)
-            guard let requested else { return Self.status(.notFound) }
-            switch await session(for: RequestedRendition(requested), rawQuery: rawQuery, remoteAddress: remoteAddress) {
+        } else {
+            switch await session(for: RequestedRendition(requested), rawQuery: rawQuery, remoteAddress: remoteAddress, asClient: true) {
             case .failure(let refusal):
                 return HTTPFLVRoutes.refused(refusal)
-            case .success(let uriQuery):
-                return try await mediaPlaylist(rendition, variant: variant, path: path, query: query, uriQuery: uriQuery)
+            case .success(let session):
+                (sessionID, uriQuery) = (session?.id, session?.uriQuery)
             }
         }
-        if isRefused(rawQuery) { return HTTPFLVRoutes.refused(.denied("this HLS session was ended by an operator")) }
+        if case .mediaPlaylist(let variant) = request {
+            return try await mediaPlaylist(rendition, variant: variant, path: path, query: query, uriQuery: uriQuery)
+        }
         switch request {
         case .mediaPlaylist:
             return Self.status(.notFound)
         case .transportStreamSegment(let sequence):
             guard let data = await rendition.segment(sequence)?.transportStream else { return Self.status(.notFound) }
-            return count(Self.media(data, contentType: "video/mp2t"), rawQuery: rawQuery)
+            return count(Self.media(data, contentType: "video/mp2t"), session: sessionID)
         case .initSection(let id):
             guard let data = await rendition.initSection(id) else { return Self.status(.notFound) }
-            return count(Self.media(data, contentType: "video/mp4"), rawQuery: rawQuery)
+            return count(Self.media(data, contentType: "video/mp4"), session: sessionID)
         case .fragmentedSegment(let sequence):
             guard let segment = await rendition.segment(sequence), segment.duration != nil else { return Self.status(.notFound) }
-            return count(Self.media(parts: segment.parts.map(\.data)), rawQuery: rawQuery)
+            return count(Self.media(parts: segment.parts.map(\.data)), session: sessionID)
         case .part(let sequence, let index):
             // The preload hint names the next part before it exists: hold the request.
             if !(await rendition.has(sequence: sequence, part: index)) {
                 guard await rendition.waitFor(sequence: sequence, part: index) else { return Self.status(.notFound) }
             }
             guard let segment = await rendition.segment(sequence), index < segment.parts.count else { return Self.status(.notFound) }
-            return count(Self.media(parts: [segment.parts[index].data]), rawQuery: rawQuery)
+            return count(Self.media(parts: [segment.parts[index].data]), session: sessionID)
         }
     }
 

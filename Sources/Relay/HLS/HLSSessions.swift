@@ -11,8 +11,11 @@ import Synchronization
 /// such as a token), so the player's later requests name it. A request naming a session
 /// that has expired is admitted afresh. A session ends after `idleLimit` (three target
 /// durations) without a request; a kicked one ends at once and its id is refused (403) for
-/// `kickMemory`. A media playlist asked for directly, without a session, is served without
-/// one (a player reloads the URL it was given, and would open a session per reload).
+/// `kickMemory`. A request that names no live session (a media playlist or segment URL
+/// given to a player directly, or a session expired) goes through the admission too, as its
+/// client (`clientKey`: address, rendition, carried query), whose session then stands for
+/// its later requests: a player reloads the URL it was given, and must not open a session
+/// per reload, nor reach the media without the token a master would have asked for.
 ///
 /// Sessions reach the admission's observers as any viewer does (`playStarted`/`playEnded`):
 /// `/api/v1/sessions`, `/metrics`, the drain's viewer count, the relay's viewer report.
@@ -32,11 +35,17 @@ public final class HLSSessions: Sendable {
         var session: PlaySession
         var stream: StreamPath
         var lastRequest: ContinuousClock.Instant
+        /// The client a session opened for requests that named none stands for (`clientKey`).
+        var client: String?
     }
 
     private struct State {
         var sessions: [String: Entry] = [:]
         var kicked: [String: ContinuousClock.Instant] = [:]
+        /// Sessions opened for requests that named none, by client.
+        var byClient: [String: String] = [:]
+        /// Kicked clients of such sessions: refused for `kickMemory`, as kicked ids are.
+        var kickedClients: [String: ContinuousClock.Instant] = [:]
         var admission: (any SessionAdmission)?
     }
 
@@ -58,10 +67,11 @@ public final class HLSSessions: Sendable {
 
     var admission: (any SessionAdmission)? { state.withLock { $0.admission } }
 
-    /// Whether `id` names a live session (and marks it as used now).
-    public func lookup(_ id: String, now: ContinuousClock.Instant = .now) -> Lookup {
+    /// Whether `id` names a live session (of `stream`, when given: a session admitted for
+    /// one stream opens no other), and marks it as used now.
+    public func lookup(_ id: String, stream: StreamPath? = nil, now: ContinuousClock.Instant = .now) -> Lookup {
         state.withLock { state in
-            if state.sessions[id] != nil {
+            if let entry = state.sessions[id], stream == nil || entry.stream == stream {
                 state.sessions[id]?.lastRequest = now
                 return .live
             }
@@ -76,8 +86,48 @@ public final class HLSSessions: Sendable {
         traffic?.sent(bytes)
     }
 
-    /// Admits a new player of `path`: the refusal, or the session opened for it.
-    public func open(_ path: RequestedRendition, query: StreamQuery, remoteAddress: String) async -> Result<String, SessionRefusal> {
+    /// Who asks, for a request that names no session (a media playlist or segment URL a
+    /// player was given directly, or one whose session expired): the address's host, the
+    /// rendition and the query carried (a token). A player reloads the URL it was given, so
+    /// its requests share one session, admitted once, instead of one per reload. Players
+    /// behind one address with the same URL count as one.
+    public static func clientKey(remoteAddress: String, path: RequestedRendition, carried: String) -> String {
+        "\(host(of: remoteAddress))|\(path)|\(carried)"
+    }
+
+    /// `host:port` or `[v6]:port` without the port.
+    static func host(of address: String) -> Substring {
+        if address.hasPrefix("["), let end = address.firstIndex(of: "]") {
+            return address[...end]
+        }
+        if let colon = address.firstIndex(of: ":"), address[address.index(after: colon)...].firstIndex(of: ":") == nil {
+            return address[..<colon]
+        }
+        return address[...]
+    }
+
+    /// The session of `client` (`clientKey`): the one opened for its earlier requests while
+    /// it lives, or one opened now through the admission; refused for `kickMemory` after a kick.
+    public func session(ofClient client: String, _ path: RequestedRendition, query: StreamQuery, remoteAddress: String, now: ContinuousClock.Instant = .now) async -> Result<String, SessionRefusal> {
+        enum Known { case live(String), kicked, unknown }
+        let known = state.withLock { state -> Known in
+            if let id = state.byClient[client], state.sessions[id] != nil {
+                state.sessions[id]?.lastRequest = now
+                return .live(id)
+            }
+            if let at = state.kickedClients[client], now - at < Self.kickMemory { return .kicked }
+            return .unknown
+        }
+        switch known {
+        case .live(let id): return .success(id)
+        case .kicked: return .failure(.denied("this HLS session was ended by an operator"))
+        case .unknown: return await open(path, query: query, remoteAddress: remoteAddress, client: client)
+        }
+    }
+
+    /// Admits a new player of `path`: the refusal, or the session opened for it (standing
+    /// for `client`'s later requests, when given).
+    public func open(_ path: RequestedRendition, query: StreamQuery, remoteAddress: String, client: String? = nil) async -> Result<String, SessionRefusal> {
         guard let admission else { return .failure(.unavailable("HLS is not ready")) }
         guard (state.withLock { $0.sessions.count }) < maxSessions else {
             return .failure(.unavailable("this node serves as many HLS players as it can; try again later"))
@@ -99,7 +149,10 @@ public final class HLSSessions: Sendable {
         // admission's work); an accepted play holds nothing yet, so a refusal undoes nothing.
         let inserted = state.withLock { state -> Bool in
             guard state.sessions.count < maxSessions else { return false }
-            state.sessions[id.rawValue] = Entry(session: session, stream: hub.path.stream, lastRequest: .now)
+            state.sessions[id.rawValue] = Entry(session: session, stream: hub.path.stream, lastRequest: .now, client: client)
+            // Two requests of one client at once may open two sessions: the later one stands
+            // for it, the other ends idle.
+            if let client { state.byClient[client] = id.rawValue }
             return true
         }
         guard inserted else {
@@ -129,8 +182,10 @@ public final class HLSSessions: Sendable {
             for (id, entry) in state.sessions where now - entry.lastRequest > limit {
                 ended.append(entry.session)
                 state.sessions[id] = nil
+                if let client = entry.client, state.byClient[client] == id { state.byClient[client] = nil }
             }
             state.kicked = state.kicked.filter { now - $0.value < Self.kickMemory }
+            state.kickedClients = state.kickedClients.filter { now - $0.value < Self.kickMemory }
             return ended
         }
         for session in ended {
@@ -154,6 +209,13 @@ public final class HLSSessions: Sendable {
                 state.kicked.removeAll(keepingCapacity: true)
             }
             state.kicked[id] = .now
+            if let client = entry.client {
+                if state.byClient[client] == id { state.byClient[client] = nil }
+                if state.kickedClients.count >= Self.maxKicked {
+                    state.kickedClients.removeAll(keepingCapacity: true)
+                }
+                state.kickedClients[client] = .now
+            }
             return entry.session
         }
         session?.end(.left)  // the kick noted its reason first
