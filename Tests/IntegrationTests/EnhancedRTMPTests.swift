@@ -373,6 +373,49 @@ extension IntegrationTests {
             }
         }
 
+        @Test("A multitrack publisher's track that stops while the others go on is ended (its session leaves, counted), not left to stall its players; when the encoder sends it again (the clip loops) it opens again from its kept configuration and plays at its size")
+        func aSilentTrackEndsAndComesBack() async throws {
+            try await Scenario.run("ertmp-multitrack-silent-track") { scenario in
+                // An idle check every 2 s: a track silent for one is ended.
+                let config = scenario.file("node.json")
+                try Data(#"{"publisherIdleTimeoutSeconds": 6}"#.utf8).write(to: config)
+                let media = try await MediaLibrary.shared.file(.multitrackTrackStops)
+                let node = try await scenario.startNode(label: "node", arguments: ["--config", config.path, "--admin-token", SessionsTests.token])
+                // The muxer must not hold the others back for the stream that ended.
+                let publisher = try scenario.launch(
+                    executable: try TestEnvironment.python3(),
+                    [try Self.peer("pyav_publish.py"), media.url.path, node.rtmpURL("live", "mt"), "--interleave-delta-us", "100000"], name: "pyav-publisher"
+                )
+                try await scenario.waitUntilLive(node, "live", "mt", timeout: .seconds(20))
+                func publishing() async -> Set<String> {
+                    Set(((try? await SessionsTests.sessions(node, "?kind=publish")) ?? []).compactMap { $0["path"] as? String })
+                }
+                let opened = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) { await publishing().contains("live/mt/track1") }
+                let afterOpen = await publishing()
+                scenario.check(opened, "track 1 was never published: \(afterOpen)")
+                // Track 1 stops 8 s into the clip; the others go on to 20 s.
+                // Ended at the second idle check after it stopped: 2 to 4 s after.
+                let ended = await eventually(timeout: .seconds(16), interval: .milliseconds(250)) {
+                    let paths = await publishing()
+                    return !paths.contains("live/mt/track1") && paths.isSuperset(of: ["live/mt", "live/mt/track2"])
+                }
+                let afterStop = await publishing()
+                scenario.check(ended, "the silent track 1 was not ended while the others went on: \(afterStop)")
+                scenario.check(node.log.contains("video track 1 sent nothing since the last idle check"), "the log does not say why track 1 ended")
+                let metrics = try await node.metrics().text
+                scenario.check(metrics.split(separator: "\n").contains { $0.hasPrefix("estuary_rtmp_tracks_silent_total ") && !$0.hasSuffix(" 0") },
+                               "the silent track was not counted")
+                // The clip loops at 20 s: track 1 sends again, without a new configuration.
+                let back = await eventually(timeout: .seconds(25), interval: .milliseconds(250)) { await publishing().contains("live/mt/track1") }
+                let afterLoop = await publishing()
+                scenario.check(back, "track 1 did not open again when the encoder sent it again: \(afterLoop)")
+                if back, let report = try await scenario.probeLive(node.flvURL("live", "mt/track1"), name: "probe-track1-back", seconds: 3) {
+                    scenario.checkLivePlayback(report, "track 1 after it came back", minVideoPackets: 60, width: 426)
+                }
+                scenario.check(publisher.isRunning, "the multitrack publisher was disconnected")
+            }
+        }
+
         @Test("HEVC published over Enhanced RTMP by PyAV's FFmpeg reaches every viewer: RTMP play (E-RTMP, PyAV) and HTTP-FLV (PyAV) watched 30 s, every frame decoded, with audio; LL-HLS (fMP4) with CODECS hvc1 and TS HLS, read by ffprobe")
         func hevcReachesEveryViewer() async throws {
             try await Scenario.run("ertmp-hevc") { scenario in

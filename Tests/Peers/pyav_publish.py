@@ -3,11 +3,13 @@
 FLV muxer writes enhanced FLV (FourCC video: HEVC, AV1, VP9; Opus audio) and whose native
 RTMP protocol publishes it.
 
-    pyav_publish.py FILE URL [--loops N] [--unpaced]
+    pyav_publish.py FILE URL [--loops N] [--unpaced] [--interleave-delta-us N]
 
 Remuxes FILE (-c copy) to URL in real time (paced by DTS), looping N times (0: forever),
 with timestamps running on across loops, as `ffmpeg -re -stream_loop` does. `--unpaced`
 writes as fast as it can (URL a file: an enhanced FLV of FILE, for the benchmarks).
+`--interleave-delta-us` bounds how long the muxer holds the other streams back for one
+that has ended (FFmpeg waits 10 s): a clip whose stream stops early keeps the others flowing.
 """
 import argparse
 import sys
@@ -22,9 +24,14 @@ def main():
     parser.add_argument("url")
     parser.add_argument("--loops", type=int, default=0)
     parser.add_argument("--unpaced", action="store_true")
+    parser.add_argument("--interleave-delta-us", type=int, default=None,
+                        help="FFmpeg's max_interleave_delta: how long the muxer waits for a stream that has ended")
     args = parser.parse_args()
 
-    output = av.open(args.url, "w", format="flv")
+    options = {}
+    if args.interleave_delta_us is not None:
+        options["max_interleave_delta"] = str(args.interleave_delta_us)
+    output = av.open(args.url, "w", format="flv", options=options)
     source = av.open(args.file)
     streams = {}
     for stream in source.streams:

@@ -15,6 +15,9 @@ enum RTMPMetrics {
     /// Multitrack audio tracks dropped: past the most a publisher may add, or for a frame
     /// that does not parse (counted once a track).
     static let droppedAudioTracks = Counter(label: "estuary_rtmp_audio_tracks_dropped_total")
+    /// Multitrack tracks (video or audio) ended because they sent nothing for an idle check
+    /// while their publisher went on.
+    static let silentTracks = Counter(label: "estuary_rtmp_tracks_silent_total")
     /// Connections open now (past the accept-time limits).
     private static let openConnectionsGauge = Gauge(label: "estuary_rtmp_connections_open")
     static func openConnections(_ count: Int) { openConnectionsGauge.record(count) }

@@ -84,11 +84,45 @@ extension RTMPServerConnectionHandler {
         if mediaSinceIdleCheck {
             mediaSinceIdleCheck = false
             lastMediaSeen = now
+            // Only while the publisher goes on: a silent connection is the idle timeout's.
+            if let publish = machine.publishing { endSilentTracks(publish: publish) }
         } else if now - lastMediaSeen >= .init(timeout) {
             fail(.publisherIdle, status: (.connectIdleTimeOut, "no media for \(timeout)"))
             return
         }
         idleTimer = schedule(after: period) { $0.checkIdle(timeout: timeout, period: period) }
+    }
+
+    /// A multitrack publisher's track that sent no frame of its kind between two idle checks
+    /// (a third of the idle timeout apart) while the connection went on is ended, so its
+    /// players and masters are told and its hub takes its grace period, instead of a
+    /// rendition that stalls for as long as the publisher stays. Its configuration is kept:
+    /// the track opens again at its next keyframe (audio: frame).
+    func endSilentTracks(publish: PublishContext) {
+        for kind in [TrackKind.video, .audio] {
+            for (trackID, state) in publish[keyPath: kind.tracks] {
+                let key = PublishContext.TrackKey(video: kind == .video, id: trackID)
+                // A video track not started yet drops its frames until its first keyframe.
+                guard case .open(let session, let started) = state, started else {
+                    publish.trackFramesAtCheck[key] = nil
+                    continue
+                }
+                let statistics = session.hub.statistics
+                let frames = kind == .video ? statistics.videoFramesIn : statistics.audioFramesIn
+                guard publish.trackFramesAtCheck[key] == frames else {
+                    publish.trackFramesAtCheck[key] = frames
+                    continue
+                }
+                publish.trackFramesAtCheck[key] = nil
+                let records = session.hub.configurationRecords
+                RTMPMetrics.silentTracks.increment()
+                log(.warning, "\(kind) track \(trackID) sent nothing since the last idle check while the publisher went on: ended until it sends again")
+                endTrack(kind, trackID, session, publish: publish)
+                if let header = kind == .video ? records.video : records.audio {
+                    publish.silencedTracks[key] = header
+                }
+            }
+        }
     }
 
     /// Checks every fifth of `messageStallTimeout` that each unfinished message received bytes;
@@ -289,7 +323,7 @@ extension RTMPServerConnectionHandler {
     /// The encoder ended an open track: its players (and masters) are told now, not when
     /// the publisher leaves; a later sequence start opens it again.
     private func endTrack(_ kind: TrackKind, _ trackID: UInt8, _ session: PublishSession, publish: PublishContext) {
-        log(.info, "\(kind) track \(trackID) ended by the publisher")
+        log(.info, "\(kind) track \(trackID) ended")
         session.hub.flush(force: true)
         session.end(.left)
         publish[keyPath: kind.tracks][trackID] = nil
@@ -311,7 +345,20 @@ extension RTMPServerConnectionHandler {
         case .refused(let at):
             askForTrack(kind, trackID, frame, publish: publish, refusedAt: at)
         case nil:
-            askForTrack(kind, trackID, frame, publish: publish)
+            let key = PublishContext.TrackKey(video: kind == .video, id: trackID)
+            if ends {
+                publish.silencedTracks[key] = nil
+            } else if !frame.isSequenceHeader, let header = publish.silencedTracks[key], kind == .audio || frame.isKeyframe {
+                // A track ended for silence sends again: its kept configuration, at this
+                // frame's time, asks for it (video then starts at its next keyframe).
+                publish.silencedTracks[key] = nil
+                var resumed = header
+                resumed.timestamp = frame.timestamp
+                askForTrack(kind, trackID, resumed, publish: publish)
+            } else {
+                if frame.isSequenceHeader { publish.silencedTracks[key] = nil }
+                askForTrack(kind, trackID, frame, publish: publish)
+            }
         }
     }
 

@@ -40,6 +40,18 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         var audioTracks: [UInt8: TrackState] = [:]
         /// Audio track ids past `maxAudioTracks`, dropped (each counted and logged once).
         var droppedAudioTracks: Set<UInt8> = []
+        /// The configuration of each track ended for silence while the connection went on,
+        /// by kind and id: a keyframe (an audio frame) of it opens it again, as encoders do
+        /// not send a track's configuration twice.
+        var silencedTracks: [TrackKey: MediaFrame] = [:]
+        /// Each open track's coded frames of its kind at the last idle check (a video
+        /// track's hub also takes the publisher's audio).
+        var trackFramesAtCheck: [TrackKey: Int] = [:]
+
+        struct TrackKey: Hashable {
+            var video: Bool
+            var id: UInt8
+        }
 
         enum TrackState {
             /// Asked of the admission; the track's latest sequence start waits for the answer

@@ -96,7 +96,7 @@ public final class HLSSessions: Sendable {
     }
 
     /// `host:port` or `[v6]:port` without the port.
-    static func host(of address: String) -> Substring {
+    public static func host(of address: String) -> Substring {
         if address.hasPrefix("["), let end = address.firstIndex(of: "]") {
             return address[...end]
         }

@@ -47,12 +47,15 @@ enum MediaKind: String, Sendable, CaseIterable {
     /// multitrack: the first video and audio streams as track 0, the others as tracks 1 and 2
     /// (video) and 1 (audio).
     case multitrackAudioVideo
+    /// The same ladder, 20 s, whose second video stream (426x240) ends after 8 s: a track
+    /// the encoder stops sending while the others go on.
+    case multitrackTrackStops
     /// 640x360 30 fps H.264 Main with 2 s GOPs + Opus 48 kHz stereo (libopus, 20 ms packets),
     /// 12 s, in MP4: an Enhanced RTMP publisher sends the Opus as an `Opus` FourCC audio track.
     case opusAudioVideo
 
     /// The clip's container: FLV, but MP4 for what legacy FLV cannot carry.
-    var container: String { [.hevcAudioVideo, .av1AudioVideo, .multitrackAudioVideo, .opusAudioVideo].contains(self) ? "mp4" : "flv" }
+    var container: String { [.hevcAudioVideo, .av1AudioVideo, .multitrackAudioVideo, .multitrackTrackStops, .opusAudioVideo].contains(self) ? "mp4" : "flv" }
 
     /// H.264 Main with a keyframe every 60 frames (2 s at 30 fps) and no scene-cut keyframes.
     private static let twoSecondGOPs = ["-c:v", "libx264", "-profile:v", "main", "-preset", "veryfast", "-g", "60", "-keyint_min", "60", "-sc_threshold", "0", "-pix_fmt", "yuv420p"]
@@ -92,6 +95,10 @@ enum MediaKind: String, Sendable, CaseIterable {
                     "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
                     "-f", "lavfi", "-i", "sine=frequency=880:sample_rate=48000",
                     "-map", "0:v", "-map", "1:v", "-map", "2:v", "-map", "3:a", "-map", "4:a"] + Self.twoSecondGOPs + audio + ["-t", "12"]
+        case .multitrackTrackStops:
+            return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-f", "lavfi", "-i", "testsrc2=size=426x240:rate=30:duration=8",
+                    "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+                    "-map", "0:v", "-map", "1:v", "-map", "2:v", "-map", "3:a"] + Self.twoSecondGOPs + audio + ["-t", "20"]
         case .opusAudioVideo:
             return ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"]
                 + Self.twoSecondGOPs + ["-c:a", "libopus", "-b:a", "96k", "-ac", "2", "-t", "12"]

@@ -1,0 +1,71 @@
+import Media
+import NIOCore
+import Relay
+import Session
+import Synchronization
+import Testing
+
+/// `HLSSessions`: requests that name no session (a media playlist or segment URL given to a
+/// player directly) are admitted as their client, once, and a session of one stream opens
+/// no other's.
+@Suite struct HLSSessionsTests {
+    /// Admits a play when its query carries `token=good`; counts the requests it was asked.
+    final class TokenAdmission: ImmediateSessionAdmission, Sendable {
+        let asked = Atomic<Int>(0)
+        let hub = StreamHub(path: try! StreamPath(app: "live", name: "cam"), serializers: [])  // literal, valid by construction
+
+        func publishImmediately(_ request: PublishRequest) -> PublishAnswer { .refused(.unavailable("no publishing here")) }
+
+        func playImmediately(_ request: PlayRequest) -> PlayAnswer {
+            asked.add(1, ordering: .relaxed)
+            guard request.query.value(for: "token") == "good" else { return .refused(.denied("token refused")) }
+            return .accepted(PlaySession(id: request.sessionID, hub: hub, transport: .hls, remoteAddress: request.remoteAddress))
+        }
+    }
+
+    static let stream = try! StreamPath(app: "live", name: "cam")  // literal, valid by construction
+    static let rendition = RequestedRendition(.source(stream))
+
+    @Test func theHostOfAnAddressIsWithoutItsPort() {
+        #expect(HLSSessions.host(of: "10.0.0.2:6000") == "10.0.0.2")
+        #expect(HLSSessions.host(of: "[2001:db8::1]:6000") == "[2001:db8::1]")
+        #expect(HLSSessions.host(of: "2001:db8::1") == "2001:db8::1")
+        #expect(HLSSessions.host(of: "unix") == "unix")
+    }
+
+    @Test func aClientIsAdmittedOnceForItsRequestsAndRefusedWithoutItsToken() async throws {
+        let admission = TokenAdmission()
+        let sessions = HLSSessions(idleLimit: .seconds(6))
+        sessions.setAdmission(admission)
+        // The same client from another port (a new connection) with the same URL: one session.
+        let client = HLSSessions.clientKey(remoteAddress: "10.0.0.2:6000", path: Self.rendition, carried: "token=good")
+        let again = HLSSessions.clientKey(remoteAddress: "10.0.0.2:6001", path: Self.rendition, carried: "token=good")
+        #expect(client == again)
+        guard case .success(let first) = await sessions.session(ofClient: client, Self.rendition, query: StreamQuery("token=good"), remoteAddress: "10.0.0.2:6000"),
+              case .success(let second) = await sessions.session(ofClient: again, Self.rendition, query: StreamQuery("token=good"), remoteAddress: "10.0.0.2:6001")
+        else {
+            Issue.record("a client with a good token was refused")
+            return
+        }
+        #expect(first == second && sessions.count == 1 && admission.asked.load(ordering: .relaxed) == 1)
+        // Without the token, another client: asked, and refused.
+        let bare = HLSSessions.clientKey(remoteAddress: "10.0.0.2:6000", path: Self.rendition, carried: "")
+        guard case .failure(let refusal) = await sessions.session(ofClient: bare, Self.rendition, query: StreamQuery(""), remoteAddress: "10.0.0.2:6000") else {
+            Issue.record("a client without a token was admitted")
+            return
+        }
+        #expect(refusal.description.contains("token"))
+        #expect(sessions.count == 1)
+        // The session is of live/cam: it names no session of another stream.
+        #expect(sessions.lookup(first, stream: Self.stream) == .live)
+        #expect(sessions.lookup(first, stream: try StreamPath(app: "live", name: "other")) == .unknown)
+        // Expired, the client is admitted afresh, with a new session.
+        await sessions.expire(now: .now + .seconds(7))
+        #expect(sessions.count == 0)
+        guard case .success(let third) = await sessions.session(ofClient: client, Self.rendition, query: StreamQuery("token=good"), remoteAddress: "10.0.0.2:6000") else {
+            Issue.record("an expired client with a good token was refused")
+            return
+        }
+        #expect(third != first && admission.asked.load(ordering: .relaxed) == 3)
+    }
+}
