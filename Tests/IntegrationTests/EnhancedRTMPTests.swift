@@ -331,7 +331,7 @@ extension IntegrationTests {
             }
         }
 
-        @Test("A publisher that comes back within the grace period as a multitrack publisher gets its new tracks on the stream's timeline: 10 s of a single-track stream, then PyAV's multitrack publisher, whose clock starts again at 0; the added video and audio tracks' timestamps, read beside the main rendition's over HTTP-FLV, are within 0.5 s of the main's, not 10 s behind")
+        @Test("A publisher that comes back within the grace period as a multitrack publisher gets its new tracks on the stream's timeline: 10 s of a single-track stream, then PyAV's multitrack publisher, whose clock starts again at 0; the added video and audio tracks' timestamps, read beside the main rendition's over HTTP-FLV, are within 0.5 s of the main's, not 10 s behind, and the added video track's audio (the publisher's) is in step with its video")
         func tracksAddedOnAReconnectJoinTheStreamTimeline() async throws {
             try await Scenario.run("ertmp-multitrack-reconnect") { scenario in
                 let single = try await MediaLibrary.shared.file(.gopAudioVideo)
@@ -359,9 +359,9 @@ extension IntegrationTests {
                     try viewer.flv().tags.filter { $0.isMediaFrame && $0.isVideo == video }.map { Int64($0.timestamp) }.max()
                 }
                 let (mainVideo, mainAudio) = (try latest(main, video: true), try latest(main, video: false))
-                let (trackVideo, secondAudio) = (try latest(track, video: true), try latest(audio, video: false))
-                scenario.note("latest timestamps (ms): main video \(mainVideo ?? -1), main audio \(mainAudio ?? -1), track1 video \(trackVideo ?? -1), audio1 \(secondAudio ?? -1)")
-                guard let mainVideo, let mainAudio, let trackVideo, let secondAudio else {
+                let (trackVideo, trackAudio, secondAudio) = (try latest(track, video: true), try latest(track, video: false), try latest(audio, video: false))
+                scenario.note("latest timestamps (ms): main video \(mainVideo ?? -1), main audio \(mainAudio ?? -1), track1 video \(trackVideo ?? -1), track1 audio \(trackAudio ?? -1), audio1 \(secondAudio ?? -1)")
+                guard let mainVideo, let mainAudio, let trackVideo, let trackAudio, let secondAudio else {
                     scenario.check(false, "a rendition had no frames")
                     return
                 }
@@ -369,6 +369,15 @@ extension IntegrationTests {
                 // Within a wake-up interval and the two tracks' interleaving in the publisher's tags.
                 scenario.check(abs(trackVideo - mainVideo) < 500, "track 1's video is \(trackVideo - mainVideo) ms from the main video's timeline")
                 scenario.check(abs(secondAudio - mainAudio) < 500, "audio track 1 is \(secondAudio - mainAudio) ms from the main audio's timeline")
+                // Track 1 carries the publisher's audio, in step with its own video, and its
+                // timestamps and audio1's run on (a frame every 21 ms, never one repeated).
+                scenario.check(abs(trackAudio - trackVideo) < 500, "track 1's audio is \(trackAudio - trackVideo) ms from its video")
+                for (viewer, label) in [(track, "track 1's audio"), (audio, "audio track 1")] {
+                    let stamps = try viewer.flv().tags.filter { $0.isMediaFrame && $0.isAudio }.map(\.timestamp)
+                    let steps = zip(stamps, stamps.dropFirst()).map { Int64($1) - Int64($0) }
+                    scenario.check(stamps.count >= 150 && steps.allSatisfy { (1...100).contains($0) },
+                                   "\(label): \(stamps.count) frames in 4 s, steps outside 1–100 ms: \(steps.filter { !(1...100).contains($0) }.prefix(5))")
+                }
                 scenario.check(second.isRunning, "the multitrack publisher was disconnected")
             }
         }

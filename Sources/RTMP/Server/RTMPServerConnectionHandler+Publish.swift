@@ -208,9 +208,12 @@ extension RTMPServerConnectionHandler {
         if !publish.hub.publish(frame, publisher: publish.id) {
             throw .evicted
         }
-        if frame.kind == .audio {
-            // Every rendition of the ladder has the publisher's one audio track.
-            for track in publish.openVideoTracks { _ = track.hub.publish(frame, publisher: track.id) }
+        if frame.kind == .audio, !publish.tracks.isEmpty {
+            // Every rendition of the ladder has the publisher's one audio track, on the
+            // stream's timeline as the tracks' video is (mapped once for them all).
+            var followed = frame
+            followed.timestamp = publish.hub.timelineTimestamp(ofTrackAt: frame.timestamp)
+            for track in publish.openVideoTracks { _ = track.hub.publish(followed, publisher: track.id, clock: .followed) }
         }
     }
 
