@@ -12,9 +12,9 @@ import Session
 /// H.264 and AAC. Without one, a viewer that cannot decode the video is refused
 /// (`NetStream.Play.Failed`): bytes it cannot decode help no one. One that decodes the video
 /// but not the audio is sent the stream as published: the picture is worth more to it than
-/// a refusal, and what it does with audio it does not know is its own (counted). A play of
-/// an audio-only rendition in audio it did not announce is refused: there is no picture,
-/// and the stream's other renditions are not the audio it asked for.
+/// a refusal, and what it does with audio it does not know is its own (counted). So is a
+/// play of a rendition without video (a multitrack publisher's other language): the
+/// stream's other renditions are not the audio it asked for.
 ///
 /// Such a play of a stream whose video codec is not known yet (the moment between a
 /// publisher's start and its first sequence header, which an SRT publisher sends with its
@@ -51,13 +51,14 @@ public struct Playback: Sendable {
         let metadata: Logger.Metadata = [
             "stream": "\(request.path)", "from": "\(request.remoteAddress)", "codec": "\(unannounced)", "client": "\(codecs)",
         ]
-        // An audio-only rendition (a multitrack publisher's other language, a radio stream)
-        // has no picture to be worth its undecodable audio, and another rendition's video
-        // and audio is not what was asked for: refused.
+        // Without video (an audio-only rendition, a multitrack publisher's other language;
+        // or a stream whose video has not shown itself within the wait) another rendition's
+        // picture and audio is not what was asked for: the audio as published, as for a
+        // stream whose video the client decodes.
         guard video != nil else {
-            logger.notice("play refused: the client did not announce the audio-only stream's codec", metadata: metadata)
-            Self.negotiated(outcome: "refused")
-            return .refuse(.unavailable("\(request.path) is audio only, in \(unannounced), which this client did not announce (fourCcList)"))
+            logger.info("play of an audio codec the client did not announce, on a stream without video: sending it as published", metadata: metadata)
+            Self.negotiated(outcome: "unannounced_audio")
+            return .accept(hub: hub)
         }
         if let fallback = await registry.decodableRendition(of: hub.path.stream, for: codecs) {
             logger.info("play of a codec the client did not announce: sending \(fallback.path) instead", metadata: metadata)

@@ -184,8 +184,11 @@ public final class StreamHub: Sendable {
     /// added video or audio track): its hub takes the frame as `.followed`, so an HLS
     /// player joins the track to the stream's video by PTS, even when the track began after
     /// the publisher came back within its grace period, on a clock that started again.
-    public func timelineTimestamp(ofTrackAt timestamp: Int64) -> Int64 {
+    /// Nil when `id` is not (or no longer) the stream's publisher: a late frame of a
+    /// publisher taken over must not place the next one's clock.
+    public func timelineTimestamp(ofTrackAt timestamp: Int64, publisher id: PublisherID) -> Int64? {
         state.withLockedValue { state in
+            guard !state.ended, state.publisher?.id == id else { return nil }
             let rebases = state.normalizer.rebaseCount
             let output = state.normalizer.follow(UInt32(truncatingIfNeeded: timestamp))
             if state.normalizer.rebaseCount != rebases { state.discontinuityPending = true }

@@ -103,9 +103,12 @@ public struct TimestampNormalizer: Sendable {
     /// Maps a timestamp of another track of the same publisher (a multitrack publisher's
     /// added track, whose frames go to a hub of their own) onto this timeline, with the
     /// stream's offset, so that the track stays in step with the stream's own audio and
-    /// video, whenever it started. The track moves nothing but the start of an epoch: its
-    /// jumps are not looked for (they cannot be told from the stream's), and its frames are
-    /// not the unwrapping reference.
+    /// video, whenever it started. The track moves nothing but the start of an epoch (and
+    /// the highest output, where the next epoch continues), and its frames are not the
+    /// unwrapping reference. A track frame more than `jumpThreshold` from the stream's latest
+    /// output (a jump the stream's own next frame will re-base, or the track's own) is put at
+    /// that latest output: placed ahead, it would hold the track's later frames back for as
+    /// long as the jump.
     public mutating func follow(_ timestamp: UInt32) -> Int64 {
         if epochPending, let highest = highestOutput {
             // The epoch's first frame, whichever track it is on, places the new clock.
@@ -116,9 +119,13 @@ public struct TimestampNormalizer: Sendable {
             video.seenInEpoch = false
             audio.seenInEpoch = false
             lastInput = input
+            highestOutput = max(highestOutput ?? input + offset, input + offset)
             return input + offset
         }
-        return unwrap(timestamp) + offset
+        let output = unwrap(timestamp) + offset
+        if let latest = lastOutput, distance(output, latest) > jumpThreshold { return latest }
+        highestOutput = max(highestOutput ?? output, output)
+        return output
     }
 
     /// Takes `timestamp`, already on a stream timeline (from another hub's `follow`), as it

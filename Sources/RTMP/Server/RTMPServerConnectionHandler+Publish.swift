@@ -212,7 +212,8 @@ extension RTMPServerConnectionHandler {
             // Every rendition of the ladder has the publisher's one audio track, on the
             // stream's timeline as the tracks' video is (mapped once for them all).
             var followed = frame
-            followed.timestamp = publish.hub.timelineTimestamp(ofTrackAt: frame.timestamp)
+            guard let timestamp = publish.hub.timelineTimestamp(ofTrackAt: frame.timestamp, publisher: publish.id) else { return }
+            followed.timestamp = timestamp
             for track in publish.openVideoTracks { _ = track.hub.publish(followed, publisher: track.id, clock: .followed) }
         }
     }
@@ -318,8 +319,10 @@ extension RTMPServerConnectionHandler {
     /// timestamp: a track's hub has no timeline of its own, so a track that began after the
     /// publisher came back within the grace period stays in step with the stream.
     private func publishOnStreamTimeline(_ frame: MediaFrame, to session: PublishSession, publish: PublishContext) {
+        // Not the stream's publisher any more (taken over): its eviction is on its way.
+        guard let timestamp = publish.hub.timelineTimestamp(ofTrackAt: frame.timestamp, publisher: publish.id) else { return }
         var frame = frame
-        frame.timestamp = publish.hub.timelineTimestamp(ofTrackAt: frame.timestamp)
+        frame.timestamp = timestamp
         _ = session.hub.publish(frame, publisher: session.id, clock: .followed)
     }
 
@@ -330,6 +333,7 @@ extension RTMPServerConnectionHandler {
         session.hub.flush(force: true)
         session.end(.left)
         publish[keyPath: kind.tracks][trackID] = nil
+        publish.trackFramesAtCheck[.init(video: kind == .video, id: trackID)] = nil
     }
 
     /// A frame of a track not open: while its rendition is asked for, an end forgets the
@@ -346,23 +350,29 @@ extension RTMPServerConnectionHandler {
                 publish[keyPath: kind.tracks][trackID] = .opening(sequenceHeader: frame)
             }
         case .refused(let at):
-            askForTrack(kind, trackID, frame, publish: publish, refusedAt: at)
+            askForTrack(kind, trackID, resumedConfiguration(kind, trackID, frame, publish: publish) ?? frame, publish: publish, refusedAt: at)
         case nil:
-            let key = PublishContext.TrackKey(video: kind == .video, id: trackID)
             if ends {
-                publish.silencedTracks[key] = nil
-            } else if !frame.isSequenceHeader, let header = publish.silencedTracks[key], kind == .audio || frame.isKeyframe {
-                // A track ended for silence sends again: its kept configuration, at this
-                // frame's time, asks for it (video then starts at its next keyframe).
-                publish.silencedTracks[key] = nil
-                var resumed = header
-                resumed.timestamp = frame.timestamp
-                askForTrack(kind, trackID, resumed, publish: publish)
+                publish.silencedTracks[.init(video: kind == .video, id: trackID)] = nil
             } else {
-                if frame.isSequenceHeader { publish.silencedTracks[key] = nil }
-                askForTrack(kind, trackID, frame, publish: publish)
+                askForTrack(kind, trackID, resumedConfiguration(kind, trackID, frame, publish: publish) ?? frame, publish: publish)
             }
         }
+    }
+
+    /// For a track ended for silence that sends again (a keyframe; audio: any frame), its
+    /// kept configuration at this frame's time, to ask for it with: encoders do not send a
+    /// track's configuration twice. It is kept until a session opens (a refusal asks again
+    /// with it); a new configuration replaces it.
+    private func resumedConfiguration(_ kind: TrackKind, _ trackID: UInt8, _ frame: MediaFrame, publish: PublishContext) -> MediaFrame? {
+        let key = PublishContext.TrackKey(video: kind == .video, id: trackID)
+        if frame.isSequenceHeader {
+            publish.silencedTracks[key] = nil
+            return nil
+        }
+        guard var header = publish.silencedTracks[key], kind == .audio || frame.isKeyframe else { return nil }
+        header.timestamp = frame.timestamp
+        return header
     }
 
     /// A multitrack publisher's video tracks (`trackN`) or audio tracks (`audioN`): kept
@@ -419,6 +429,7 @@ extension RTMPServerConnectionHandler {
         switch answer {
         case .accepted(let session):
             log(.info, "publishing \(kind) track \(trackID) as \(session.hub.path)")
+            publish.silencedTracks[.init(video: kind == .video, id: trackID)] = nil
             // A video track starts at its first keyframe; every audio frame is a start.
             publish[keyPath: kind.tracks][trackID] = .open(session, started: kind == .audio)
             // What a player of a video track needs before its first keyframe: the audio's

@@ -16,8 +16,10 @@ import Session
 /// reach); anything else is a 404, malformed query values a 400. The routes are registered
 /// by `PlaybackRoutes`, which shares their path shapes with HTTP-FLV's.
 ///
-/// With `sessions`, a playlist request goes through the admission unless it names a live
-/// session (`HLSSessions`), and every URI of the playlists it is given names that session.
+/// With `sessions`, a request (a playlist, a segment, a part) goes through the admission
+/// unless it names a live session of its stream (`HLSSessions`): a master's as a new player,
+/// anything else as its client (address, rendition, query), whose one session stands for
+/// its later requests. Every URI of the playlists a player is given names its session.
 public struct HLSRoutes: Sendable {
     public let service: HLSService
     /// Called with the stream of every request before it is looked up: a relay uses it to
@@ -211,6 +213,22 @@ public struct HLSRoutes: Sendable {
         }
         let requested: RenditionPath? = renditionName == "src" ? .source(path) : try? RenditionPath(stream: path, rendition: renditionName)
         guard let requested else { return Self.status(.notFound) }
+        // A segment or init section that is not there is a 404 before any admission: names
+        // that do not exist cost no session and no hook.
+        var stored: Response?
+        switch request {
+        case .transportStreamSegment(let sequence):
+            guard let data = await rendition.segment(sequence)?.transportStream else { return Self.status(.notFound) }
+            stored = Self.media(data, contentType: "video/mp2t")
+        case .initSection(let id):
+            guard let data = await rendition.initSection(id) else { return Self.status(.notFound) }
+            stored = Self.media(data, contentType: "video/mp4")
+        case .fragmentedSegment(let sequence):
+            guard let segment = await rendition.segment(sequence), segment.duration != nil else { return Self.status(.notFound) }
+            stored = Self.media(parts: segment.parts.map(\.data))
+        case .mediaPlaylist, .part:
+            break
+        }
         // An ended rendition's playlist and media stay for players to finish: no admission, no
         // session (there is nothing live to admit to), but a kicked session stays refused.
         var sessionID: String?
@@ -227,21 +245,12 @@ public struct HLSRoutes: Sendable {
                 (sessionID, uriQuery) = (session?.id, session?.uriQuery)
             }
         }
-        if case .mediaPlaylist(let variant) = request {
-            return try await mediaPlaylist(rendition, variant: variant, path: path, query: query, uriQuery: uriQuery)
-        }
+        if let stored { return count(stored, session: sessionID) }
         switch request {
-        case .mediaPlaylist:
-            return Self.status(.notFound)
-        case .transportStreamSegment(let sequence):
-            guard let data = await rendition.segment(sequence)?.transportStream else { return Self.status(.notFound) }
-            return count(Self.media(data, contentType: "video/mp2t"), session: sessionID)
-        case .initSection(let id):
-            guard let data = await rendition.initSection(id) else { return Self.status(.notFound) }
-            return count(Self.media(data, contentType: "video/mp4"), session: sessionID)
-        case .fragmentedSegment(let sequence):
-            guard let segment = await rendition.segment(sequence), segment.duration != nil else { return Self.status(.notFound) }
-            return count(Self.media(parts: segment.parts.map(\.data)), session: sessionID)
+        case .mediaPlaylist(let variant):
+            return try await mediaPlaylist(rendition, variant: variant, path: path, query: query, uriQuery: uriQuery)
+        case .transportStreamSegment, .initSection, .fragmentedSegment:
+            return Self.status(.notFound)  // answered above
         case .part(let sequence, let index):
             // The preload hint names the next part before it exists: hold the request.
             if !(await rendition.has(sequence: sequence, part: index)) {

@@ -95,15 +95,17 @@ public final class HLSSessions: Sendable {
         "\(host(of: remoteAddress))|\(path)|\(carried)"
     }
 
-    /// `host:port` or `[v6]:port` without the port.
+    /// An address without its port: `host:port` as the HTTP routes write it (an IPv6 host
+    /// unbracketed, `2001:db8::1:6000`), or `[v6]:port`. The port is the last `:`-separated
+    /// part when it is all digits; an address without a colon is its own host.
     public static func host(of address: String) -> Substring {
         if address.hasPrefix("["), let end = address.firstIndex(of: "]") {
             return address[...end]
         }
-        if let colon = address.firstIndex(of: ":"), address[address.index(after: colon)...].firstIndex(of: ":") == nil {
-            return address[..<colon]
-        }
-        return address[...]
+        guard let colon = address.lastIndex(of: ":") else { return address[...] }
+        let port = address[address.index(after: colon)...]
+        guard !port.isEmpty, port.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return address[...] }
+        return address[..<colon]
     }
 
     /// The session of `client` (`clientKey`): the one opened for its earlier requests while
@@ -147,19 +149,28 @@ public final class HLSSessions: Sendable {
         let hub = session.hub
         // The bound holds here, where the table grows (the check above only spares the
         // admission's work); an accepted play holds nothing yet, so a refusal undoes nothing.
-        let inserted = state.withLock { state -> Bool in
-            guard state.sessions.count < maxSessions else { return false }
+        enum Insertion { case inserted, full, existing(String) }
+        let insertion = state.withLock { state -> Insertion in
+            // Requests of one client at once were admitted together: the first to get here
+            // stands for it, the others' sessions are dropped before they start.
+            if let client, let existing = state.byClient[client], state.sessions[existing] != nil {
+                state.sessions[existing]?.lastRequest = .now
+                return .existing(existing)
+            }
+            guard state.sessions.count < maxSessions else { return .full }
             state.sessions[id.rawValue] = Entry(session: session, stream: hub.path.stream, lastRequest: .now, client: client)
-            // Two requests of one client at once may open two sessions: the later one stands
-            // for it, the other ends idle.
             if let client { state.byClient[client] = id.rawValue }
-            return true
+            return .inserted
         }
-        guard inserted else {
+        switch insertion {
+        case .full:
             return .failure(.unavailable("this node serves as many HLS players as it can; try again later"))
+        case .existing(let existing):
+            return .success(existing)
+        case .inserted:
+            await session.start()
+            return .success(id.rawValue)
         }
-        await session.start()
-        return .success(id.rawValue)
     }
 
     /// Live HLS sessions by stream, for the relay's viewer report.

@@ -30,12 +30,24 @@ struct TimestampNormalizerFollowTests {
         #expect(stream.rebaseCount == 1)
     }
 
-    @Test func aTracksOwnJumpIsNotRebased() {
+    @Test func aTrackFrameThatJumpedIsPutAtTheStreamsLatestAndMovesNothing() {
         var stream = TimestampNormalizer()
-        _ = TimestampNormalizerTests.run(&stream, TimestampNormalizerTests.interleaved(from: 0, duration: 2_000))
-        #expect(stream.follow(500_000) == 500_000)
+        let before = TimestampNormalizerTests.run(&stream, TimestampNormalizerTests.interleaved(from: 0, duration: 2_000))
+        let latest = before.last?.output ?? 0
+        // Placed 498 s ahead, it would hold the track's later frames back for as long.
+        #expect(stream.follow(500_000) == latest)
         #expect(stream.rebaseCount == 0)
         #expect(stream.normalize(2_033, kind: .video) == 2_033)
+        #expect(stream.follow(2_040) == 2_040)
+    }
+
+    @Test func theNextEpochContinuesAfterATracksHighestFrame() {
+        var stream = TimestampNormalizer()
+        _ = TimestampNormalizerTests.run(&stream, TimestampNormalizerTests.interleaved(from: 0, duration: 2_000))
+        // A track's frame a little ahead of the stream's own, then a reconnect.
+        let ahead = stream.follow(2_300)
+        stream.beginNewEpoch()
+        #expect(stream.normalize(0, kind: .video) > ahead)
     }
 
     @Test func placeKeepsTheGivenTimeButNeverGoesBackwards() {

@@ -28,9 +28,15 @@ import Testing
 
     @Test func theHostOfAnAddressIsWithoutItsPort() {
         #expect(HLSSessions.host(of: "10.0.0.2:6000") == "10.0.0.2")
+        // As the HTTP routes write an IPv6 peer (`PlaybackRoutes.describe`): unbracketed.
+        #expect(HLSSessions.host(of: "2001:db8::1:6000") == "2001:db8::1")
+        #expect(HLSSessions.host(of: "::ffff:10.0.0.2:6000") == "::ffff:10.0.0.2")
         #expect(HLSSessions.host(of: "[2001:db8::1]:6000") == "[2001:db8::1]")
-        #expect(HLSSessions.host(of: "2001:db8::1") == "2001:db8::1")
         #expect(HLSSessions.host(of: "unix") == "unix")
+        #expect(HLSSessions.host(of: "") == "")
+        // Another connection of one IPv6 client is the same client.
+        #expect(HLSSessions.clientKey(remoteAddress: "2001:db8::1:6000", path: Self.rendition, carried: "")
+            == HLSSessions.clientKey(remoteAddress: "2001:db8::1:6001", path: Self.rendition, carried: ""))
     }
 
     @Test func aClientIsAdmittedOnceForItsRequestsAndRefusedWithoutItsToken() async throws {
@@ -67,5 +73,25 @@ import Testing
             return
         }
         #expect(third != first && admission.asked.load(ordering: .relaxed) == 3)
+    }
+
+    @Test func requestsOfOneClientAtOnceShareOneSession() async throws {
+        let admission = TokenAdmission()
+        let sessions = HLSSessions(idleLimit: .seconds(6))
+        sessions.setAdmission(admission)
+        let client = HLSSessions.clientKey(remoteAddress: "10.0.0.2:6000", path: Self.rendition, carried: "token=good")
+        let ids = await withTaskGroup(of: String?.self) { group in
+            for port in 0..<8 {
+                group.addTask {
+                    guard case .success(let id) = await sessions.session(ofClient: client, Self.rendition, query: StreamQuery("token=good"), remoteAddress: "10.0.0.2:\(6000 + port)") else { return nil }
+                    return id
+                }
+            }
+            var ids: Set<String?> = []
+            for await id in group { ids.insert(id) }
+            return ids
+        }
+        #expect(ids.count == 1 && !ids.contains(nil))
+        #expect(sessions.count == 1)
     }
 }
