@@ -331,7 +331,7 @@ extension IntegrationTests {
             }
         }
 
-        @Test("A publisher that comes back within the grace period as a multitrack publisher gets its new tracks on the stream's timeline: 10 s of a single-track stream, then PyAV's multitrack publisher, whose clock starts again at 0; the added video and audio tracks' timestamps, read beside the main rendition's over HTTP-FLV, are within 0.5 s of the main's, not 10 s behind, and the added video track's audio (the publisher's) is in step with its video")
+        @Test("A publisher that comes back within the grace period as a multitrack publisher gets its new tracks on the stream's timeline: 10 s of a single-track stream, then PyAV's multitrack publisher, whose clock starts again at 0; the added video and audio tracks' timestamps, read beside the main rendition's over HTTP-FLV, are within 0.5 s of the main's, not 10 s behind, and the added video track's audio (the publisher's) is in step with its video; the three viewers stay 30 s without a gap")
         func tracksAddedOnAReconnectJoinTheStreamTimeline() async throws {
             try await Scenario.run("ertmp-multitrack-reconnect") { scenario in
                 let single = try await MediaLibrary.shared.file(.gopAudioVideo)
@@ -377,6 +377,15 @@ extension IntegrationTests {
                     let steps = zip(stamps, stamps.dropFirst()).map { Int64($1) - Int64($0) }
                     scenario.check(stamps.count >= 150 && steps.allSatisfy { (1...100).contains($0) },
                                    "\(label): \(stamps.count) frames in 4 s, steps outside 1–100 ms: \(steps.filter { !(1...100).contains($0) }.prefix(5))")
+                }
+                // The three stay 30 s in all on the renditions the reconnect made: none is
+                // dropped, and each one's frames run on without a gap of a second.
+                try await Task.sleep(for: .seconds(26))
+                for (viewer, label, video) in [(main, "the main rendition", true), (track, "track 1", true), (audio, "audio track 1", false)] {
+                    let stamps = try viewer.flv().tags.filter { $0.isMediaFrame && $0.isVideo == video }.map { Int64($0.timestamp) }
+                    let longestStep = zip(stamps, stamps.dropFirst()).map { $1 - $0 }.max() ?? .max
+                    scenario.check(!viewer.isClosed && (stamps.last ?? 0) - (stamps.first ?? 0) >= 28_000 && longestStep < 1000,
+                                   "\(label) over 30 s: closed \(viewer.isClosed), \(stamps.count) frames spanning \((stamps.last ?? 0) - (stamps.first ?? 0)) ms, longest step \(longestStep) ms")
                 }
                 scenario.check(second.isRunning, "the multitrack publisher was disconnected")
             }

@@ -169,6 +169,15 @@ extension IntegrationTests {
             scenario.check(ofSession.status == 200 && ofSession.body.count > 10_000, "a segment of the direct player's session: \(ofSession.status), \(ofSession.body.count) bytes")
             let hls = (try? await SessionsTests.sessions(node, "?protocol=hls")) ?? []
             scenario.check(hls.contains { $0["id"] as? String == id && $0["path"] as? String == "live/cam" }, "the direct player's session is not listed: \(hls)")
+            // A player given that URL (PyAV's FFmpeg, from the same address) stays 30 s on it,
+            // reloading it: every picture decoded, and all the while the one session.
+            let player = try scenario.launch(
+                executable: try TestEnvironment.python3(), [try EnhancedRTMPTests.peer("pyav_watch.py"), "\(node.httpBase)\(direct)?\(token)", "30"], name: "pyav-direct-hls"
+            )
+            try await EnhancedRTMPTests.checkStayed(scenario, player, "a direct media playlist (HLS)", width: media.width ?? 640, height: media.height ?? 360,
+                                                    minDecoded: 700, maxWait: EnhancedRTMPTests.hlsMaxWait)
+            let after = ((try? await SessionsTests.sessions(node, "?protocol=hls")) ?? []).filter { $0["path"] as? String == "live/cam" }
+            scenario.check(after.map { $0["id"] as? String } == [id], "after 30 s of a direct player, live/cam's HLS sessions: \(after.map { $0["id"] ?? "" })")
 
             // Another stream behind a token of its own: the session of live/cam opens none of it.
             _ = try scenario.publish(media, to: node.rtmpURL("live", "cam2") + "?token=\(otherStreamToken)", name: "publisher-cam2", loop: true)

@@ -101,7 +101,7 @@ extension RTMPServerConnectionHandler {
     func endSilentTracks(publish: PublishContext) {
         for kind in [TrackKind.video, .audio] {
             for (trackID, state) in publish[keyPath: kind.tracks] {
-                let key = PublishContext.TrackKey(video: kind == .video, id: trackID)
+                let key = PublishContext.TrackKey(kind: kind, id: trackID)
                 // A video track not started yet drops its frames until its first keyframe.
                 guard case .open(let session, let started) = state, started else {
                     publish.trackFramesAtCheck[key] = nil
@@ -333,7 +333,7 @@ extension RTMPServerConnectionHandler {
         session.hub.flush(force: true)
         session.end(.left)
         publish[keyPath: kind.tracks][trackID] = nil
-        publish.trackFramesAtCheck[.init(video: kind == .video, id: trackID)] = nil
+        publish.trackFramesAtCheck[.init(kind: kind, id: trackID)] = nil
     }
 
     /// A frame of a track not open: while its rendition is asked for, an end forgets the
@@ -353,7 +353,7 @@ extension RTMPServerConnectionHandler {
             askForTrack(kind, trackID, resumedConfiguration(kind, trackID, frame, publish: publish) ?? frame, publish: publish, refusedAt: at)
         case nil:
             if ends {
-                publish.silencedTracks[.init(video: kind == .video, id: trackID)] = nil
+                publish.silencedTracks[.init(kind: kind, id: trackID)] = nil
             } else {
                 askForTrack(kind, trackID, resumedConfiguration(kind, trackID, frame, publish: publish) ?? frame, publish: publish)
             }
@@ -365,7 +365,7 @@ extension RTMPServerConnectionHandler {
     /// track's configuration twice. It is kept until a session opens (a refusal asks again
     /// with it); a new configuration replaces it.
     private func resumedConfiguration(_ kind: TrackKind, _ trackID: UInt8, _ frame: MediaFrame, publish: PublishContext) -> MediaFrame? {
-        let key = PublishContext.TrackKey(video: kind == .video, id: trackID)
+        let key = PublishContext.TrackKey(kind: kind, id: trackID)
         if frame.isSequenceHeader {
             publish.silencedTracks[key] = nil
             return nil
@@ -429,7 +429,7 @@ extension RTMPServerConnectionHandler {
         switch answer {
         case .accepted(let session):
             log(.info, "publishing \(kind) track \(trackID) as \(session.hub.path)")
-            publish.silencedTracks[.init(video: kind == .video, id: trackID)] = nil
+            publish.silencedTracks[.init(kind: kind, id: trackID)] = nil
             // A video track starts at its first keyframe; every audio frame is a start.
             publish[keyPath: kind.tracks][trackID] = .open(session, started: kind == .audio)
             // What a player of a video track needs before its first keyframe: the audio's

@@ -49,7 +49,7 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         var trackFramesAtCheck: [TrackKey: Int] = [:]
 
         struct TrackKey: Hashable {
-            var video: Bool
+            var kind: TrackKind
             var id: UInt8
         }
 
