@@ -72,6 +72,57 @@ extension IntegrationTests {
             }
         }
 
+        @Test("One host opens no more HLS sessions than the per-address cap: the next master is 503, another host still plays, an ended session gives its slot back")
+        func hlsSessionsPerAddress() async throws {
+            try await Scenario.run("hls-sessions-per-address") { scenario in
+                var config = NodeConfig()
+                config.maxConnectionsPerAddress = 3
+                config.limitLoopbackConnections = true
+                let node = try await scenario.startNode(config)
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                _ = try scenario.publish(media, to: node.rtmpURL("live", "cam"), name: "publisher", loop: true)
+                try await scenario.waitUntilLive(node, "live", "cam")
+                let master = "http://127.0.0.1:\(node.httpPort)/live/cam/index.m3u8"
+                /// curl from `source` (a loopback address of its own): the status and the body.
+                func get(from source: String, _ name: String) async throws -> (status: Int, body: String) {
+                    let run = try await scenario.run("curl", ["-s", "--max-time", "5", "--interface", source, "-w", "\n%{http_code}", master], name: name, timeout: .seconds(10))
+                    let lines = run.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+                    return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
+                }
+                // The master answers once the stream has a segment: waited for from a third
+                // address, whose first 200 is its only session.
+                var ready = false
+                for attempt in 0..<60 where !ready {
+                    ready = try await get(from: "127.0.0.3", "curl-wait-\(attempt)").status == 200
+                    if !ready { try await Task.sleep(for: .milliseconds(500)) }
+                }
+                try scenario.require(ready, "the master never answered 200")
+                // Three players from 127.0.0.1: three sessions (each master opens one).
+                for index in 0..<3 {
+                    let answer = try await get(from: "127.0.0.1", "curl-\(index)")
+                    scenario.check(answer.status == 200 && answer.body.contains("session=v-"), "master \(index) from 127.0.0.1: \(answer.status) \(answer.body.prefix(200))")
+                }
+                // The fourth: 503, saying why; the node is otherwise untouched.
+                let fourth = try await get(from: "127.0.0.1", "curl-fourth")
+                scenario.check(fourth.status == 503, "a fourth master from 127.0.0.1 answered \(fourth.status)")
+                scenario.check(fourth.body.contains("HLS players are open from this address"), "the 503 said: \(fourth.body.prefix(200))")
+                let other = try await get(from: "127.0.0.2", "curl-other")
+                scenario.check(other.status == 200 && other.body.contains("#EXT-X-STREAM-INF"), "a master from 127.0.0.2 answered \(other.status)")
+                let metrics = try await node.metrics()
+                scenario.check(
+                    metrics.sum("estuary_hls_sessions_refused_total", labels: ["reason": "address_limit"]) >= 1,
+                    "no refusal counted: \(metrics.describe("estuary_hls_sessions_refused_total"))"
+                )
+                scenario.check(node.log.contains("HLS player refused"), "the refusal was not logged")
+                // The sessions end after three target durations without a request (6 s by
+                // default): then the host may open one again.
+                let reopened = await eventually(timeout: .seconds(20), interval: .seconds(1)) {
+                    (try? await get(from: "127.0.0.1", "curl-again").status) == 200
+                }
+                scenario.check(reopened, "after its sessions expired, 127.0.0.1 was still refused")
+            }
+        }
+
         @Test("A stalled publisher's stream can be resumed only with its own credentials; viewers never see a stranger's media")
         func publishOwnership() async throws {
             try await Scenario.run("publish-ownership") { scenario in

@@ -117,14 +117,16 @@ extension IntegrationTests {
         }
 
         /// Both HLS masters of `stream` list its second audio track (`audio1`) as alternate
-        /// audio (`EXT-X-MEDIA:TYPE=AUDIO`, the variants' own audio the default), not as a
+        /// audio (`EXT-X-MEDIA:TYPE=AUDIO`, the variants' own audio the default, each with its
+        /// `CHANNELS`), not as a
         /// variant, and each of its three video variants names the group.
         static func checkMastersListAlternateAudio(_ scenario: Scenario, _ node: NodeProcess, _ stream: String, _ label: String) async {
             for file in ["llhls.m3u8", "index.m3u8"] {
                 func listed(_ master: String) -> Bool {
                     let variants = master.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-STREAM-INF:") }
-                    return master.contains("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"main\",DEFAULT=YES")
-                        && master.contains("URI=\"audio1/\(file)") && !master.contains("\naudio1/\(file)")
+                    // Both tracks are stereo AAC: each entry says so (CHANNELS).
+                    return master.contains("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"main\",DEFAULT=YES,AUTOSELECT=YES,CHANNELS=\"2\"\n")
+                        && master.contains("CHANNELS=\"2\",URI=\"audio1/\(file)") && !master.contains("\naudio1/\(file)")
                         && variants.count == 3 && variants.allSatisfy { $0.contains("AUDIO=\"audio\"") }
                 }
                 let found = await eventually(timeout: .seconds(15), interval: .milliseconds(250)) {

@@ -23,7 +23,13 @@ struct RelayAssembly {
         let registry = context.registry
         let system = context.system
         // A player that has not asked for three target durations has left.
-        let hlsSessions = HLSSessions(idleLimit: context.configuration.hls.targetSegmentDuration * 3)
+        // One host's sessions are held to the HTTP listener's per-address cap, as its
+        // connections are (an HLS player holds none).
+        let hlsSessions = HLSSessions(
+            idleLimit: context.configuration.hls.targetSegmentDuration * 3,
+            limits: context.configuration.httpConnectionLimits, logger: context.logger
+        )
+        context.live.subscribe { new, _ in hlsSessions.setLimits(new.httpConnectionLimits) }
         self.hlsSessions = hlsSessions
         node = try system.makeActor(named: RoleAddress.relay) { RelayNode(registry: registry, hlsSessions: hlsSessions, actorSystem: system) }
         playback = Playback(registry: registry, logger: context.logger, codecWait: context.configuration.playCodecWait)

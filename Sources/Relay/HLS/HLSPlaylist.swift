@@ -96,6 +96,8 @@ public enum HLSPlaylist {
         var name: String
         var uri: String
         var codecs: [String]
+        /// Output channels (`CHANNELS`); 0 when unknown, and then left out.
+        var channels: Int = 0
         var peakBitrate: Int = 0
         var averageBitrate: Int = 0
     }
@@ -110,14 +112,20 @@ public enum HLSPlaylist {
             // says it is in every variant's segments, so it is there only when it is. The
             // others have playlists of their own, and are chosen, not picked automatically
             // (they carry no language to pick by).
+            // CHANNELS is the count of audio channels (RFC 8216bis 4.4.6.1), which Apple's
+            // authoring rules ask of every audio entry: players pick stereo or surround by it.
+            func channels(_ count: Int) -> String { count > 0 ? ",CHANNELS=\"\(count)\"" : "" }
             let variantsHaveAudio = streams.allSatisfy(\.description.hasAudio)
             if variantsHaveAudio {
-                lines.append("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"\(audioGroup)\",NAME=\"main\",DEFAULT=YES,AUTOSELECT=YES")
+                // The variants' audio is one track, the same in every one (a ladder's rungs and
+                // a multitrack publisher's tracks carry the source's).
+                let mainChannels = streams.map(\.description.audioChannels).max() ?? 0
+                lines.append("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"\(audioGroup)\",NAME=\"main\",DEFAULT=YES,AUTOSELECT=YES\(channels(mainChannels))")
             }
             for (index, alternate) in audio.enumerated() {
                 let isDefault = !variantsHaveAudio && index == 0
                 lines.append(
-                    "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"\(audioGroup)\",NAME=\"\(alternate.name)\",DEFAULT=\(isDefault ? "YES" : "NO"),AUTOSELECT=\(isDefault ? "YES" : "NO"),URI=\"\(alternate.uri)\""
+                    "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"\(audioGroup)\",NAME=\"\(alternate.name)\",DEFAULT=\(isDefault ? "YES" : "NO"),AUTOSELECT=\(isDefault ? "YES" : "NO")\(channels(alternate.channels)),URI=\"\(alternate.uri)\""
                 )
             }
         }

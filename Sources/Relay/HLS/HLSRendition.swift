@@ -51,6 +51,8 @@ public actor HLSRendition {
         public var frameRate: Double?
         public var hasVideo = false
         public var hasAudio = false
+        /// The audio's output channels (0 without audio): `CHANNELS` of an `EXT-X-MEDIA` entry.
+        public var audioChannels = 0
         /// Whether the rendition has MPEG-TS segments (classic HLS); false for AV1, which
         /// only fMP4 (LL-HLS) carries.
         public var hasTransportStream = true

@@ -187,7 +187,7 @@ public struct HLSRoutes: Sendable {
         }
         return (streams, alternates.map {
             HLSPlaylist.AlternateAudio(
-                name: $0.name, uri: $0.stream.uri, codecs: $0.stream.description.codecs,
+                name: $0.name, uri: $0.stream.uri, codecs: $0.stream.description.codecs, channels: $0.stream.description.audioChannels,
                 peakBitrate: $0.stream.peakBitrate, averageBitrate: $0.stream.averageBitrate
             )
         })

@@ -259,6 +259,7 @@ final class HLSSegmenter {
         }
         if let audio {
             description.hasAudio = true
+            description.audioChannels = audio.channelCount
             description.codecs.append(audio.codecString)
         }
         return description

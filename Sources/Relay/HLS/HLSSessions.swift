@@ -1,4 +1,6 @@
+import Logging
 import Media
+import Metrics
 import NIOCore
 import Session
 import Synchronization
@@ -20,8 +22,13 @@ import Synchronization
 /// Sessions reach the admission's observers as any viewer does (`playStarted`/`playEnded`):
 /// `/api/v1/sessions`, `/metrics`, the drain's viewer count, the relay's viewer report.
 ///
-/// Bounded: `maxSessions` live sessions (past it, a new player is refused as unavailable)
-/// and `maxKicked` remembered kicks.
+/// Bounded: `maxSessions` live sessions, and the per-address cap of the HTTP listener's
+/// connections (`maxConnectionsPerAddress`, loopback exempt unless `limitLoopback`) for the
+/// sessions of one client host. An HLS player holds no connection, so the listener's own cap
+/// does not bound how many sessions one host opens (a master per request, a media playlist
+/// per query); without this, one host could fill the table and lock every other player out.
+/// Past either, a new player is refused as unavailable (503), logged and counted
+/// (`estuary_hls_sessions_refused_total{reason}`). `maxKicked` remembered kicks.
 public final class HLSSessions: Sendable {
     public enum Lookup: Sendable, Equatable {
         case live
@@ -37,6 +44,8 @@ public final class HLSSessions: Sendable {
         var lastRequest: ContinuousClock.Instant
         /// The client a session opened for requests that named none stands for (`clientKey`).
         var client: String?
+        /// Its client's host (`host(of:)`), whose count it holds in `perHost`.
+        var host: String
     }
 
     private struct State {
@@ -46,7 +55,49 @@ public final class HLSSessions: Sendable {
         var byClient: [String: String] = [:]
         /// Kicked clients of such sessions: refused for `kickMemory`, as kicked ids are.
         var kickedClients: [String: ContinuousClock.Instant] = [:]
+        /// Live sessions by client host; only hosts with sessions (bounded by `maxSessions`).
+        var perHost: [String: Int] = [:]
+        var limits = ConnectionLimits()
         var admission: (any SessionAdmission)?
+
+        /// Takes `id` out of the table, and its count out of its host's.
+        mutating func remove(_ id: String) -> Entry? {
+            guard let entry = sessions.removeValue(forKey: id) else { return nil }
+            if let client = entry.client, byClient[client] == id { byClient[client] = nil }
+            let remaining = perHost[entry.host, default: 1] - 1
+            perHost[entry.host] = remaining > 0 ? remaining : nil
+            return entry
+        }
+
+        /// Why a new session of `host` is refused now, or nil.
+        func refusal(host: String, maxSessions: Int) -> Refusal? {
+            if sessions.count >= maxSessions { return .nodeFull }
+            if let limit = limits.maxConnectionsPerAddress, perHost[host, default: 0] >= limit,
+               limits.limitLoopback || !HLSSessions.isLoopback(host) {
+                return .addressFull(limit)
+            }
+            return nil
+        }
+    }
+
+    /// Why a new session is refused before the admission is asked.
+    enum Refusal {
+        case nodeFull
+        case addressFull(Int)
+
+        var metric: String {
+            switch self {
+            case .nodeFull: "node_limit"
+            case .addressFull: "address_limit"
+            }
+        }
+
+        var refusal: SessionRefusal {
+            switch self {
+            case .nodeFull: .unavailable("this node serves as many HLS players as it can; try again later")
+            case .addressFull(let limit): .unavailable("\(limit) HLS players are open from this address, the most allowed; try again later")
+            }
+        }
     }
 
     public let idleLimit: Duration
@@ -54,10 +105,38 @@ public final class HLSSessions: Sendable {
     public static let maxKicked = 4096
     public static let kickMemory: Duration = .seconds(60)
     private let state = Mutex(State())
+    private let logger: Logger
+    /// Refusal lines: 20 per 10 s per host, the rest counted.
+    private let logLimiter = LogRateLimiter(burst: 20, window: .seconds(10))
 
-    public init(idleLimit: Duration, maxSessions: Int = 100_000) {
+    public init(idleLimit: Duration, maxSessions: Int = 100_000, limits: ConnectionLimits = ConnectionLimits(), logger: Logger = Logger(label: "estuary.hls")) {
         self.idleLimit = idleLimit
         self.maxSessions = max(1, maxSessions)
+        self.logger = logger
+        state.withLock { $0.limits = limits }
+    }
+
+    /// The per-address cap new sessions are held to (a reload may change it; sessions already
+    /// open stay).
+    public func setLimits(_ limits: ConnectionLimits) {
+        state.withLock { $0.limits = limits }
+    }
+
+    /// 127.0.0.0/8 and ::1, bracketed or not, and IPv4-mapped loopback.
+    static func isLoopback(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        return ConnectionLimiter.isLoopback(bare)
+    }
+
+    private func refused(_ refusal: Refusal, host: String) -> Result<String, SessionRefusal> {
+        Counter(label: "estuary_hls_sessions_refused_total", dimensions: [("reason", refusal.metric)]).increment()
+        let verdict = logLimiter.check(host)
+        if verdict.allowed {
+            logger.notice("HLS player refused", metadata: [
+                "from": "\(host)", "reason": "\(refusal.refusal.description)", "linesHeldBack": "\(verdict.suppressed)",
+            ])
+        }
+        return .failure(refusal.refusal)
     }
 
     /// The node's admission, set once it exists (it is made after the relay's parts).
@@ -131,8 +210,10 @@ public final class HLSSessions: Sendable {
     /// for `client`'s later requests, when given).
     public func open(_ path: RequestedRendition, query: StreamQuery, remoteAddress: String, client: String? = nil) async -> Result<String, SessionRefusal> {
         guard let admission else { return .failure(.unavailable("HLS is not ready")) }
-        guard (state.withLock { $0.sessions.count }) < maxSessions else {
-            return .failure(.unavailable("this node serves as many HLS players as it can; try again later"))
+        let host = String(Self.host(of: remoteAddress))
+        let maxSessions = maxSessions
+        if let refusal = (state.withLock { $0.refusal(host: host, maxSessions: maxSessions) }) {
+            return refused(refusal, host: host)
         }
         let id = SessionID.make(.play)
         let request = PlayRequest(
@@ -149,7 +230,7 @@ public final class HLSSessions: Sendable {
         let hub = session.hub
         // The bound holds here, where the table grows (the check above only spares the
         // admission's work); an accepted play holds nothing yet, so a refusal undoes nothing.
-        enum Insertion { case inserted, full, existing(String) }
+        enum Insertion { case inserted, refused(Refusal), existing(String) }
         let insertion = state.withLock { state -> Insertion in
             // Requests of one client at once were admitted together: the first to get here
             // stands for it, the others' sessions are dropped before they start.
@@ -157,14 +238,15 @@ public final class HLSSessions: Sendable {
                 state.sessions[existing]?.lastRequest = .now
                 return .existing(existing)
             }
-            guard state.sessions.count < maxSessions else { return .full }
-            state.sessions[id.rawValue] = Entry(session: session, stream: hub.path.stream, lastRequest: .now, client: client)
+            if let refusal = state.refusal(host: host, maxSessions: maxSessions) { return .refused(refusal) }
+            state.sessions[id.rawValue] = Entry(session: session, stream: hub.path.stream, lastRequest: .now, client: client, host: host)
+            state.perHost[host, default: 0] += 1
             if let client { state.byClient[client] = id.rawValue }
             return .inserted
         }
         switch insertion {
-        case .full:
-            return .failure(.unavailable("this node serves as many HLS players as it can; try again later"))
+        case .refused(let refusal):
+            return refused(refusal, host: host)
         case .existing(let existing):
             return .success(existing)
         case .inserted:
@@ -191,9 +273,7 @@ public final class HLSSessions: Sendable {
         let ended = state.withLock { state -> [PlaySession] in
             var ended: [PlaySession] = []
             for (id, entry) in state.sessions where now - entry.lastRequest > limit {
-                ended.append(entry.session)
-                state.sessions[id] = nil
-                if let client = entry.client, state.byClient[client] == id { state.byClient[client] = nil }
+                if let removed = state.remove(id) { ended.append(removed.session) }
             }
             state.kicked = state.kicked.filter { now - $0.value < Self.kickMemory }
             state.kickedClients = state.kickedClients.filter { now - $0.value < Self.kickMemory }
@@ -215,13 +295,12 @@ public final class HLSSessions: Sendable {
     /// Ends session `id` now (an operator's kick); its next request is refused.
     private func kick(_ id: String) {
         let session = state.withLock { state -> PlaySession? in
-            guard let entry = state.sessions.removeValue(forKey: id) else { return nil }
+            guard let entry = state.remove(id) else { return nil }
             if state.kicked.count >= Self.maxKicked {
                 state.kicked.removeAll(keepingCapacity: true)
             }
             state.kicked[id] = .now
             if let client = entry.client {
-                if state.byClient[client] == id { state.byClient[client] = nil }
                 if state.kickedClients.count >= Self.maxKicked {
                     state.kickedClients.removeAll(keepingCapacity: true)
                 }

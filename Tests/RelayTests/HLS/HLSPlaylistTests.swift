@@ -116,13 +116,15 @@ import Testing
         description.width = 1280
         description.height = 720
         description.hasAudio = true
-        let audio = [HLSPlaylist.AlternateAudio(name: "audio1", uri: "audio1/llhls.m3u8", codecs: ["mp4a.40.2"], peakBitrate: 130_000, averageBitrate: 128_000)]
+        description.audioChannels = 2
+        let audio = [HLSPlaylist.AlternateAudio(name: "audio1", uri: "audio1/llhls.m3u8", codecs: ["mp4a.40.2"], channels: 1, peakBitrate: 130_000, averageBitrate: 128_000)]
         let text = HLSPlaylist.master(variant: .lowLatency, streams: [.init(uri: "src/llhls.m3u8", description: description, peakBitrate: 2_900_000, averageBitrate: 2_700_000)], audio: audio)
         let lines = text.split(separator: "\n").map(String.init)
         // The variant's own audio is the default, without a URI; the other has its playlist,
         // and is chosen rather than picked automatically.
-        #expect(lines.contains("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"main\",DEFAULT=YES,AUTOSELECT=YES"))
-        #expect(lines.contains("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"audio1\",DEFAULT=NO,AUTOSELECT=NO,URI=\"audio1/llhls.m3u8\""))
+        // Each says its channels: stereo for the variants' own, mono for the alternate.
+        #expect(lines.contains("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"main\",DEFAULT=YES,AUTOSELECT=YES,CHANNELS=\"2\""))
+        #expect(lines.contains("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"audio1\",DEFAULT=NO,AUTOSELECT=NO,CHANNELS=\"1\",URI=\"audio1/llhls.m3u8\""))
         // BANDWIDTH counts the variant with its largest alternate.
         #expect(lines.contains("#EXT-X-STREAM-INF:BANDWIDTH=3030000,AVERAGE-BANDWIDTH=2828000,CODECS=\"avc1.64001f,mp4a.40.2\",RESOLUTION=1280x720,AUDIO=\"audio\""))
         #expect(!lines.contains("audio1/llhls.m3u8"))
@@ -131,7 +133,7 @@ import Testing
         description.hasAudio = false
         let silent = HLSPlaylist.master(variant: .lowLatency, streams: [.init(uri: "src/llhls.m3u8", description: description, peakBitrate: 1, averageBitrate: 0)], audio: audio)
         #expect(!silent.contains("NAME=\"main\""))
-        #expect(silent.contains("NAME=\"audio1\",DEFAULT=YES,AUTOSELECT=YES,URI=\"audio1/llhls.m3u8\""))
+        #expect(silent.contains("NAME=\"audio1\",DEFAULT=YES,AUTOSELECT=YES,CHANNELS=\"1\",URI=\"audio1/llhls.m3u8\""))
         // Without alternate audio, no group.
         #expect(!HLSPlaylist.master(variant: .lowLatency, streams: [.init(uri: "src/llhls.m3u8", description: description, peakBitrate: 1, averageBitrate: 0)]).contains("AUDIO"))
     }

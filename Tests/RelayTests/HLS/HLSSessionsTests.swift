@@ -94,4 +94,56 @@ import Testing
         #expect(ids.count == 1 && !ids.contains(nil))
         #expect(sessions.count == 1)
     }
+
+    @Test func oneHostOpensNoMoreSessionsThanItsCapAndOthersStillGetIn() async throws {
+        let admission = TokenAdmission()
+        let sessions = HLSSessions(idleLimit: .seconds(6), limits: ConnectionLimits(maxConnectionsPerAddress: 3))
+        sessions.setAdmission(admission)
+        // Three masters from one host (three ports, another query each) are three sessions.
+        var opened: [String] = []
+        for index in 0..<3 {
+            guard case .success(let id) = await sessions.open(Self.rendition, query: StreamQuery("token=good&n=\(index)"), remoteAddress: "10.0.0.2:\(6000 + index)") else {
+                Issue.record("session \(index) of a host under its cap was refused")
+                return
+            }
+            opened.append(id)
+        }
+        // The fourth is refused as unavailable (503), before the admission is asked, and so
+        // is one that names no session (a media playlist asked directly).
+        guard case .failure(let refusal) = await sessions.open(Self.rendition, query: StreamQuery("token=good&n=3"), remoteAddress: "10.0.0.2:6100") else {
+            Issue.record("a fourth session of a host with a cap of 3 was opened")
+            return
+        }
+        #expect(refusal.kind == .unavailable && refusal.description.contains("this address"))
+        let client = HLSSessions.clientKey(remoteAddress: "10.0.0.2:6101", path: Self.rendition, carried: "token=good&n=4")
+        guard case .failure = await sessions.session(ofClient: client, Self.rendition, query: StreamQuery("token=good&n=4"), remoteAddress: "10.0.0.2:6101") else {
+            Issue.record("a client of a host at its cap was opened a session")
+            return
+        }
+        #expect(admission.asked.load(ordering: .relaxed) == 3)
+        // Another host (IPv6, as the routes write it) still gets in; so does loopback, which
+        // is exempt by default (a local proxy brings every player from 127.0.0.1).
+        guard case .success = await sessions.open(Self.rendition, query: StreamQuery("token=good"), remoteAddress: "2001:db8::1:6000"),
+              case .success = await sessions.open(Self.rendition, query: StreamQuery("token=good"), remoteAddress: "127.0.0.1:6000"),
+              case .success = await sessions.open(Self.rendition, query: StreamQuery("token=good&n=1"), remoteAddress: "127.0.0.1:6001"),
+              case .success = await sessions.open(Self.rendition, query: StreamQuery("token=good&n=2"), remoteAddress: "127.0.0.1:6002"),
+              case .success = await sessions.open(Self.rendition, query: StreamQuery("token=good&n=3"), remoteAddress: "127.0.0.1:6003")
+        else {
+            Issue.record("another host, or loopback, was refused")
+            return
+        }
+        // With `limitLoopback`, loopback is held to the cap too.
+        sessions.setLimits(ConnectionLimits(maxConnectionsPerAddress: 3, limitLoopback: true))
+        guard case .failure = await sessions.open(Self.rendition, query: StreamQuery("token=good&n=4"), remoteAddress: "127.0.0.1:6004") else {
+            Issue.record("a fifth loopback session was opened with limitLoopback")
+            return
+        }
+        // A session that ends gives its host's slot back.
+        await sessions.expire(now: .now + .seconds(7))
+        #expect(sessions.count == 0)
+        guard case .success = await sessions.open(Self.rendition, query: StreamQuery("token=good&n=5"), remoteAddress: "10.0.0.2:6200") else {
+            Issue.record("after its sessions expired, a host was still refused")
+            return
+        }
+    }
 }
