@@ -22,7 +22,10 @@ import Glibc
 /// that serves players only, a relay or an edge (1405). The admission then decides as for
 /// any publisher or viewer; its refusal closes the connection, logged with the reason (the
 /// handshake is over by then: the callback cannot wait for hooks, nor ask the cluster
-/// whether a stream not yet mirrored here is live elsewhere).
+/// whether a stream not yet mirrored here is live elsewhere). The refusal is remembered
+/// (`SRTRefusalMemory`): the same request from the same host within `refusalMemory` is
+/// rejected in the handshake with the refusal's code (1401 a wrong key or token, 1409 a
+/// stream taken, 1402 a capacity, 1404 not found).
 public final class SRTListener: Sendable {
     public struct Configuration: Sendable {
         public var host: String
@@ -52,6 +55,10 @@ public final class SRTListener: Sendable {
         /// Whether publishers are taken (a node with an ingest). A relay or an edge serves
         /// players only: a publisher is rejected with `SRT_REJX_BAD_MODE` (1405).
         public var takesPublishers = true
+        /// How long the admission's refusal of a request is remembered, so that the caller's
+        /// next attempt is rejected in the handshake with the refusal's code. Short: an
+        /// operator who fixes a key or a hook waits at most this long for the encoder to get in.
+        public var refusalMemory: Duration = .seconds(10)
 
         public init(host: String, port: Int) {
             self.host = host
@@ -69,6 +76,8 @@ public final class SRTListener: Sendable {
     /// edge's upstreams), answered at once: libsrt's callback cannot wait.
     let isLive: @Sendable (RequestedRendition) -> Bool
     let feeds: TSFeeds
+    /// Refusals of the admission, answered in the next handshake of the same request.
+    let refusals: SRTRefusalMemory
     let logger: Logger
     private let listening = Mutex<SRTSOCKET?>(nil)
     /// Callers accepted and not yet closed, by mode.
@@ -83,6 +92,7 @@ public final class SRTListener: Sendable {
     static let rejectedUnknown = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "unknown_stream")])
     static let rejectedOverload = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "overload")])
     static let rejectedMode = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "bad_mode")])
+    static let rejectedAgain = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "refused_again")])
     /// Callers over the cap that the handshake let through (a burst vetted before any was
     /// accepted), closed at accept.
     static let closedOverCap = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "over_cap")])
@@ -112,6 +122,7 @@ public final class SRTListener: Sendable {
         self.admission = admission
         self.isLive = isLive
         self.feeds = TSFeeds(writeTimeout: configuration.writeTimeout, logger: logger)
+        self.refusals = SRTRefusalMemory(duration: configuration.refusalMemory)
         self.logger = logger
     }
 
@@ -146,10 +157,10 @@ public final class SRTListener: Sendable {
             throw StartFailure(description: why)
         }
         let context = Unmanaged.passUnretained(self).toOpaque()
-        srt_listen_callback(socket, { opaque, caller, _, _, streamID in
+        srt_listen_callback(socket, { opaque, caller, _, peer, streamID in
             guard let opaque else { return -1 }
             let listener = Unmanaged<SRTListener>.fromOpaque(opaque).takeUnretainedValue()
-            return listener.vet(caller, streamID: streamID.map { String(cString: $0) } ?? "")
+            return listener.vet(caller, streamID: streamID.map { String(cString: $0) } ?? "", host: peer.map { SRTListener.host(of: $0) } ?? "?")
         }, context)
         guard srt_listen(socket, 64) != csrt_error() else {
             let why = Self.lastError()
@@ -176,7 +187,7 @@ public final class SRTListener: Sendable {
 
     /// In libsrt's listen callback, on its thread: 0 lets the handshake complete, -1 rejects
     /// it with the reason set.
-    private func vet(_ caller: SRTSOCKET, streamID: String) -> Int32 {
+    private func vet(_ caller: SRTSOCKET, streamID: String, host: String) -> Int32 {
         let parsed: SRTStreamID
         do {
             parsed = try SRTStreamID(parsing: streamID)
@@ -198,6 +209,12 @@ public final class SRTListener: Sendable {
             Self.rejectedStreamID.increment()
             logRejection("bad-streamid", "SRT caller rejected: \(error)")
             srt_setrejectreason(caller, SRT_REJX_BAD_REQUEST)
+            return -1
+        }
+        if let remembered = refusals.recall(SRTRefusalMemory.key(host: host, parsed)) {
+            Self.rejectedAgain.increment()
+            logRejection("refused-again", "SRT caller from \(host) rejected (\(remembered.code)): its \(parsed.mode == .publish ? "publish" : "play") of \(parsed.path) was refused moments ago: \(remembered.reason)")
+            srt_setrejectreason(caller, remembered.code)
             return -1
         }
         let (open, cap) = slots(parsed.mode)
@@ -269,9 +286,10 @@ public final class SRTListener: Sendable {
 
     /// The admission's decision for a caller, awaited from the caller's thread for at most
     /// the admission timeout: what it accepted, or nil (refused, or no answer in time;
-    /// logged with the reason and counted in `refused`).
+    /// logged with the reason and counted in `refused`). A refusal is remembered for the
+    /// caller's next handshake of the same `streamID`.
     func admit<Accepted: Sendable>(
-        _ what: String, from remote: String, refused: Counter,
+        _ what: String, from remote: String, streamID: SRTStreamID, refused: Counter,
         endLate: @escaping @Sendable (Accepted) -> Void,
         _ decide: @escaping @Sendable () async -> Result<Accepted, SessionRefusal>
     ) -> Accepted? {
@@ -288,6 +306,7 @@ public final class SRTListener: Sendable {
             return accepted
         case .failure(let refusal):
             refused.increment()
+            refusals.remember(SRTRefusalMemory.key(host: Self.host(ofRemote: remote), streamID), refusal)
             logger.notice("SRT \(what) from \(remote) refused: \(refusal.description)")
             return nil
         }
@@ -304,6 +323,22 @@ public final class SRTListener: Sendable {
 
     static func lastError() -> String {
         String(cString: srt_getlasterror_str())
+    }
+
+    /// The host of a caller's address as `describe` writes it (`host:port`, IPv4).
+    static func host(ofRemote remote: String) -> String {
+        String(remote.split(separator: ":", maxSplits: 1).first ?? "?")
+    }
+
+    /// The host of the address libsrt's listen callback gives (IPv4: the listener's family).
+    static func host(of address: UnsafePointer<sockaddr>) -> String {
+        guard address.pointee.sa_family == sa_family_t(AF_INET) else { return "?" }
+        return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { inet in
+            var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+            var addr = inet.pointee.sin_addr
+            inet_ntop(AF_INET, &addr, &text, socklen_t(INET_ADDRSTRLEN))
+            return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
     }
 
     private static func describe(_ address: sockaddr_storage) -> String {

@@ -48,7 +48,7 @@ final class SRTPlayer: Sendable {
             }
         )
         let admission = listener.admission
-        guard let session = listener.admit("play of \(streamID.path)", from: remoteAddress, refused: Self.refused, endLate: { $0.end(.lateDecision) }, {
+        guard let session = listener.admit("play of \(streamID.path)", from: remoteAddress, streamID: streamID, refused: Self.refused, endLate: { $0.end(.lateDecision) }, {
             await admission.play(request).result
         }) else { return done() }
         let feeds = listener.feeds

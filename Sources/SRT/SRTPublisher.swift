@@ -45,7 +45,7 @@ final class SRTPublisher: Sendable {
             }
         )
         let admission = listener.admission
-        guard let session = listener.admit("publish of \(streamID.path)", from: remoteAddress, refused: Self.refused, endLate: { $0.end(.lateDecision) }, {
+        guard let session = listener.admit("publish of \(streamID.path)", from: remoteAddress, streamID: streamID, refused: Self.refused, endLate: { $0.end(.lateDecision) }, {
             await admission.publish(request).result
         }) else { return }
         let reason = publish(into: session, traffic: traffic)

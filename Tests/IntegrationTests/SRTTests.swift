@@ -301,7 +301,7 @@ extension IntegrationTests {
             }
         }
 
-        @Test("SRS's stream id with a stream key: the key is checked by the same admission as RTMP's; a stream id that does not parse is rejected with SRT code 1400, seen by the caller")
+        @Test("SRS's stream id with a stream key: the key is checked by the same admission as RTMP's, and a refused key is rejected with code 1401 when it comes again; a stream id that does not parse is rejected with SRT code 1400, seen by the caller")
         func streamIDsAndKeys() async throws {
             try await Scenario.run("srt-refusals") { scenario in
                 let media = try await MediaLibrary.shared.file(.gopAudioVideo)
@@ -339,6 +339,22 @@ extension IntegrationTests {
                 let wrong = try await HTTPClient.get(port: node.httpPort, path: "/live/keyed.flv", timeout: .seconds(2))
                 scenario.check(wrong.status == 404, "a publisher with the wrong key made the stream live: \(wrong.status)")
                 scenario.check(node.log.contains("SRT publish of live/keyed") && node.log.contains("refused"), "the refusal is not logged")
+                // That first refusal could only close the connection (the admission answers
+                // after the handshake). The same request again, within the refusal memory
+                // (10 s), is rejected in the handshake: code 1401, seen by the caller and by
+                // ffmpeg; the admission is not asked again.
+                let again = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/keyed,m=publish,key=wrong")
+                scenario.check(again == SRT_REJX_UNAUTHORIZED, "the wrong key again: rejection \(again), expected \(SRT_REJX_UNAUTHORIZED)")
+                let ffmpegAgain = try await scenario.run(
+                    "ffmpeg", ["-nostdin", "-hide_banner", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10", "-t", "2", "-c:v", "libx264",
+                               "-f", "mpegts", "srt://127.0.0.1:\(srtPort)?streamid=%23!::r=live/keyed,m=publish,key=wrong"],
+                    name: "ffmpeg-wrong-key-again", timeout: .seconds(20)
+                )
+                scenario.check(!ffmpegAgain.succeeded && ffmpegAgain.stderr.contains("reject"), "ffmpeg with the wrong key again: \(ffmpegAgain)")
+                scenario.check(node.log.contains("rejected (1401)") && node.log.contains("was refused moments ago"), "the rejection in the handshake is not logged")
+                // Another key is another request: asked about afresh (connected, then refused).
+                let otherKey = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/keyed,m=publish,key=other", hold: .seconds(1))
+                scenario.check(otherKey == 0, "another wrong key was rejected in the handshake (\(otherKey)): only the same request is remembered")
 
                 // The right key, in SRS's form.
                 _ = try Self.publishOverSRT(scenario, media: media, port: srtPort, streamID: "#!::r=live/keyed,m=publish,key=\(key)", name: "right-key")
@@ -348,6 +364,7 @@ extension IntegrationTests {
                 }
                 let metrics = try await node.metrics()
                 scenario.check(metrics.text.contains("estuary_srt_connections_total{result=\"bad_streamid\"}"), "no SRT rejection metric")
+                scenario.check(metrics.sum("estuary_srt_connections_total", labels: ["result": "refused_again"]) >= 2, "the rejections of the remembered refusal are not counted: \(metrics.describe("estuary_srt_connections_total"))")
 
             }
         }

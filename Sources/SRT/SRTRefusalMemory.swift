@@ -1,0 +1,80 @@
+import CSRT
+import Session
+import Synchronization
+
+/// The admission's refusals of SRT callers, remembered for a while, so that a caller that
+/// tries again with the same request is rejected in the handshake, with a code it can show
+/// (`SRT_REJX_UNAUTHORIZED` for a wrong key or token, …), instead of a second connection
+/// closed without a word.
+///
+/// Why this is needed: libsrt's listen callback must answer at once, on the thread that
+/// carries every SRT connection's packets, so it cannot wait for the admission (a stream key
+/// asked of the coordinator, a hook's HTTP call). A caller is therefore admitted after the
+/// handshake, and a first refusal can only close the connection. Encoders retry (OBS every
+/// few seconds, `srt-live-transmit -a`): from the second attempt on, they see why. It also
+/// spares the admission (and the operator's hooks) a caller retrying in a loop.
+///
+/// A request is the caller's host with its stream id's mode, stream and parameters (a key, a
+/// token): a caller that changes any of them is asked about afresh. Bounded: `maxEntries`;
+/// when full, expired entries go, and if none had, all of them (a flood of distinct refused
+/// requests then gets each refused once more by the admission, still bounded).
+public final class SRTRefusalMemory: Sendable {
+    public struct Remembered: Sendable, Equatable {
+        /// The rejection reason to send (`SRT_REJX_*`).
+        public var code: Int32
+        /// The admission's reason, for the log.
+        public var reason: String
+        public var until: ContinuousClock.Instant
+    }
+
+    public let duration: Duration
+    public let maxEntries: Int
+    private let entries = Mutex<[String: Remembered]>([:])
+
+    public init(duration: Duration = .seconds(10), maxEntries: Int = 4096) {
+        self.duration = duration
+        self.maxEntries = max(1, maxEntries)
+    }
+
+    /// The request a refusal is remembered under.
+    public static func key(host: String, _ streamID: SRTStreamID) -> String {
+        "\(host)|\(streamID.mode)|\(streamID.path)|\(streamID.query)"
+    }
+
+    /// The SRT rejection reason for a refusal of the admission, as HTTP has a status for it.
+    public static func code(for refusal: SessionRefusal) -> Int32 {
+        switch refusal.kind {
+        case .denied: SRT_REJX_UNAUTHORIZED
+        case .notFound: SRT_REJX_NOTFOUND
+        // Taken by another publisher, or a name the node does not take.
+        case .badName: SRT_REJX_CONFLICT
+        // A capacity, a drain, a redirect (SRT has none to give): try later.
+        case .unavailable: SRT_REJX_OVERLOAD
+        }
+    }
+
+    public func remember(_ key: String, _ refusal: SessionRefusal, now: ContinuousClock.Instant = .now) {
+        let remembered = Remembered(code: Self.code(for: refusal), reason: refusal.description, until: now + duration)
+        entries.withLock { entries in
+            if entries[key] == nil, entries.count >= maxEntries {
+                entries = entries.filter { $0.value.until > now }
+                if entries.count >= maxEntries { entries.removeAll(keepingCapacity: true) }
+            }
+            entries[key] = remembered
+        }
+    }
+
+    /// The refusal remembered for `key`, while it lasts.
+    public func recall(_ key: String, now: ContinuousClock.Instant = .now) -> Remembered? {
+        entries.withLock { entries in
+            guard let remembered = entries[key] else { return nil }
+            guard remembered.until > now else {
+                entries[key] = nil
+                return nil
+            }
+            return remembered
+        }
+    }
+
+    public var count: Int { entries.withLock { $0.count } }
+}
