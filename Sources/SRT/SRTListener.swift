@@ -1,4 +1,5 @@
 import CSRT
+import Dispatch
 import Foundation
 import Logging
 import Media
@@ -37,6 +38,12 @@ public final class SRTListener: Sendable {
         public var maxPublishers = 64
         /// Players at once; more are rejected with `SRT_REJX_OVERLOAD`.
         public var maxPlayers = 256
+        /// Publishers, and separately players, at once from one address (nil: no limit), so
+        /// that one host cannot take every slot (a slot is held from the handshake until the
+        /// admission answers, up to `admissionTimeout`); more are rejected with
+        /// `SRT_REJX_OVERLOAD`. Loopback is exempt unless `limitLoopback`.
+        public var maxCallersPerAddress: Int? = 16
+        public var limitLoopback = false
         /// A caller silent this long is dropped (`SRTO_PEERIDLETIMEO`, and the read timeout).
         public var idleTimeout: Duration = .seconds(5)
         /// libsrt's send buffer of each caller (`SRTO_SNDBUF`, set on the listener and inherited):
@@ -83,6 +90,8 @@ public final class SRTListener: Sendable {
     /// Callers accepted and not yet closed, by mode.
     let openPublishers = Atomic<Int>(0)
     let openPlayers = Atomic<Int>(0)
+    /// Callers accepted and not yet closed, by mode and host (only hosts with callers).
+    private let openByAddress = Mutex<[String: Int]>([:])
     /// Rejection lines: 20 per 10 s per kind, the rest counted (a flood of handshakes is
     /// not a flood of log lines).
     private let logLimiter = LogRateLimiter(burst: 20, window: .seconds(10))
@@ -93,6 +102,7 @@ public final class SRTListener: Sendable {
     static let rejectedOverload = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "overload")])
     static let rejectedMode = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "bad_mode")])
     static let rejectedAgain = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "refused_again")])
+    static let rejectedAddress = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "address_limit")])
     /// Callers over the cap that the handshake let through (a burst vetted before any was
     /// accepted), closed at accept.
     static let closedOverCap = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "over_cap")])
@@ -104,6 +114,42 @@ public final class SRTListener: Sendable {
         case .play: (openPlayers.load(ordering: .relaxed), configuration.maxPlayers)
         }
     }
+
+    /// The per-address count's key of `host`'s callers in `mode`.
+    private static func addressKey(_ mode: SRTStreamID.Mode, _ host: String) -> String {
+        "\(mode == .publish ? "p" : "r")|\(host)"
+    }
+
+    /// The per-address cap that applies to `host`, or nil (no cap, or loopback exempt).
+    private func addressCap(_ host: String) -> Int? {
+        guard let cap = configuration.maxCallersPerAddress else { return nil }
+        if !configuration.limitLoopback, host.hasPrefix("127.") { return nil }
+        return cap
+    }
+
+    /// Callers of `host` in `mode` now.
+    private func openFrom(_ host: String, _ mode: SRTStreamID.Mode) -> Int {
+        openByAddress.withLock { $0[Self.addressKey(mode, host), default: 0] }
+    }
+
+    /// Adds `delta` to the callers of `host` in `mode`; the new count.
+    @discardableResult
+    private func count(_ mode: SRTStreamID.Mode, from host: String, adding delta: Int) -> Int {
+        openByAddress.withLock { table in
+            let key = Self.addressKey(mode, host)
+            let value = table[key, default: 0] + delta
+            table[key] = value > 0 ? value : nil
+            return value
+        }
+    }
+
+    /// Closes an SRT socket off the caller's thread: a kick or an eviction comes from a Swift
+    /// task (the admin API, a takeover's admission), where no blocking libsrt call runs.
+    static func closeSoon(_ socket: SRTSOCKET) {
+        closer.async { srt_close(socket) }
+    }
+
+    private static let closer = DispatchQueue(label: "estuary.srt-close")
 
     /// Adds `delta` to the count of callers in `mode`; the new count.
     @discardableResult
@@ -217,6 +263,12 @@ public final class SRTListener: Sendable {
             srt_setrejectreason(caller, remembered.code)
             return -1
         }
+        if let cap = addressCap(host), openFrom(host, parsed.mode) >= cap {
+            Self.rejectedAddress.increment()
+            logRejection("address", "SRT caller from \(host) rejected: \(cap) SRT \(parsed.mode == .publish ? "publishers" : "players") are connected from this address, the most allowed")
+            srt_setrejectreason(caller, SRT_REJX_OVERLOAD)
+            return -1
+        }
         let (open, cap) = slots(parsed.mode)
         guard open < cap else {
             Self.rejectedOverload.increment()
@@ -227,7 +279,7 @@ public final class SRTListener: Sendable {
         return 0
     }
 
-    private func logRejection(_ kind: String, _ line: String) {
+    func logRejection(_ kind: String, _ line: String) {
         let verdict = logLimiter.check(kind)
         guard verdict.allowed else {
             Counter(label: "estuary_log_lines_held_back_total", dimensions: [("source", "srt")]).increment()
@@ -264,10 +316,22 @@ public final class SRTListener: Sendable {
                 srt_close(caller)
                 continue
             }
+            // The same for the caller's address.
+            let host = Self.host(ofRemote: remote)
+            let fromHost = count(streamID.mode, from: host, adding: 1)
+            if let addressCap = addressCap(host), fromHost > addressCap {
+                count(streamID.mode, from: host, adding: -1)
+                count(streamID.mode, adding: -1)
+                Self.closedOverCap.increment()
+                logRejection("address", "SRT caller from \(remote) closed at accept: \(addressCap) SRT \(streamID.mode == .publish ? "publishers" : "players") are connected from this address, the most allowed")
+                srt_close(caller)
+                continue
+            }
             Self.accepted.increment()
             let done: @Sendable () -> Void = { [self] in
                 srt_close(caller)
                 self.count(streamID.mode, adding: -1)
+                self.count(streamID.mode, from: host, adding: -1)
             }
             let thread = Thread { [self] in
                 switch streamID.mode {
@@ -298,7 +362,7 @@ public final class SRTListener: Sendable {
         }
         guard let answer = waitFromThread(for: configuration.admissionTimeout, late: late, decide) else {
             refused.increment()
-            logger.warning("SRT \(what) from \(remote): the admission did not answer in time")
+            logRejection("admission-timeout", "SRT \(what) from \(remote): the admission did not answer in time")
             return nil
         }
         switch answer {
@@ -307,7 +371,7 @@ public final class SRTListener: Sendable {
         case .failure(let refusal):
             refused.increment()
             refusals.remember(SRTRefusalMemory.key(host: Self.host(ofRemote: remote), streamID), refusal)
-            logger.notice("SRT \(what) from \(remote) refused: \(refusal.description)")
+            logRejection("refused", "SRT \(what) from \(remote) refused: \(refusal.description)")
             return nil
         }
     }

@@ -44,7 +44,7 @@ final class SRTPlayer: Sendable {
                 }
                 attachment?.end(.kicked(reason))
                 // The sender sees the closed socket at its next send, or within a second.
-                srt_close(socket)
+                SRTListener.closeSoon(socket)
             }
         )
         let admission = listener.admission

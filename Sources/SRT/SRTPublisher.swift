@@ -36,12 +36,12 @@ final class SRTPublisher: Sendable {
             path: streamID.path, query: StreamQuery(streamID.query), remoteAddress: remoteAddress, transport: .srt,
             evict: { [self] in
                 endedBy.withLock { $0 = $0 ?? .takenOver }
-                srt_close(socket)
+                SRTListener.closeSoon(socket)
             },
             traffic: traffic,
             kick: { [self] reason in
                 endedBy.withLock { $0 = $0 ?? .kicked(reason) }
-                srt_close(socket)
+                SRTListener.closeSoon(socket)
             }
         )
         let admission = listener.admission

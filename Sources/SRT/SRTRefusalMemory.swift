@@ -14,10 +14,18 @@ import Synchronization
 /// few seconds, `srt-live-transmit -a`): from the second attempt on, they see why. It also
 /// spares the admission (and the operator's hooks) a caller retrying in a loop.
 ///
+/// Only denials are remembered (`SessionRefusal.Kind.denied`: a wrong or missing key or
+/// token, a hook's no): the same credentials get the same answer. A stream another publisher
+/// holds, a capacity, a drain, keys not fetched yet or a stream not live yet last moments,
+/// and replaying them would keep a reconnecting encoder, a backup encoder taking over or an
+/// early viewer out for no reason; they are asked again each time.
+///
 /// A request is the caller's host with its stream id's mode, stream and parameters (a key, a
-/// token): a caller that changes any of them is asked about afresh. Bounded: `maxEntries`;
-/// when full, expired entries go, and if none had, all of them (a flood of distinct refused
-/// requests then gets each refused once more by the admission, still bounded).
+/// token): a caller that changes any of them is asked about afresh. Callers behind one
+/// address (a NAT) share an entry only when their requests are identical, and then the
+/// admission would deny them alike. Bounded: `maxEntries`; when full, the table starts over
+/// (a flood of distinct denied requests then gets each denied once more by the admission,
+/// which costs no more than without the memory).
 public final class SRTRefusalMemory: Sendable {
     public struct Remembered: Sendable, Equatable {
         /// The rejection reason to send (`SRT_REJX_*`).
@@ -53,13 +61,18 @@ public final class SRTRefusalMemory: Sendable {
         }
     }
 
+    /// Whether a refusal is remembered: a denial only (see the type's comment).
+    public static func isRemembered(_ refusal: SessionRefusal) -> Bool {
+        refusal.kind == .denied && refusal.redirect == nil
+    }
+
+    /// Remembers `refusal` of `key`, if it is a denial.
     public func remember(_ key: String, _ refusal: SessionRefusal, now: ContinuousClock.Instant = .now) {
+        guard Self.isRemembered(refusal) else { return }
         let remembered = Remembered(code: Self.code(for: refusal), reason: refusal.description, until: now + duration)
         entries.withLock { entries in
-            if entries[key] == nil, entries.count >= maxEntries {
-                entries = entries.filter { $0.value.until > now }
-                if entries.count >= maxEntries { entries.removeAll(keepingCapacity: true) }
-            }
+            // O(1) per refusal: the libsrt thread that vets every handshake takes this lock.
+            if entries[key] == nil, entries.count >= maxEntries { entries.removeAll(keepingCapacity: true) }
             entries[key] = remembered
         }
     }

@@ -301,6 +301,37 @@ extension IntegrationTests {
             }
         }
 
+        @Test("One address holds no more SRT players than srtMaxCallersPerAddress: the next is rejected with 1402, seen by the caller, while another address still gets in")
+        func oneAddressHoldsNoMoreThanItsShare() async throws {
+            try await Scenario.run("srt-per-address") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let srtPort = try await FreePorts.allocate(1)[0]
+                var config = NodeConfig()
+                config.srtMaxCallersPerAddress = 2
+                // The test's callers are on loopback, exempt by default (a local proxy).
+                config.limitLoopbackConnections = true
+                let node = try await scenario.startNode(config, label: "node", arguments: ["--srt-port", String(srtPort), "--admin-token", SessionsTests.token])
+                _ = try Self.publishOverSRT(scenario, media: media, port: srtPort, streamID: "publish:live/a", name: "srt-publisher")
+                try await scenario.waitUntilLive(node, "live", "a", timeout: .seconds(15))
+                func srtPlayers() async -> Int {
+                    ((try? await SessionsTests.sessions(node, "?kind=play")) ?? []).filter { $0["protocol"] as? String == "srt" }.count
+                }
+                // Two players from 127.0.0.1 stay 8 s; the publisher from there is counted apart.
+                async let first = SRTCaller.rejection(port: srtPort, streamID: "read:live/a", hold: .seconds(8))
+                async let second = SRTCaller.rejection(port: srtPort, streamID: "read:live/a", hold: .seconds(8))
+                try scenario.require(await eventually(timeout: .seconds(6), interval: .milliseconds(200)) { await srtPlayers() == 2 }, "the two SRT players are not sessions")
+                let third = await SRTCaller.rejection(port: srtPort, streamID: "read:live/a")
+                scenario.check(third == SRT_REJX_OVERLOAD, "a third player from one address past srtMaxCallersPerAddress 2: rejection \(third), expected \(SRT_REJX_OVERLOAD)")
+                let other = await SRTCaller.rejection(port: srtPort, streamID: "read:live/a", from: "127.0.0.2", hold: .seconds(1))
+                scenario.check(other == 0, "a player from another address: rejection \(other), expected to connect")
+                let held = await (first, second)
+                scenario.check(held.0 == 0 && held.1 == 0, "the two players within the cap were rejected: \(held)")
+                scenario.check(node.log.contains("are connected from this address, the most allowed"), "the rejection is not logged")
+                let metrics = try await node.metrics()
+                scenario.check(metrics.sum("estuary_srt_connections_total", labels: ["result": "address_limit"]) == 1, "the rejection is not counted: \(metrics.describe("estuary_srt_connections_total"))")
+            }
+        }
+
         @Test("SRS's stream id with a stream key: the key is checked by the same admission as RTMP's, and a refused key is rejected with code 1401 when it comes again; a stream id that does not parse is rejected with SRT code 1400, seen by the caller")
         func streamIDsAndKeys() async throws {
             try await Scenario.run("srt-refusals") { scenario in
@@ -464,7 +495,7 @@ extension IntegrationTests {
 enum SRTCaller {
     /// The rejection reason of a connection attempt with `streamID`; 0 if it connected (and
     /// then, with `hold`, stayed connected that long without sending anything).
-    static func rejection(port: Int, streamID: String, passphrase: String? = nil, hold: Duration = .zero) async -> Int32 {
+    static func rejection(port: Int, streamID: String, passphrase: String? = nil, from source: String? = nil, hold: Duration = .zero) async -> Int32 {
         await withCheckedContinuation { continuation in
             let thread = Thread {
                 srt_startup()
@@ -472,6 +503,15 @@ enum SRTCaller {
                 _ = streamID.withCString { srt_setsockflag(socket, SRTO_STREAMID, $0, Int32(strlen($0))) }
                 if let passphrase {
                     _ = passphrase.withCString { srt_setsockflag(socket, SRTO_PASSPHRASE, $0, Int32(strlen($0))) }
+                }
+                if let source {
+                    // From another loopback address (a host of its own, for per-address caps).
+                    var local = sockaddr_in()
+                    local.sin_family = sa_family_t(AF_INET)
+                    inet_pton(AF_INET, source, &local.sin_addr)
+                    _ = withUnsafePointer(to: &local) { pointer in
+                        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { srt_bind(socket, $0, Int32(MemoryLayout<sockaddr_in>.size)) }
+                    }
                 }
                 var address = sockaddr_in()
                 address.sin_family = sa_family_t(AF_INET)

@@ -92,6 +92,8 @@ struct ListenerAssembly {
             srt.passphrase = configuration.srtPassphrase
             srt.maxPublishers = configuration.srtMaxPublishers
             srt.maxPlayers = configuration.srtMaxPlayers
+            srt.maxCallersPerAddress = configuration.srtMaxCallersPerAddress
+            srt.limitLoopback = configuration.rtmp.connectionLimits.limitLoopback
             // The node's own limit decides first (and ends a late decision's session); the
             // caller's thread waits a little longer than it.
             srt.admissionTimeout = configuration.admissionTimeout + .seconds(1)

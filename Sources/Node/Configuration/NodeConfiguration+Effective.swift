@@ -25,6 +25,7 @@ extension NodeConfiguration {
         file.srtLatencyMilliseconds = srtLatencyMilliseconds
         file.srtMaxPublishers = srtMaxPublishers
         file.srtMaxPlayers = srtMaxPlayers
+        file.srtMaxCallersPerAddress = srtMaxCallersPerAddress
         file.srtPassphrase = srtPassphrase
         file.dataDir = dataDir
         file.logLevel = resolved.logLevel ?? "info"
@@ -123,6 +124,7 @@ extension NodeConfiguration {
         kept.srtLatencyMilliseconds = running.srtLatencyMilliseconds
         kept.srtMaxPublishers = running.srtMaxPublishers
         kept.srtMaxPlayers = running.srtMaxPlayers
+        kept.srtMaxCallersPerAddress = running.srtMaxCallersPerAddress
         kept.srtPassphrase = running.srtPassphrase
         kept.tlsCertificateFile = running.tlsCertificateFile
         kept.tlsKeyFile = running.tlsKeyFile

@@ -30,6 +30,7 @@ struct NodeConfiguration: Sendable {
     var srtLatencyMilliseconds = 120
     var srtMaxPublishers = 64
     var srtMaxPlayers = 256
+    var srtMaxCallersPerAddress = 16
     var srtPassphrase: String?
     /// PEM files of the TLS certificate chain and key.
     var tlsCertificateFile: String?
@@ -116,6 +117,7 @@ struct NodeConfiguration: Sendable {
         }
         if let value = file.srtMaxPublishers { srtMaxPublishers = try positive(value, "srtMaxPublishers") }
         if let value = file.srtMaxPlayers { srtMaxPlayers = try positive(value, "srtMaxPlayers") }
+        if let value = file.srtMaxCallersPerAddress { srtMaxCallersPerAddress = try positive(value, "srtMaxCallersPerAddress") }
         if let value = file.srtLatencyMilliseconds {
             guard (20...8000).contains(value) else {
                 throw ConfigurationError.invalidValue("srtLatencyMilliseconds must be within 20…8000, got \(value)")

@@ -35,6 +35,9 @@ struct NodeConfigurationFile: Codable, Sendable {
     /// in the handshake (`SRT_REJX_OVERLOAD`, 1402).
     var srtMaxPublishers: Int?
     var srtMaxPlayers: Int?
+    /// SRT publishers, and separately players, at once from one address (16 each; loopback
+    /// exempt unless `limitLoopbackConnections`).
+    var srtMaxCallersPerAddress: Int?
     /// SRT's AES passphrase (10–79 characters): callers must give the same.
     var srtPassphrase: String?
     /// The certificate chain and key of RTMPS and HTTPS, PEM files: `{"certificateFile": "…", "keyFile": "…"}`.

@@ -33,6 +33,7 @@ struct NodeConfig: Encodable, Sendable {
     var negotiateVideoCodecs: Bool?
     var srtMaxPublishers: Int?
     var srtMaxPlayers: Int?
+    var srtMaxCallersPerAddress: Int?
     var maxTranscodes: Int?
     var maxStreams: Int?
     var maxMetadataBytes: Int?
