@@ -19,14 +19,13 @@ import Glibc
 /// thread (`SRTPlayer`, `TSFeeds`, `TSSender`), and ends. A caller is vetted in
 /// libsrt's listen callback before the handshake completes, so that a refusal is an SRT
 /// rejection code the caller sees (`SRT_REJX_*`): a stream id that does not parse (1400), the
-/// connection cap (1402), a player of a stream not live here (1404), a publisher of a node
-/// that serves players only, a relay or an edge (1405). The admission then decides as for
-/// any publisher or viewer; its refusal closes the connection, logged with the reason (the
-/// handshake is over by then: the callback cannot wait for hooks, nor ask the cluster
-/// whether a stream not yet mirrored here is live elsewhere). The refusal is remembered
-/// (`SRTRefusalMemory`): the same request from the same host within `refusalMemory` is
-/// rejected in the handshake with the refusal's code (1401 a wrong key or token, 1409 a
-/// stream taken, 1402 a capacity, 1404 not found).
+/// connection cap or one address's share of it (1402), a player of a stream not live here
+/// (1404), a publisher of a node that serves players only, a relay or an edge (1405). The
+/// admission then decides as for any publisher or viewer; its refusal closes the
+/// connection, logged with the reason (the handshake is over by then: the callback cannot
+/// wait for hooks, nor ask the cluster whether a stream not yet mirrored here is live
+/// elsewhere). A denial is remembered (`SRTRefusalMemory`): the same request from the same
+/// host within `refusalMemory` is rejected in the handshake with 1401.
 public final class SRTListener: Sendable {
     public struct Configuration: Sendable {
         public var host: String
