@@ -86,7 +86,7 @@ public struct HTTPFLVRoutes: Sendable {
     }
 
     /// A refusal as an HTTP answer: 404 for a stream that is not there, 403 when the
-    /// admission denies it, 503 when a capacity is reached.
+    /// admission denies it, 503 with `Retry-After: 5` when a capacity is reached.
     static func refused(_ refusal: SessionRefusal) -> Response {
         if let base = refusal.redirect {
             // Completed with the request's path and query by `PlaybackRoutes.redirecting`.
@@ -106,6 +106,9 @@ public struct HTTPFLVRoutes: Sendable {
         var headers = HTTPFields()
         headers[.accessControlAllowOrigin] = "*"
         headers[.contentType] = "text/plain; charset=utf-8"
+        // A capacity is a while, not for good: say when to try again, so that players back
+        // off instead of asking in a loop.
+        if status == .serviceUnavailable { headers[.retryAfter] = "5" }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: refusal.description + "\n")))
     }
 

@@ -83,11 +83,14 @@ extension IntegrationTests {
                 _ = try scenario.publish(media, to: node.rtmpURL("live", "cam"), name: "publisher", loop: true)
                 try await scenario.waitUntilLive(node, "live", "cam")
                 let master = "http://127.0.0.1:\(node.httpPort)/live/cam/index.m3u8"
-                /// curl from `source` (a loopback address of its own): the status and the body.
-                func get(from source: String, _ name: String) async throws -> (status: Int, body: String) {
-                    let run = try await scenario.run("curl", ["-s", "--max-time", "5", "--interface", source, "-w", "\n%{http_code}", master], name: name, timeout: .seconds(10))
+                /// curl from `source` (a loopback address of its own): the status, the body and
+                /// the Retry-After header.
+                func get(from source: String, _ name: String) async throws -> (status: Int, body: String, retryAfter: String) {
+                    let run = try await scenario.run(
+                        "curl", ["-s", "--max-time", "5", "--interface", source, "-w", "\n%header{retry-after}\n%{http_code}", master], name: name, timeout: .seconds(10)
+                    )
                     let lines = run.stdout.split(separator: "\n", omittingEmptySubsequences: false)
-                    return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
+                    return (Int(lines.last ?? "") ?? 0, lines.dropLast(2).joined(separator: "\n"), String(lines.dropLast().last ?? ""))
                 }
                 // The master answers once the stream has a segment: waited for from a third
                 // address, whose first 200 is its only session.
@@ -106,6 +109,7 @@ extension IntegrationTests {
                 let fourth = try await get(from: "127.0.0.1", "curl-fourth")
                 scenario.check(fourth.status == 503, "a fourth master from 127.0.0.1 answered \(fourth.status)")
                 scenario.check(fourth.body.contains("HLS players are open from this address"), "the 503 said: \(fourth.body.prefix(200))")
+                scenario.check(fourth.retryAfter == "5", "the 503 did not say when to try again (Retry-After: '\(fourth.retryAfter)')")
                 let other = try await get(from: "127.0.0.2", "curl-other")
                 scenario.check(other.status == 200 && other.body.contains("#EXT-X-STREAM-INF"), "a master from 127.0.0.2 answered \(other.status)")
                 let metrics = try await node.metrics()

@@ -117,9 +117,11 @@ public enum HLSPlaylist {
             func channels(_ count: Int) -> String { count > 0 ? ",CHANNELS=\"\(count)\"" : "" }
             let variantsHaveAudio = streams.allSatisfy(\.description.hasAudio)
             if variantsHaveAudio {
-                // The variants' audio is one track, the same in every one (a ladder's rungs and
-                // a multitrack publisher's tracks carry the source's).
-                let mainChannels = streams.map(\.description.audioChannels).max() ?? 0
+                // The entry stands for the audio in every variant: its channels are said only
+                // when the variants agree (a ladder mixes a surround source down to stereo in
+                // its rungs, while the source rendition keeps it).
+                let counts = Set(streams.map(\.description.audioChannels))
+                let mainChannels = counts.count == 1 ? (counts.first ?? 0) : 0
                 lines.append("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"\(audioGroup)\",NAME=\"main\",DEFAULT=YES,AUTOSELECT=YES\(channels(mainChannels))")
             }
             for (index, alternate) in audio.enumerated() {

@@ -51,7 +51,7 @@ public struct HLSRoutes: Sendable {
         guard let sessions else { return .success(nil) }
         let (id, carried) = Self.split(rawQuery)
         if let id {
-            switch sessions.lookup(id, stream: path.primary.stream) {
+            switch sessions.lookup(id, stream: path.primary.stream, remoteAddress: remoteAddress) {
             case .live: return .success((id, Self.uriQuery(id: id, carried: carried)))
             case .kicked: return .failure(.denied("this HLS session was ended by an operator"))
             case .unknown: break
@@ -178,12 +178,15 @@ public struct HLSRoutes: Sendable {
         // Alternate audio goes with video variants; without one (the stream's own rendition
         // has no segment yet), the audio tracks are not listed at all, rather than as variants.
         guard !streams.isEmpty else { return ([], []) }
-        // An alternate in a codec some variant does not carry (Opus beside AAC) is left out:
-        // its codec would join every variant's CODECS, and a player without it (hls.js on a
-        // browser without Opus) would drop every variant for an optional track. It still
-        // plays over RTMP, HTTP-FLV, SRT and its own playlist.
+        // An alternate in a codec some variant's audio is not in (Opus beside AAC) is left
+        // out: its codec would join every variant's CODECS, and a player without it (hls.js on
+        // a browser without Opus) would drop every variant for an optional track. It still
+        // plays over RTMP, HTTP-FLV, SRT and its own playlist. Variants without audio take any:
+        // the group is then the stream's only sound.
         let alternates = audioTracks.filter { track in
-            streams.allSatisfy { variant in track.stream.description.codecs.allSatisfy(variant.description.codecs.contains) }
+            streams.allSatisfy { variant in
+                !variant.description.hasAudio || track.stream.description.codecs.allSatisfy(variant.description.codecs.contains)
+            }
         }
         return (streams, alternates.map {
             HLSPlaylist.AlternateAudio(
@@ -234,7 +237,7 @@ public struct HLSRoutes: Sendable {
         var sessionID: String?
         var uriQuery: String?
         if await rendition.ended {
-            if let sessions, let id = Self.split(rawQuery).session, sessions.lookup(id) == .kicked {
+            if let sessions, let id = Self.split(rawQuery).session, sessions.lookup(id, remoteAddress: remoteAddress) == .kicked {
                 return HTTPFLVRoutes.refused(.denied("this HLS session was ended by an operator"))
             }
         } else {

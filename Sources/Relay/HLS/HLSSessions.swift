@@ -5,6 +5,10 @@ import NIOCore
 import Session
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// HLS viewers as sessions. An HLS player holds no connection: it fetches playlists and
 /// segments, each request on its own. Its master playlist request goes through the node's
 /// admission like any play (stream keys, tokens, capacity, drain: 403 and 503 as for
@@ -44,7 +48,8 @@ public final class HLSSessions: Sendable {
         var lastRequest: ContinuousClock.Instant
         /// The client a session opened for requests that named none stands for (`clientKey`).
         var client: String?
-        /// Its client's host (`host(of:)`), whose count it holds in `perHost`.
+        /// Its client's host as the cap counts it (`clientHost(of:)`): its count in `perHost`,
+        /// and the only host whose requests the session's id stands for.
         var host: String
     }
 
@@ -69,11 +74,12 @@ public final class HLSSessions: Sendable {
             return entry
         }
 
-        /// Why a new session of `host` is refused now, or nil.
-        func refusal(host: String, maxSessions: Int) -> Refusal? {
+        /// Why a new session of `host` (`clientHost(of:)`; `loopback` when it is) is refused
+        /// now, or nil.
+        func refusal(host: String, loopback: Bool, maxSessions: Int) -> Refusal? {
             if sessions.count >= maxSessions { return .nodeFull }
             if let limit = limits.maxConnectionsPerAddress, perHost[host, default: 0] >= limit,
-               limits.limitLoopback || !HLSSessions.isLoopback(host) {
+               limits.limitLoopback || !loopback {
                 return .addressFull(limit)
             }
             return nil
@@ -82,11 +88,13 @@ public final class HLSSessions: Sendable {
 
     /// Why a new session is refused before the admission is asked.
     enum Refusal {
+        case notReady
         case nodeFull
         case addressFull(Int)
 
         var metric: String {
             switch self {
+            case .notReady: "not_ready"
             case .nodeFull: "node_limit"
             case .addressFull: "address_limit"
             }
@@ -94,6 +102,7 @@ public final class HLSSessions: Sendable {
 
         var refusal: SessionRefusal {
             switch self {
+            case .notReady: .unavailable("HLS is not ready")
             case .nodeFull: .unavailable("this node serves as many HLS players as it can; try again later")
             case .addressFull(let limit): .unavailable("\(limit) HLS players are open from this address, the most allowed; try again later")
             }
@@ -122,21 +131,54 @@ public final class HLSSessions: Sendable {
         state.withLock { $0.limits = limits }
     }
 
-    /// 127.0.0.0/8 and ::1, bracketed or not, and IPv4-mapped loopback.
-    static func isLoopback(_ host: String) -> Bool {
-        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        return ConnectionLimiter.isLoopback(bare)
+    /// Whether an address's host (`host(of:)`) is loopback: 127.0.0.0/8 and ::1, bracketed or
+    /// not, and IPv4-mapped loopback.
+    static func isLoopback(_ host: Substring) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? host.dropFirst().dropLast() : host
+        return ConnectionLimiter.isLoopback(String(bare))
+    }
+
+    /// The client host the per-host cap counts, of an address as the routes write it: IPv4 as
+    /// it is (an IPv4-mapped IPv6 address too, so a dual-stack listener does not give one
+    /// client two shares), and IPv6 by its /64, which one host has whole and can draw a new
+    /// address from for every request.
+    public static func clientHost(of address: String) -> String {
+        var host = host(of: address)
+        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+        if let zone = host.firstIndex(of: "%") { host = host[..<zone] }
+        guard host.contains(":") else { return String(host) }
+        if host.lowercased().hasPrefix("::ffff:"), host.contains(".") { return String(host.dropFirst(7)) }
+        var address = in6_addr()
+        guard inet_pton(AF_INET6, String(host), &address) == 1 else { return String(host) }
+        let prefix = withUnsafeBytes(of: &address) { bytes in
+            stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+        }
+        return prefix.joined(separator: ":") + "::/64"
     }
 
     private func refused(_ refusal: Refusal, host: String) -> Result<String, SessionRefusal> {
         Counter(label: "estuary_hls_sessions_refused_total", dimensions: [("reason", refusal.metric)]).increment()
-        let verdict = logLimiter.check(host)
-        if verdict.allowed {
-            logger.notice("HLS player refused", metadata: [
-                "from": "\(host)", "reason": "\(refusal.refusal.description)", "linesHeldBack": "\(verdict.suppressed)",
-            ])
-        }
+        log("HLS player refused", from: host, refusal.refusal.description, key: {
+            if case .addressFull = refusal { return host }
+            // Node-wide refusals: one budget of lines, whatever the number of hosts.
+            return refusal.metric
+        }())
         return .failure(refusal.refusal)
+    }
+
+    /// A refusal's line, at most 20 per 10 s per `key`; the rest counted.
+    private func log(_ line: String, from host: String, _ reason: String, key: String) {
+        let verdict = logLimiter.check(key)
+        guard verdict.allowed else {
+            Counter(label: "estuary_log_lines_held_back_total", dimensions: [("source", "hls")]).increment()
+            return
+        }
+        logger.notice("\(line)", metadata: ["from": "\(host)", "reason": "\(reason)", "linesHeldBack": "\(verdict.suppressed)"])
+    }
+
+    /// A kicked session's or client's request, refused: logged per host.
+    private func refusedKicked(host: String) {
+        log("HLS request refused", from: host, "its session was ended by an operator", key: "kicked|\(host)")
     }
 
     /// The node's admission, set once it exists (it is made after the relay's parts).
@@ -147,16 +189,21 @@ public final class HLSSessions: Sendable {
     var admission: (any SessionAdmission)? { state.withLock { $0.admission } }
 
     /// Whether `id` names a live session (of `stream`, when given: a session admitted for
-    /// one stream opens no other), and marks it as used now.
-    public func lookup(_ id: String, stream: StreamPath? = nil, now: ContinuousClock.Instant = .now) -> Lookup {
-        state.withLock { state in
-            if let entry = state.sessions[id], stream == nil || entry.stream == stream {
+    /// one stream opens no other; asked from `remoteAddress`'s host, when given: a session's
+    /// URL passed to other hosts does not let them in as one viewer), and marks it as used now.
+    /// A request from another host is admitted afresh (a phone that changed networks).
+    public func lookup(_ id: String, stream: StreamPath? = nil, remoteAddress: String? = nil, now: ContinuousClock.Instant = .now) -> Lookup {
+        let host = remoteAddress.map(Self.clientHost(of:))
+        let found = state.withLock { state -> Lookup in
+            if let entry = state.sessions[id], stream == nil || entry.stream == stream, host == nil || entry.host == host {
                 state.sessions[id]?.lastRequest = now
                 return .live
             }
             if let at = state.kicked[id], now - at < Self.kickMemory { return .kicked }
             return .unknown
         }
+        if found == .kicked { refusedKicked(host: host ?? "?") }
+        return found
     }
 
     /// Bytes sent to session `id` (a segment, a part).
@@ -201,7 +248,9 @@ public final class HLSSessions: Sendable {
         }
         switch known {
         case .live(let id): return .success(id)
-        case .kicked: return .failure(.denied("this HLS session was ended by an operator"))
+        case .kicked:
+            refusedKicked(host: Self.clientHost(of: remoteAddress))
+            return .failure(.denied("this HLS session was ended by an operator"))
         case .unknown: return await open(path, query: query, remoteAddress: remoteAddress, client: client)
         }
     }
@@ -209,10 +258,11 @@ public final class HLSSessions: Sendable {
     /// Admits a new player of `path`: the refusal, or the session opened for it (standing
     /// for `client`'s later requests, when given).
     public func open(_ path: RequestedRendition, query: StreamQuery, remoteAddress: String, client: String? = nil) async -> Result<String, SessionRefusal> {
-        guard let admission else { return .failure(.unavailable("HLS is not ready")) }
-        let host = String(Self.host(of: remoteAddress))
+        let host = Self.clientHost(of: remoteAddress)
+        guard let admission else { return refused(.notReady, host: host) }
+        let loopback = Self.isLoopback(Self.host(of: remoteAddress))
         let maxSessions = maxSessions
-        if let refusal = (state.withLock { $0.refusal(host: host, maxSessions: maxSessions) }) {
+        if let refusal = (state.withLock { $0.refusal(host: host, loopback: loopback, maxSessions: maxSessions) }) {
             return refused(refusal, host: host)
         }
         let id = SessionID.make(.play)
@@ -238,7 +288,7 @@ public final class HLSSessions: Sendable {
                 state.sessions[existing]?.lastRequest = .now
                 return .existing(existing)
             }
-            if let refusal = state.refusal(host: host, maxSessions: maxSessions) { return .refused(refusal) }
+            if let refusal = state.refusal(host: host, loopback: loopback, maxSessions: maxSessions) { return .refused(refusal) }
             state.sessions[id.rawValue] = Entry(session: session, stream: hub.path.stream, lastRequest: .now, client: client, host: host)
             state.perHost[host, default: 0] += 1
             if let client { state.byClient[client] = id.rawValue }
@@ -246,13 +296,23 @@ public final class HLSSessions: Sendable {
         }
         switch insertion {
         case .refused(let refusal):
+            await Self.drop(session)
             return refused(refusal, host: host)
         case .existing(let existing):
+            await Self.drop(session)
             return .success(existing)
         case .inserted:
             await session.start()
             return .success(id.rawValue)
         }
+    }
+
+    /// A session the admission accepted that is not kept (another request of its client got
+    /// in first, or the table filled meanwhile): started and ended at once, so that what the
+    /// admission told of it (a hook's `on_play`) is closed (`on_stop`), not left open.
+    private static func drop(_ session: PlaySession) async {
+        await session.start()
+        session.end(.left)
     }
 
     /// Live HLS sessions by stream, for the relay's viewer report.

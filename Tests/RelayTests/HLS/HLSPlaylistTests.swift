@@ -134,6 +134,16 @@ import Testing
         let silent = HLSPlaylist.master(variant: .lowLatency, streams: [.init(uri: "src/llhls.m3u8", description: description, peakBitrate: 1, averageBitrate: 0)], audio: audio)
         #expect(!silent.contains("NAME=\"main\""))
         #expect(silent.contains("NAME=\"audio1\",DEFAULT=YES,AUTOSELECT=YES,CHANNELS=\"1\",URI=\"audio1/llhls.m3u8\""))
+        // Variants whose audio differs (a ladder's stereo rungs beside a 5.1 source): the
+        // entry that stands for all of them says no channel count.
+        description.hasAudio = true
+        var surround = description
+        surround.audioChannels = 6
+        let mixed = HLSPlaylist.master(variant: .lowLatency, streams: [
+            .init(uri: "src/llhls.m3u8", description: surround, peakBitrate: 1, averageBitrate: 0),
+            .init(uri: "720p/llhls.m3u8", description: description, peakBitrate: 1, averageBitrate: 0),
+        ], audio: audio)
+        #expect(mixed.contains("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"main\",DEFAULT=YES,AUTOSELECT=YES\n"))
         // Without alternate audio, no group.
         #expect(!HLSPlaylist.master(variant: .lowLatency, streams: [.init(uri: "src/llhls.m3u8", description: description, peakBitrate: 1, averageBitrate: 0)]).contains("AUDIO"))
     }

@@ -12,6 +12,9 @@ import Testing
     /// Admits a play when its query carries `token=good`; counts the requests it was asked.
     final class TokenAdmission: ImmediateSessionAdmission, Sendable {
         let asked = Atomic<Int>(0)
+        /// Sessions started and ended, as the node's observers (a hook's `on_play`, `on_stop`) see them.
+        let started = Atomic<Int>(0)
+        let ended = Atomic<Int>(0)
         let hub = StreamHub(path: try! StreamPath(app: "live", name: "cam"), serializers: [])  // literal, valid by construction
 
         func publishImmediately(_ request: PublishRequest) -> PublishAnswer { .refused(.unavailable("no publishing here")) }
@@ -19,7 +22,13 @@ import Testing
         func playImmediately(_ request: PlayRequest) -> PlayAnswer {
             asked.add(1, ordering: .relaxed)
             guard request.query.value(for: "token") == "good" else { return .refused(.denied("token refused")) }
-            return .accepted(PlaySession(id: request.sessionID, hub: hub, transport: .hls, remoteAddress: request.remoteAddress))
+            return .accepted(PlaySession(id: request.sessionID, hub: hub, transport: .hls, remoteAddress: request.remoteAddress, sink: { [self] event in
+                switch event {
+                case .playStarted: started.add(1, ordering: .relaxed)
+                case .playEnded: ended.add(1, ordering: .relaxed)
+                default: break
+                }
+            }))
         }
     }
 
@@ -93,6 +102,36 @@ import Testing
         }
         #expect(ids.count == 1 && !ids.contains(nil))
         #expect(sessions.count == 1)
+        // Every session the admission accepted and the table did not keep was started and
+        // ended: a hook's on_play is closed by an on_stop; one is live.
+        let asked = admission.asked.load(ordering: .relaxed)
+        #expect(admission.started.load(ordering: .relaxed) == asked)
+        #expect(admission.ended.load(ordering: .relaxed) == asked - 1)
+    }
+
+    @Test func theCapCountsAClientHostAsOneHostHasIt() {
+        #expect(HLSSessions.clientHost(of: "10.0.0.2:6000") == "10.0.0.2")
+        // IPv4-mapped: the same client as over IPv4.
+        #expect(HLSSessions.clientHost(of: "::ffff:10.0.0.2:6000") == "10.0.0.2")
+        // IPv6 by its /64: one host draws an address from it per request.
+        #expect(HLSSessions.clientHost(of: "2001:db8:0:1:aaaa::1:6000") == "2001:db8:0:1::/64")
+        #expect(HLSSessions.clientHost(of: "2001:db8:0:1:bbbb:cccc:dddd:2:6001") == "2001:db8:0:1::/64")
+        #expect(HLSSessions.clientHost(of: "[2001:db8::1]:6000") == "2001:db8:0:0::/64")
+        #expect(HLSSessions.clientHost(of: "fe80::1%eth0:6000") == "fe80:0:0:0::/64")
+        #expect(HLSSessions.clientHost(of: "unix") == "unix")
+    }
+
+    @Test func aSessionStandsForItsOwnHostOnly() async throws {
+        let admission = TokenAdmission()
+        let sessions = HLSSessions(idleLimit: .seconds(6))
+        sessions.setAdmission(admission)
+        guard case .success(let id) = await sessions.open(Self.rendition, query: StreamQuery("token=good"), remoteAddress: "10.0.0.2:6000") else {
+            Issue.record("a player with a good token was refused")
+            return
+        }
+        #expect(sessions.lookup(id, stream: Self.stream, remoteAddress: "10.0.0.2:6001") == .live)
+        // Its URL passed to another host: admitted afresh there, not one viewer for both.
+        #expect(sessions.lookup(id, stream: Self.stream, remoteAddress: "10.0.0.3:6000") == .unknown)
     }
 
     @Test func oneHostOpensNoMoreSessionsThanItsCapAndOthersStillGetIn() async throws {
@@ -121,8 +160,24 @@ import Testing
             return
         }
         #expect(admission.asked.load(ordering: .relaxed) == 3)
-        // Another host (IPv6, as the routes write it) still gets in; so does loopback, which
-        // is exempt by default (a local proxy brings every player from 127.0.0.1).
+        // The same client over an IPv4-mapped address is the same host.
+        guard case .failure = await sessions.open(Self.rendition, query: StreamQuery("token=good&n=5"), remoteAddress: "::ffff:10.0.0.2:6000") else {
+            Issue.record("an IPv4-mapped address of a host at its cap was opened a session")
+            return
+        }
+        // An IPv6 /64 is one host: three addresses of it open three sessions, the fourth none.
+        for index in 1...3 {
+            guard case .success = await sessions.open(Self.rendition, query: StreamQuery("token=good"), remoteAddress: "2001:db8:0:7::\(index):6000") else {
+                Issue.record("IPv6 address \(index) of a /64 under its cap was refused")
+                return
+            }
+        }
+        guard case .failure = await sessions.open(Self.rendition, query: StreamQuery("token=good"), remoteAddress: "2001:db8:0:7::99:6000") else {
+            Issue.record("a fourth address of one /64 was opened a session")
+            return
+        }
+        // Another host still gets in; so does loopback, which is exempt by default (a local
+        // proxy brings every player from 127.0.0.1).
         guard case .success = await sessions.open(Self.rendition, query: StreamQuery("token=good"), remoteAddress: "2001:db8::1:6000"),
               case .success = await sessions.open(Self.rendition, query: StreamQuery("token=good"), remoteAddress: "127.0.0.1:6000"),
               case .success = await sessions.open(Self.rendition, query: StreamQuery("token=good&n=1"), remoteAddress: "127.0.0.1:6001"),
