@@ -111,6 +111,63 @@ extension IntegrationTests {
             }
         }
 
+        @Test("A multitrack encoder that loses its ingest and comes back on another (its backup URL) keeps the relay's viewers: the main rendition, a video track and the second audio track, watched over HTTP-FLV from before the move, stay open for 30 s after it, their timestamps forward and the tracks on the main rendition's timeline")
+        func multitrackPublisherMovesToAnotherIngest() async throws {
+            try await Scenario.run("cluster-multitrack-ingest-move") { scenario in
+                let media = try await MediaLibrary.shared.file(.multitrackAudioVideo)
+                let nats = try await NATSServerProcess.start(scenario)
+                let bus = ["--nats", nats.url]
+                _ = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", "test-admin-token"] + bus)
+                let first = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 5), label: "ingest-1", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
+                let second = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 5), label: "ingest-2", arguments: ["--role", "ingest", "--node-id", "ingest-2"] + bus)
+                let relay = try await scenario.startNode(NodeConfig(), label: "relay", arguments: ["--role", "relay", "--node-id", "relay-1"] + bus)
+                let python = try TestEnvironment.python3()
+                let publish = try EnhancedRTMPTests.peer("pyav_publish.py")
+                let before = try scenario.launch(executable: python, [publish, media.url.path, first.rtmpURL("live", "mt")], name: "pyav-publisher-ingest-1")
+                try await scenario.waitUntilLive(first, "live", "mt/track1", timeout: .seconds(20))
+                try await scenario.waitUntilLive(first, "live", "mt/audio1", timeout: .seconds(10))
+                try await scenario.waitUntilLive(relay, "live", "mt/track1", timeout: .seconds(15))
+                let viewers = [
+                    ("the main rendition", true, try await scenario.openViewer(relay, "live", "mt")),
+                    ("track 1", true, try await scenario.openViewer(relay, "live", "mt/track1")),
+                    ("audio track 1", false, try await scenario.openViewer(relay, "live", "mt/audio1")),
+                ]
+                try await Task.sleep(for: .seconds(6))
+                // The ingest's link is lost (the encoder is killed), and the encoder comes back
+                // on the other ingest at once, its clock at 0 again.
+                before.send(signal: SIGKILL)
+                let movedAt = ContinuousClock.now
+                let after = try scenario.launch(executable: python, [publish, media.url.path, second.rtmpURL("live", "mt")], name: "pyav-publisher-ingest-2")
+                try await scenario.waitUntilLive(second, "live", "mt/track1", timeout: .seconds(20))
+                try await Task.sleep(until: movedAt + .seconds(30), clock: .continuous)
+                var latest: [String: Int64] = [:]
+                for (label, video, viewer) in viewers {
+                    let stamps = try viewer.flv().tags.filter { $0.isMediaFrame && $0.isVideo == video }.map { Int64($0.timestamp) }
+                    let steps = zip(stamps, stamps.dropFirst()).map { $1 - $0 }
+                    let backwards = steps.filter { $0 < 0 }.count
+                    latest[label] = stamps.last
+                    scenario.note("\(label) on the relay: \(stamps.count) frames, \(stamps.first ?? -1)–\(stamps.last ?? -1) ms, longest step \(steps.max() ?? -1) ms, closed \(viewer.isClosed)")
+                    // Open through the move, and on for its 30 s: frames spanning the 6 s
+                    // before and most of the 30 after, never going back.
+                    scenario.check(!viewer.isClosed, "\(label): the relay's viewer was closed by the move")
+                    scenario.check((stamps.last ?? 0) - (stamps.first ?? 0) >= 30_000, "\(label): frames span \((stamps.last ?? 0) - (stamps.first ?? 0)) ms over 36 s")
+                    scenario.check(backwards == 0, "\(label): \(backwards) steps back in time")
+                    // The move shows as the outage it was (the encoder's restart; a track's
+                    // first frame on the new ingest at its first keyframe), seconds at most.
+                    scenario.check((steps.max() ?? 0) < 4000, "\(label): a step of \(steps.max() ?? 0) ms")
+                }
+                if let main = latest["the main rendition"], let track = latest["track 1"], let audio = latest["audio track 1"] {
+                    scenario.check(abs(track - main) < 1000 && abs(audio - main) < 1000, "after the move, track 1 is \(track - main) ms and audio track 1 \(audio - main) ms from the main rendition")
+                }
+                // Each of the three mirrors re-based the new publisher session, logged and counted.
+                let metrics = try await relay.metrics()
+                scenario.check(metrics.sum("estuary_relay_bus_new_clocks_total") >= 3, "the relay's re-basings: \(metrics.describe("estuary_relay_bus_new_clocks_total"))")
+                scenario.check(relay.log.contains("its timeline continues the mirror's") && relay.log.contains("an earlier publisher session's end, ignored"),
+                               "the relay did not log the new publisher session and the old one's end")
+                scenario.check(after.isRunning, "the encoder on the second ingest was disconnected")
+            }
+        }
+
         /// Issue 26: SRT players where the stream is mirrored, not published: a relay (from the
         /// bus) and an edge (pulling over HTTP-FLV from that relay).
         @Test("SRT players on a relay and on an edge (pulling from the relay) stay 32 s: every frame from a keyframe, timestamps forward, audio beside video; a publisher of either is rejected with SRT code 1405; a player of a stream that is nowhere is ended, counted as refused")

@@ -6,7 +6,9 @@ import NIOCore
 /// Puts one hub's frames on the cluster bus, for relays and transcoders on other nodes:
 /// every frame on `media.<app>.<name>.<rendition>` (see `MediaBusPublisher`), answers to
 /// GOP requests on `gop.…` with the hub's metadata, configuration records and cached GOP,
-/// and an empty message on `end.…` when the stream ends.
+/// and a message on `end.…` when the stream ends, whose payload is the publication's epoch
+/// (4 bytes, big-endian): a receiver that already follows a newer publisher on the subject
+/// (an encoder that moved to another ingest) ignores the end of the one it left.
 ///
 /// The hub feeds it through an inline `FrameSubscription`, drained on the publisher's own
 /// thread; publishing to NATS only appends to the connection's buffer (libnats flushes on
@@ -20,11 +22,14 @@ public final class BusPublication: Sendable {
 
     /// Starts forwarding `hub` on its rendition's subject (`src` for a source). A rung of a
     /// transcode job passes through the job's `handover`, which holds or drops frames
-    /// while the job moves between transcoders.
-    public init(hub: StreamHub, bus: any Bus, logger: Logger, handover: RungHandover? = nil) throws(BusError) {
+    /// while the job moves between transcoders. `hasOwnClock`: the hub's timeline is its
+    /// publisher's own (an ingest's hubs; not a rung, which continues its source's), so
+    /// receivers re-base a new publication of the subject to continue theirs.
+    public init(hub: StreamHub, bus: any Bus, logger: Logger, handover: RungHandover? = nil, hasOwnClock: Bool = false) throws(BusError) {
         let subject = try MediaBusSubject(hub.path)
         self.subject = subject
-        let publisher = MediaBusPublisher(bus: bus, subject: subject, epoch: UInt32.random(in: 1...UInt32.max))
+        let epoch = UInt32.random(in: 1...UInt32.max)
+        let publisher = MediaBusPublisher(bus: bus, subject: subject, epoch: epoch, hasOwnClock: hasOwnClock)
         let failures = NIOLockedValueBox(0)
         let endSubject = MediaBusGOP.endSubject(for: subject)
         let publish: @Sendable (MediaFrame) -> Void = { frame in
@@ -60,7 +65,9 @@ public final class BusPublication: Sendable {
                 }
             }
             if batch.ended {
-                try? bus.publish(subject: endSubject, payload: ByteBuffer())
+                var payload = ByteBuffer()
+                payload.writeInteger(epoch)
+                try? bus.publish(subject: endSubject, payload: payload)
             }
         })
     }

@@ -43,7 +43,8 @@ public actor BusPublications {
         let id = ObjectIdentifier(hub)
         guard publications[id] == nil else { return }
         do {
-            let publication = try BusPublication(hub: hub, bus: bus, logger: logger)
+            // An ingest's hubs: their timelines are their publishers' own.
+            let publication = try BusPublication(hub: hub, bus: bus, logger: logger, hasOwnClock: true)
             publications[id] = (hub, publication)
             byPath[hub.path] = id
             logger.info("publishing to the bus", metadata: ["stream": "\(hub.path)", "subject": "\(publication.subject)"])

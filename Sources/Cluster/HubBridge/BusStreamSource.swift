@@ -15,6 +15,14 @@ import NIOPosix
 /// request (`MediaBusGOP`), publishes those into a new local hub, and then the live frames
 /// that arrived meanwhile (those not already in the GOP). The first viewer starts at once.
 ///
+/// An encoder that moves to another ingest (its backup URL, or after its ingest died) is a
+/// new publisher session on the same subject, with a clock that starts again
+/// (`MediaBusFrameHeader.hasOwnClock`): its frames are re-based to continue the mirror's
+/// timeline after the time that passed (so that a stream's renditions, each mirrored on
+/// its own, stay aligned), the first marked as a discontinuity, and the end the ingest it left announces
+/// later (when its grace period runs out) is ignored, being of an epoch the mirror no longer
+/// follows. Viewers stay on.
+///
 /// A relay holds a subscription only while the stream is used: once a mirrored hub has had
 /// no holders (`StreamHub.Statistics.holders`: viewers, and pipelines that stand for
 /// consumers elsewhere, such as a transcoder's feed) and no lookups for `idleGrace`, the
@@ -67,6 +75,9 @@ public final class BusStreamSource: RemoteStreamSource {
         var refilling = false
         var flushScheduled = false
         var lastFrameAt = NIODeadline.now()
+        /// Added to the live frames' timestamps: the re-basing of a publisher session with a
+        /// new clock (0 for the first).
+        var offset: Int64 = 0
     }
 
     private let bus: any Bus
@@ -143,9 +154,9 @@ public final class BusStreamSource: RemoteStreamSource {
                 }
                 guard start else { return }
                 Task { await Self.refill(feed: feed, bus: bus, subject: subject, timeout: timeout, logger: logger) }
-            }) { frame in
-                Self.deliver(frame, feed: feed, loop: loop)
-            }
+            }, delivering: { frame, startsNewClock in
+                Self.deliver(frame, startsNewClock: startsNewClock, feed: feed, loop: loop, logger: logger, subject: subject)
+            })
         } catch {
             logger.warning("cannot subscribe to the bus", metadata: ["subject": "\(subject)", "error": "\(error)"])
             return nil
@@ -190,7 +201,17 @@ public final class BusStreamSource: RemoteStreamSource {
         let mirror = Mirror(hub: hub, subscription: subscription, feed: feed)
         // The publisher says when the stream ends (see `BusPublication`).
         let endSubject = MediaBusGOP.endSubject(for: subject)
-        if let end = try? bus.subscribe(subject: endSubject, handler: { _ in mirror.ended.withLockedValue { $0 = true } }) {
+        if let end = try? bus.subscribe(subject: endSubject, handler: { message in
+            // The end of a publisher session the mirror no longer follows (the encoder moved
+            // to another ingest, and the one it left ends the stream when its grace runs
+            // out) is not the stream's. An end without an epoch is taken as it is.
+            var payload = message.payload
+            if let epoch = payload.readInteger(as: UInt32.self), let current = subscription.currentEpoch, epoch != current {
+                logger.info("an earlier publisher session's end, ignored: the stream goes on from a newer one", metadata: ["subject": "\(subject)"])
+                return
+            }
+            mirror.ended.withLockedValue { $0 = true }
+        }) {
             mirror.endSubscription.withLockedValue { $0 = end }
         }
         mirrors.withLockedValue { $0[path] = mirror }
@@ -239,10 +260,42 @@ public final class BusStreamSource: RemoteStreamSource {
         logger.info("a gap on the bus: \(gop == nil ? "no GOP came; resuming at the next keyframe" : "refilled \(refilled) frames from the publisher's GOP")", metadata: ["subject": "\(subject)"])
     }
 
-    /// On the bus's delivery thread: hold, drop or publish one live frame.
-    private static func deliver(_ frame: MediaFrame, feed: NIOLockedValueBox<Feed>, loop: any EventLoop) {
+    /// On the bus's delivery thread: hold, drop or publish one live frame. The first frame
+    /// of a publisher session with a new clock (`startsNewClock`) sets the offset that makes
+    /// its timeline continue the mirror's.
+    private static func deliver(
+        _ frame: MediaFrame, startsNewClock: Bool, feed: NIOLockedValueBox<Feed>, loop: any EventLoop, logger: Logger, subject: MediaBusSubject
+    ) {
+        var frame = frame
+        var rebased: Int64?
         let deferred: (hub: StreamHub, after: TimeAmount)? = feed.withLockedValue { feed in
-            feed.lastFrameAt = .now()
+            let now = NIODeadline.now()
+            let silence = now - feed.lastFrameAt
+            feed.lastFrameAt = now
+            if startsNewClock {
+                // After the newest frame viewers have (or hold), by the time that passed
+                // since it came: an encoder's clock runs with the wall clock, so each of a
+                // stream's renditions (mirrored apart, its own publication on the bus) gets
+                // the same offset, give or take the delivery's jitter, and they stay aligned.
+                // The outage shows as the gap it was.
+                let newest = max(feed.lastTimestamp.values.max() ?? .min, feed.held.lazy.map(\.timestamp).max() ?? .min)
+                if newest != .min {
+                    let elapsed = max(1, Int64(silence.nanoseconds / 1_000_000))
+                    let (next, overflowNext) = newest.addingReportingOverflow(elapsed)
+                    let (offset, overflow) = next.subtractingReportingOverflow(frame.timestamp)
+                    if !overflowNext, !overflow {
+                        feed.offset = offset
+                        rebased = offset
+                    }
+                }
+                frame.isDiscontinuity = true
+            }
+            if feed.offset != 0 {
+                // A hostile timestamp must not trap: such a frame is dropped.
+                let (shifted, overflow) = frame.timestamp.addingReportingOverflow(feed.offset)
+                guard !overflow else { return nil }
+                frame.timestamp = shifted
+            }
             guard let hub = feed.hub, !feed.refilling else {
                 // Held while the GOP is fetched, bounded: past the bound the frames after the
                 // held ones must wait for a keyframe.
@@ -260,6 +313,10 @@ public final class BusStreamSource: RemoteStreamSource {
             guard let deferral = hub.flush(), !feed.flushScheduled else { return nil }
             feed.flushScheduled = true
             return (hub, deferral)
+        }
+        if let rebased {
+            BusStreamSourceMetrics.newClocks.increment()
+            logger.info("a new publisher session with its own clock: its timeline continues the mirror's", metadata: ["subject": "\(subject)", "offset_ms": "\(rebased)"])
         }
         guard let deferred else { return }
         loop.scheduleTask(in: deferred.after) {
@@ -338,6 +395,10 @@ public final class BusStreamSource: RemoteStreamSource {
 }
 
 enum BusStreamSourceMetrics {
+    /// Publisher sessions with a clock of their own re-based to continue a mirror (an
+    /// encoder that moved to another ingest).
+    static let newClocks = Counter(label: "estuary_relay_bus_new_clocks_total")
+
     /// Gaps on the bus refilled from the publisher's GOP, or left to the next keyframe.
     static func refills(_ outcome: String) {
         Counter(label: "estuary_relay_bus_gap_refills_total", dimensions: [("outcome", outcome)]).increment()

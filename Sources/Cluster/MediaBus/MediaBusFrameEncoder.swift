@@ -11,6 +11,8 @@ public struct MediaBusFrameEncoder: Sendable {
     /// The epoch written into every header. Use a new one per publisher session so that
     /// receivers restart their sequence tracking.
     public let epoch: UInt32
+    /// Whether the publication's timeline is its publisher's own (`MediaBusFrameHeader.hasOwnClock`).
+    public let hasOwnClock: Bool
     /// The sequence number the next frame gets.
     public private(set) var nextSequence: UInt64
     /// The size of the largest message produced (header included).
@@ -28,8 +30,9 @@ public struct MediaBusFrameEncoder: Sendable {
     ///   - maxMessageBytes: usually `bus.maxPayload` (nats-server's default is 1 MiB).
     ///   - maxFrameBytes: default 16 MiB, the receivers' default bound: far above any sane
     ///     keyframe (a 4K intra frame at high quality is a few MiB).
-    public init(epoch: UInt32, maxMessageBytes: Int, maxFrameBytes: Int = MediaBusReassembler.defaultMaxFrameBytes, firstSequence: UInt64 = 0) {
+    public init(epoch: UInt32, maxMessageBytes: Int, maxFrameBytes: Int = MediaBusReassembler.defaultMaxFrameBytes, firstSequence: UInt64 = 0, hasOwnClock: Bool = false) {
         self.epoch = epoch
+        self.hasOwnClock = hasOwnClock
         self.maxMessageBytes = max(maxMessageBytes, MediaBusFrameHeader.size + Self.minimumFragmentBody)
         self.maxFrameBytes = min(maxFrameBytes, Int(UInt32.max))
         self.nextSequence = firstSequence
@@ -71,6 +74,7 @@ public struct MediaBusFrameEncoder: Sendable {
             frameLength: UInt32(length)
         )
         header.isDiscontinuity = frame.isDiscontinuity
+        header.hasOwnClock = hasOwnClock
         var messages: [ByteBuffer] = []
         messages.reserveCapacity(count)
         var body = frame.payload

@@ -10,7 +10,7 @@ import NIOCore
 /// | 0 | 1 | magic `0xEB` |
 /// | 1 | 1 | version (1) |
 /// | 2 | 1 | kind: 8 audio, 9 video, 18 script (the FLV tag type) |
-/// | 3 | 1 | flags: bit 0 keyframe, bit 1 sequence header, bit 2 discontinuity (the publisher's timeline was re-based before this frame); others 0 |
+/// | 3 | 1 | flags: bit 0 keyframe, bit 1 sequence header, bit 2 discontinuity (the publisher's timeline was re-based before this frame), bit 3 own clock (the publication's timeline is its publisher's own: a new epoch on the subject may start anywhere, and receivers continue their timeline across it); others 0 |
 /// | 4 | 4 | stream epoch |
 /// | 8 | 8 | sequence number of the frame (all fragments share it) |
 /// | 16 | 8 | dts, milliseconds, signed |
@@ -28,13 +28,20 @@ public struct MediaBusFrameHeader: Sendable, Equatable {
     static let keyframeFlag: UInt8 = 0x01
     static let sequenceHeaderFlag: UInt8 = 0x02
     static let discontinuityFlag: UInt8 = 0x04
-    static let knownFlags: UInt8 = keyframeFlag | sequenceHeaderFlag | discontinuityFlag
+    static let ownClockFlag: UInt8 = 0x08
+    static let knownFlags: UInt8 = keyframeFlag | sequenceHeaderFlag | discontinuityFlag | ownClockFlag
 
     public var kind: MediaKind
     public var isKeyframe: Bool
     public var isSequenceHeader: Bool
     /// `MediaFrame.isDiscontinuity`.
     public var isDiscontinuity = false
+    /// The publication's timeline is its publisher's own (an ingest's publisher session,
+    /// whose clock starts where its encoder's does), not one it continues (a transcoder's
+    /// rung, on its source's timeline even when the job moves). A receiver that sees a new
+    /// epoch with this flag re-bases it to continue what it has: an encoder that moved to
+    /// another ingest starts its clock again.
+    public var hasOwnClock = false
     /// Changes when the publisher changes (a new ingest session); the receiver restarts
     /// its sequence tracking on a new epoch.
     public var epoch: UInt32
@@ -119,6 +126,7 @@ public struct MediaBusFrameHeader: Sendable, Equatable {
             frameLength: frameLength
         )
         self.isDiscontinuity = flags & Self.discontinuityFlag != 0
+        self.hasOwnClock = flags & Self.ownClockFlag != 0
         buffer = reader
     }
 
@@ -128,6 +136,7 @@ public struct MediaBusFrameHeader: Sendable, Equatable {
         if isKeyframe { flags |= Self.keyframeFlag }
         if isSequenceHeader { flags |= Self.sequenceHeaderFlag }
         if isDiscontinuity { flags |= Self.discontinuityFlag }
+        if hasOwnClock { flags |= Self.ownClockFlag }
         buffer.writeInteger(Self.magic)
         buffer.writeInteger(Self.version)
         buffer.writeInteger(kind.rawValue)

@@ -17,10 +17,12 @@ public final class MediaBusPublisher: Sendable {
     ///   - epoch: a value that differs from the previous publisher session's; e.g. the
     ///     ingest's timestamp epoch or a random number.
     ///   - maxFrameBytes: frames above it are refused; see `MediaBusFrameEncoder`.
-    public init(bus: any Bus, subject: MediaBusSubject, epoch: UInt32, maxFrameBytes: Int = MediaBusReassembler.defaultMaxFrameBytes) {
+    ///   - hasOwnClock: the publication's timeline is its publisher's own (an ingest's); see
+    ///     `MediaBusFrameHeader.hasOwnClock`.
+    public init(bus: any Bus, subject: MediaBusSubject, epoch: UInt32, maxFrameBytes: Int = MediaBusReassembler.defaultMaxFrameBytes, hasOwnClock: Bool = false) {
         self.bus = bus
         self.subject = subject
-        self.encoder = NIOLockedValueBox(MediaBusFrameEncoder(epoch: epoch, maxMessageBytes: bus.maxPayload, maxFrameBytes: maxFrameBytes))
+        self.encoder = NIOLockedValueBox(MediaBusFrameEncoder(epoch: epoch, maxMessageBytes: bus.maxPayload, maxFrameBytes: maxFrameBytes, hasOwnClock: hasOwnClock))
     }
 
     /// Encodes and publishes `frame` (one message per fragment). A failed publish leaves a

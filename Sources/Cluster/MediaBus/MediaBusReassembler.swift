@@ -18,6 +18,11 @@ import NIOCore
 /// that refills gaps itself (`refillsGaps`: a relay fetches the publisher's GOP, which
 /// holds the lost frames) gets the frames after a gap at once instead.
 ///
+/// **New clocks.** The first media frame returned of a new epoch whose publication has its
+/// own clock (`MediaBusFrameHeader.hasOwnClock`: an ingest's, where an encoder that moved
+/// to another ingest starts its clock again), after a first epoch, is flagged
+/// (`startsNewClock`), so that the receiver re-bases that epoch to continue its timeline.
+///
 /// **Bounds.** One frame is reassembled at a time and its announced length is checked
 /// against `maxFrameBytes` before any body is kept, so the state holds at most
 /// `maxFrameBytes` bytes.
@@ -59,6 +64,13 @@ public struct MediaBusReassembler: Sendable {
     public private(set) var statistics = Statistics()
 
     private var epoch: UInt32?
+    /// The epoch followed now (nil before the first message).
+    public var currentEpoch: UInt32? { epoch }
+    /// Whether the frame the last `receive` returned is the first media frame of a new
+    /// epoch with a clock of its own (see the type's comment).
+    public private(set) var startsNewClock = false
+    /// Set by such an epoch's first message, until its first media frame is returned.
+    private var newClockPending = false
     /// The epoch replaced last, and how many more of its messages are dropped as stragglers.
     private var retired: (epoch: UInt32, remaining: Int)?
     private var expectedSequence: UInt64?
@@ -84,6 +96,7 @@ public struct MediaBusReassembler: Sendable {
     /// policy, nil otherwise. Throws for a message that is not a valid media message;
     /// the reassembly state is then unchanged.
     public mutating func receive(_ message: ByteBuffer) throws(MediaBusFrameError) -> MediaFrame? {
+        startsNewClock = false
         var buffer = message
         let header = try MediaBusFrameHeader(from: &buffer)
         let frameLength = Int(header.frameLength)
@@ -115,6 +128,7 @@ public struct MediaBusReassembler: Sendable {
             // The first session may continue a GOP fetched separately; a later one is a
             // new publisher, whose stream must start at a sync point.
             waitingForSyncPoint = epoch != nil || joinsAtSyncPoint
+            newClockPending = epoch != nil && header.hasOwnClock
             epoch = header.epoch
             expectedSequence = nil
             partial = nil
@@ -211,6 +225,10 @@ public struct MediaBusReassembler: Sendable {
                 statistics.droppedFrames += 1
                 return nil
             }
+        }
+        if newClockPending, !isConfiguration {
+            newClockPending = false
+            startsNewClock = true
         }
         statistics.frames += 1
         return frame

@@ -35,7 +35,7 @@ public final class MediaBusSubscription: Sendable {
     ///     `refillsGaps`), and it is called on the delivery thread first, so that the
     ///     receiver can refill what was lost; without it, frames wait for a sync point.
     ///   - metrics: where the dropped-messages counter goes; the global factory by default.
-    public init(
+    public convenience init(
         bus: any Bus,
         subject: MediaBusSubject,
         maxFrameBytes: Int = MediaBusReassembler.defaultMaxFrameBytes,
@@ -43,6 +43,23 @@ public final class MediaBusSubscription: Sendable {
         onGap: (@Sendable () -> Void)? = nil,
         metrics: any MetricsFactory = MetricsSystem.factory,
         handler: @escaping @Sendable (MediaFrame) -> Void
+    ) throws(BusError) {
+        try self.init(
+            bus: bus, subject: subject, maxFrameBytes: maxFrameBytes, joinsAtSyncPoint: joinsAtSyncPoint, onGap: onGap, metrics: metrics,
+            delivering: { frame, _ in handler(frame) }
+        )
+    }
+
+    /// The same, with each frame's `MediaBusReassembler.startsNewClock`: true for the first
+    /// media frame of a new publisher session whose clock is its own (re-base it).
+    public init(
+        bus: any Bus,
+        subject: MediaBusSubject,
+        maxFrameBytes: Int = MediaBusReassembler.defaultMaxFrameBytes,
+        joinsAtSyncPoint: Bool = true,
+        onGap: (@Sendable () -> Void)? = nil,
+        metrics: any MetricsFactory = MetricsSystem.factory,
+        delivering handler: @escaping @Sendable (MediaFrame, Bool) -> Void
     ) throws(BusError) {
         self.subject = subject
         let state = NIOLockedValueBox(State(reassembler: MediaBusReassembler(
@@ -52,15 +69,15 @@ public final class MediaBusSubscription: Sendable {
         let busSubscription = try bus.subscribe(subject: subject.subject) { message in
             // One delivery thread per subscription: the lock is uncontended, and held
             // only while parsing, never while the handler runs.
-            let (frame, newGaps) = state.withLockedValue { (state: inout State) -> (MediaFrame?, UInt64) in
+            let (frame, newClock, newGaps) = state.withLockedValue { (state: inout State) -> (MediaFrame?, Bool, UInt64) in
                 let gapsBefore = state.reassembler.statistics.gaps
                 do throws(MediaBusFrameError) {
                     let frame = try state.reassembler.receive(message.payload)
-                    return (frame, state.reassembler.statistics.gaps - gapsBefore)
+                    return (frame, state.reassembler.startsNewClock, state.reassembler.statistics.gaps - gapsBefore)
                 } catch {
                     state.rejected[error.reason, default: 0] += 1
                     MediaBusMetrics.droppedMessage(reason: error.reason, factory: metrics)
-                    return (nil, state.reassembler.statistics.gaps - gapsBefore)
+                    return (nil, false, state.reassembler.statistics.gaps - gapsBefore)
                 }
             }
             for _ in 0..<newGaps {
@@ -68,10 +85,15 @@ public final class MediaBusSubscription: Sendable {
             }
             if newGaps > 0 { onGap?() }
             if let frame {
-                handler(frame)
+                handler(frame, newClock)
             }
         }
         subscription.withLockedValue { $0 = busSubscription }
+    }
+
+    /// The epoch (publisher session) the subscription follows now.
+    public var currentEpoch: UInt32? {
+        state.withLockedValue { $0.reassembler.currentEpoch }
     }
 
     public var statistics: Statistics {

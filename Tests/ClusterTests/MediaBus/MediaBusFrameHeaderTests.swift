@@ -34,6 +34,17 @@ import Testing
         #expect(Array(buffer.readableBytesView) == [0xAA, 0xBB])
     }
 
+    /// Bit 3: the publication's clock is its publisher's own (an ingest's).
+    @Test func theOwnClockFlagRoundTrips() throws {
+        var header = Self.header
+        header.hasOwnClock = true
+        var buffer = ByteBuffer()
+        header.write(into: &buffer)
+        #expect(buffer.getInteger(at: 3, as: UInt8.self) == 0x09)
+        let decoded = try MediaBusFrameHeader(from: &buffer)
+        #expect(decoded.hasOwnClock && decoded == header)
+    }
+
     @Test(arguments: [0, 1, 10, 35])
     func truncatedHeaderIsRejected(length: Int) {
         var buffer = ByteBuffer(bytes: Self.bytes.prefix(length))
@@ -63,7 +74,7 @@ import Testing
 
     @Test(arguments: [
         (2, UInt8(7), MediaBusFrameError.unknownKind(7)),
-        (3, UInt8(0x08), MediaBusFrameError.unknownFlags(0x08)),
+        (3, UInt8(0x10), MediaBusFrameError.unknownFlags(0x10)),
         (31, UInt8(0), MediaBusFrameError.badFragment(index: 1, count: 0)),
         (29, UInt8(3), MediaBusFrameError.badFragment(index: 3, count: 3)),
     ])

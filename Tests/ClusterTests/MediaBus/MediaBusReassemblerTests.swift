@@ -6,8 +6,8 @@ import Testing
 
 @Suite struct MediaBusReassemblerTests {
     /// Encodes frames with one encoder, as a publisher would.
-    static func encode(_ frames: [MediaFrame], maxMessageBytes: Int = 1 << 20, epoch: UInt32 = 7) throws -> [[ByteBuffer]] {
-        var encoder = MediaBusFrameEncoder(epoch: epoch, maxMessageBytes: maxMessageBytes)
+    static func encode(_ frames: [MediaFrame], maxMessageBytes: Int = 1 << 20, epoch: UInt32 = 7, hasOwnClock: Bool = false) throws -> [[ByteBuffer]] {
+        var encoder = MediaBusFrameEncoder(epoch: epoch, maxMessageBytes: maxMessageBytes, hasOwnClock: hasOwnClock)
         return try frames.map { try encoder.encode($0) }
     }
 
@@ -188,6 +188,30 @@ import Testing
         let out = try Self.feed((first + new + old).flatMap { $0 }, into: &reassembler)
         #expect(out.count == 3)
         #expect(reassembler.statistics.staleFrames == UInt64(MediaBusReassembler.stragglerAllowance))
+    }
+
+    /// An encoder that moved to another ingest: a new epoch of a publication with its own
+    /// clock. Its first media frame (after the keyframe wait) is flagged for re-basing; the
+    /// first epoch is not (it continues the GOP the receiver fetched), nor is a new epoch of
+    /// a publication that continues another's timeline (a moved transcoder's rung).
+    @Test func aNewEpochWithItsOwnClockIsFlaggedOnItsFirstMediaFrame() throws {
+        let first = try Self.encode([Frames.video(timestamp: 5000, keyframe: true), Frames.video(timestamp: 5033, keyframe: false)], epoch: 1, hasOwnClock: true)
+        let moved = try Self.encode([Frames.video(timestamp: 0, keyframe: false), Frames.video(timestamp: 33, keyframe: true), Frames.video(timestamp: 66, keyframe: false)], epoch: 2, hasOwnClock: true)
+        var reassembler = MediaBusReassembler()
+        var flagged: [Int64] = []
+        for message in (first + moved).flatMap({ $0 }) {
+            if let frame = try reassembler.receive(message), reassembler.startsNewClock { flagged.append(frame.timestamp) }
+        }
+        // The P-frame before the new session's keyframe is dropped; the keyframe is flagged.
+        #expect(flagged == [33])
+        #expect(reassembler.currentEpoch == 2)
+        let rung = try Self.encode([Frames.video(timestamp: 5100, keyframe: true)], epoch: 3)
+        var rungs = MediaBusReassembler()
+        var rungFlagged = 0
+        for message in (first + rung).flatMap({ $0 }) where try rungs.receive(message) != nil && rungs.startsNewClock {
+            rungFlagged += 1
+        }
+        #expect(rungFlagged == 0)
     }
 
     @Test func aDiscontinuityCrossesTheBus() throws {
