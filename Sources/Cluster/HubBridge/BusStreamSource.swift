@@ -154,9 +154,9 @@ public final class BusStreamSource: RemoteStreamSource {
                 }
                 guard start else { return }
                 Task { await Self.refill(feed: feed, bus: bus, subject: subject, timeout: timeout, logger: logger) }
-            }, delivering: { frame, startsNewClock in
+            }) { frame, startsNewClock in
                 Self.deliver(frame, startsNewClock: startsNewClock, feed: feed, loop: loop, logger: logger, subject: subject)
-            })
+            }
         } catch {
             logger.warning("cannot subscribe to the bus", metadata: ["subject": "\(subject)", "error": "\(error)"])
             return nil

@@ -35,23 +35,8 @@ public final class MediaBusSubscription: Sendable {
     ///     `refillsGaps`), and it is called on the delivery thread first, so that the
     ///     receiver can refill what was lost; without it, frames wait for a sync point.
     ///   - metrics: where the dropped-messages counter goes; the global factory by default.
-    public convenience init(
-        bus: any Bus,
-        subject: MediaBusSubject,
-        maxFrameBytes: Int = MediaBusReassembler.defaultMaxFrameBytes,
-        joinsAtSyncPoint: Bool = true,
-        onGap: (@Sendable () -> Void)? = nil,
-        metrics: any MetricsFactory = MetricsSystem.factory,
-        handler: @escaping @Sendable (MediaFrame) -> Void
-    ) throws(BusError) {
-        try self.init(
-            bus: bus, subject: subject, maxFrameBytes: maxFrameBytes, joinsAtSyncPoint: joinsAtSyncPoint, onGap: onGap, metrics: metrics,
-            delivering: { frame, _ in handler(frame) }
-        )
-    }
-
-    /// The same, with each frame's `MediaBusReassembler.startsNewClock`: true for the first
-    /// media frame of a new publisher session whose clock is its own (re-base it).
+    ///   - handler: each frame, with `MediaBusReassembler.startsNewClock`: true for the first
+    ///     media frame of a new publisher session whose clock is its own (re-base it).
     public init(
         bus: any Bus,
         subject: MediaBusSubject,
@@ -59,7 +44,7 @@ public final class MediaBusSubscription: Sendable {
         joinsAtSyncPoint: Bool = true,
         onGap: (@Sendable () -> Void)? = nil,
         metrics: any MetricsFactory = MetricsSystem.factory,
-        delivering handler: @escaping @Sendable (MediaFrame, Bool) -> Void
+        handler: @escaping @Sendable (_ frame: MediaFrame, _ startsNewClock: Bool) -> Void
     ) throws(BusError) {
         self.subject = subject
         let state = NIOLockedValueBox(State(reassembler: MediaBusReassembler(

@@ -133,7 +133,7 @@ import Testing
         let subject = try MediaBusSubject(path: StreamPath(app: "live", name: "cam.1"), rendition: "src")
         #expect(subject.subject == "media.live.cam%2E1.src")
         let received = Collector<FrameSnapshot>()
-        let subscription = try MediaBusSubscription(bus: bus, subject: subject, metrics: metrics) { received.append(FrameSnapshot($0)) }
+        let subscription = try MediaBusSubscription(bus: bus, subject: subject, metrics: metrics) { frame, _ in received.append(FrameSnapshot(frame)) }
         let publisher = MediaBusPublisher(bus: bus, subject: subject, epoch: 1)
         let frames = [Frames.videoSequenceHeader(), Frames.video(timestamp: 0, keyframe: true, size: 3 << 20), Frames.audio(timestamp: 5)]
         for frame in frames {

@@ -91,8 +91,8 @@ struct NATSBusTests {
         let subscriberBus = try await NATSBus.connect(configuration: Self.configuration(server))
         let subject = try MediaBusSubject(path: StreamPath(app: "live", name: "big"), rendition: "src")
         let received = Collector<FrameSnapshot>()
-        let subscription = try MediaBusSubscription(bus: subscriberBus, subject: subject, metrics: TestMetrics()) {
-            received.append(FrameSnapshot($0))
+        let subscription = try MediaBusSubscription(bus: subscriberBus, subject: subject, metrics: TestMetrics()) { frame, _ in
+            received.append(FrameSnapshot(frame))
         }
         try await subscriberBus.flush()
         let publisher = MediaBusPublisher(bus: publisherBus, subject: subject, epoch: 42)
