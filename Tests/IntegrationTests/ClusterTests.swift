@@ -313,6 +313,45 @@ extension IntegrationTests {
             return (nats, coordinator, ingest, transcoders, relay)
         }
 
+        @Test("An ABR stream's encoder that moves to another ingest keeps the relay's viewers of the source and of a transcoded rung: both stay open 30 s after the move, timestamps forward, the rung within 1 s of the source")
+        func ladderEncoderMovesToAnotherIngest() async throws {
+            try await Scenario.run("cluster-ladder-ingest-move") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let nats = try await NATSServerProcess.start(scenario)
+                let bus = ["--nats", nats.url]
+                _ = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", Self.token] + bus)
+                let first = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 5), label: "ingest-1", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
+                let second = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 5), label: "ingest-2", arguments: ["--role", "ingest", "--node-id", "ingest-2"] + bus)
+                _ = try await scenario.startNode(NodeConfig(), label: "transcode", arguments: ["--role", "transcode", "--node-id", "transcode-1"] + bus)
+                let relay = try await scenario.startNode(NodeConfig(), label: "relay", arguments: ["--role", "relay", "--node-id", "relay-1"] + bus)
+                let before = try scenario.publish(media, to: first.rtmpURL("abr", "cam"), name: "publisher-ingest-1", loop: true)
+                try await scenario.waitUntilLive(relay, "abr", "cam_240p", timeout: .seconds(20))
+                let viewers = [
+                    ("the source", try await scenario.openViewer(relay, "abr", "cam")),
+                    ("the 240p rung", try await scenario.openViewer(relay, "abr", "cam/240p")),
+                ]
+                try await Task.sleep(for: .seconds(8))
+                before.send(signal: SIGKILL)
+                let movedAt = ContinuousClock.now
+                let after = try scenario.publish(media, to: second.rtmpURL("abr", "cam"), name: "publisher-ingest-2", loop: true)
+                try await Task.sleep(until: movedAt + .seconds(30), clock: .continuous)
+                var latest: [String: Int64] = [:]
+                for (label, viewer) in viewers {
+                    let stamps = try viewer.flv().tags.filter { $0.isMediaFrame && $0.isVideo }.map { Int64($0.timestamp) }
+                    let steps = zip(stamps, stamps.dropFirst()).map { $1 - $0 }
+                    latest[label] = stamps.last
+                    scenario.note("\(label) on the relay: \(stamps.count) video frames, \(stamps.first ?? -1)–\(stamps.last ?? -1) ms, longest step \(steps.max() ?? -1) ms, closed \(viewer.isClosed)")
+                    scenario.check(!viewer.isClosed, "\(label): the relay's viewer was closed by the move")
+                    scenario.check((stamps.last ?? 0) - (stamps.first ?? 0) >= 30_000, "\(label): frames span \((stamps.last ?? 0) - (stamps.first ?? 0)) ms over 38 s")
+                    scenario.check(steps.allSatisfy { $0 > 0 } && (steps.max() ?? 0) < 4000, "\(label): steps back or over 4 s: \(steps.filter { $0 <= 0 || $0 >= 4000 }.prefix(5))")
+                }
+                if let source = latest["the source"], let rung = latest["the 240p rung"] {
+                    scenario.check(abs(rung - source) < 1000, "after the move, the rung is \(rung - source) ms from the source")
+                }
+                scenario.check(after.isRunning, "the encoder on the second ingest was disconnected")
+            }
+        }
+
         @Test("Every rendition plays from both relays over HTTP-FLV and HLS, with the rungs listed in the relays' master playlists")
         func everyRenditionFromBothRelays() async throws {
             try await Scenario.run("cluster-renditions") { scenario in

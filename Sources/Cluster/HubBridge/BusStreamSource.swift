@@ -75,6 +75,9 @@ public final class BusStreamSource: RemoteStreamSource {
         var refilling = false
         var flushScheduled = false
         var lastFrameAt = NIODeadline.now()
+        /// When the last media frame came (not a configuration record nor metadata, which a
+        /// new publisher session sends first): the re-basing counts the silence from it.
+        var lastMediaAt = NIODeadline.now()
         /// Added to the live frames' timestamps: the re-basing of a publisher session with a
         /// new clock (0 for the first).
         var offset: Int64 = 0
@@ -270,8 +273,9 @@ public final class BusStreamSource: RemoteStreamSource {
         var rebased: Int64?
         let deferred: (hub: StreamHub, after: TimeAmount)? = feed.withLockedValue { feed in
             let now = NIODeadline.now()
-            let silence = now - feed.lastFrameAt
+            let silence = now - feed.lastMediaAt
             feed.lastFrameAt = now
+            if !frame.isSequenceHeader, frame.kind != .script { feed.lastMediaAt = now }
             if startsNewClock {
                 // After the newest frame viewers have (or hold), by the time that passed
                 // since it came: an encoder's clock runs with the wall clock, so each of a
