@@ -313,7 +313,7 @@ extension IntegrationTests {
             return (nats, coordinator, ingest, transcoders, relay)
         }
 
-        @Test("An ABR stream's encoder that moves to another ingest keeps the relay's viewers of the source and of a transcoded rung: both stay open 30 s after the move, timestamps forward, the rung within 1 s of the source")
+        @Test("An ABR stream's encoder that moves to another ingest keeps the relay's viewers of the source and of a transcoded rung: both stay open 30 s after the move, timestamps forward, the rung within 1 s of the source; an LL-HLS player of the relay plays 40 s through the move, which the playlist marks a discontinuity")
         func ladderEncoderMovesToAnotherIngest() async throws {
             try await Scenario.run("cluster-ladder-ingest-move") { scenario in
                 let media = try await MediaLibrary.shared.file(.gopAudioVideo)
@@ -330,7 +330,14 @@ extension IntegrationTests {
                     ("the source", try await scenario.openViewer(relay, "abr", "cam")),
                     ("the 240p rung", try await scenario.openViewer(relay, "abr", "cam/240p")),
                 ]
-                try await Task.sleep(for: .seconds(8))
+                // And an HLS player of the relay's LL-HLS master, 40 s: it plays through the
+                // discontinuity the move is.
+                try await Task.sleep(for: .seconds(3))
+                let python = try TestEnvironment.python3()
+                let hlsPlayer = try scenario.launch(
+                    executable: python, [try EnhancedRTMPTests.peer("pyav_watch.py"), "\(relay.httpBase)/abr/cam/llhls.m3u8", "40"], name: "pyav-relay-llhls"
+                )
+                try await Task.sleep(for: .seconds(5))
                 before.send(signal: SIGKILL)
                 let movedAt = ContinuousClock.now
                 let after = try scenario.publish(media, to: second.rtmpURL("abr", "cam"), name: "publisher-ingest-2", loop: true)
@@ -348,6 +355,13 @@ extension IntegrationTests {
                 if let source = latest["the source"], let rung = latest["the 240p rung"] {
                     scenario.check(abs(rung - source) < 1000, "after the move, the rung is \(rung - source) ms from the source")
                 }
+                if let watch = try await EnhancedRTMPTests.watched(scenario, hlsPlayer, "the relay's LL-HLS player") {
+                    scenario.check(watch.decoded >= 1000 && watch.decodeErrors == 0 && watch.dtsRegressions == 0,
+                                   "the relay's LL-HLS player over 40 s: \(watch.decoded) frames decoded, \(watch.decodeErrors) errors, \(watch.dtsRegressions) DTS regressions")
+                    scenario.check(watch.longestWait < EnhancedRTMPTests.hlsMaxWait, "the relay's LL-HLS player waited \(watch.longestWait) s for a frame")
+                }
+                let playlist = try await scenario.hlsGet(relay, "/abr/cam/src/llhls.m3u8")
+                scenario.check(playlist.bodyText.contains("#EXT-X-DISCONTINUITY"), "the relay's playlist does not mark the move as a discontinuity")
                 scenario.check(after.isRunning, "the encoder on the second ingest was disconnected")
             }
         }
