@@ -1,5 +1,6 @@
 import Logging
 import Media
+import NIOCore
 
 /// The ingest's publications on the cluster bus: one `BusPublication` per live hub,
 /// created when its first publisher is accepted and kept across publisher reconnects
@@ -55,4 +56,26 @@ public actor BusPublications {
 
     /// Live publications.
     public var count: Int { publications.values.filter { !$0.hub.isEnded }.count }
+
+    /// For a hub this node has not published yet, before its first frame: when another node
+    /// still publishes its rendition (an encoder that moved here from another ingest, within
+    /// that one's grace period), the hub continues that node's timeline, on which the
+    /// cluster's relays and transcoders are; otherwise (a new stream, or a publisher that
+    /// died with its node) it starts its own, which relays re-base (`BusStreamSource`). The
+    /// other node is asked for its GOP, at most `timeout`. Returns the newest timestamp
+    /// continued, if any.
+    @discardableResult
+    public func continueTimelineFromElsewhere(_ hub: StreamHub, timeout: Duration = .milliseconds(500)) async -> Int64? {
+        guard publications[ObjectIdentifier(hub)] == nil, let subject = try? MediaBusSubject(hub.path) else { return nil }
+        guard let reply = try? await bus.request(subject: MediaBusGOP.subject(for: subject), payload: ByteBuffer(), timeout: timeout),
+              let frames = try? MediaBusGOP.decode(reply),
+              let newest = frames.lazy.filter({ !$0.isSequenceHeader && $0.kind != .script }).map(\.timestamp).max()
+        else { return nil }
+        // The other node's hub may have been answered by this one meanwhile: only a hub that
+        // has not published here yet takes the timeline.
+        guard publications[ObjectIdentifier(hub)] == nil else { return nil }
+        hub.continueTimeline(after: newest)
+        logger.info("continuing the timeline of another node's publication of the stream", metadata: ["stream": "\(hub.path)", "after_ms": "\(newest)"])
+        return newest
+    }
 }

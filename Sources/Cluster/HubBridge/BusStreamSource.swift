@@ -224,6 +224,12 @@ public final class BusStreamSource: RemoteStreamSource {
         return hub
     }
 
+    /// A new publisher session whose first frame is this far behind the mirror's newest, or
+    /// `continuedAhead` ahead of it, continues the mirror's timeline (its ingest took the
+    /// stream over from the other): no re-basing.
+    static let continuedTolerance: Int64 = 1000
+    static let continuedAhead: Int64 = 10_000
+
     /// Frames held while a GOP is fetched, at most: 4,096 is over two minutes of 30 fps video.
     static let maxHeldFrames = 4096
 
@@ -238,14 +244,18 @@ public final class BusStreamSource: RemoteStreamSource {
         } catch {
             gop = nil
         }
-        let refilled = feed.withLockedValue { feed -> Int in
+        let (refilled, used) = feed.withLockedValue { feed -> (Int, Bool) in
             defer {
                 feed.held = []
                 feed.refilling = false
             }
-            guard let hub = feed.hub else { return 0 }
+            guard let hub = feed.hub else { return (0, false) }
             var refilled = 0
-            if let gop {
+            let used = gop != nil && feed.offset == 0
+            // A re-based mirror's frames are not on the publisher's clock, nor is a GOP (which
+            // the ingest left behind may answer during its grace): it cannot fill the gap, and
+            // the frames after it wait for a keyframe.
+            if let gop, used {
                 for frame in gop where !frame.isSequenceHeader && frame.kind != .script && Self.isNew(frame, in: &feed) {
                     hub.publish(frame, publisher: feed.publisher)
                     refilled += 1
@@ -257,10 +267,10 @@ public final class BusStreamSource: RemoteStreamSource {
                 hub.publish(frame, publisher: feed.publisher)
             }
             hub.flush(force: true)
-            return refilled
+            return (refilled, used)
         }
-        BusStreamSourceMetrics.refills(gop == nil ? "no_answer" : "refilled")
-        logger.info("a gap on the bus: \(gop == nil ? "no GOP came; resuming at the next keyframe" : "refilled \(refilled) frames from the publisher's GOP")", metadata: ["subject": "\(subject)"])
+        BusStreamSourceMetrics.refills(used ? "refilled" : "no_answer")
+        logger.info("a gap on the bus: \(used ? "refilled \(refilled) frames from the publisher's GOP" : "no usable GOP; resuming at the next keyframe")", metadata: ["subject": "\(subject)"])
     }
 
     /// On the bus's delivery thread: hold, drop or publish one live frame. The first frame
@@ -283,7 +293,14 @@ public final class BusStreamSource: RemoteStreamSource {
                 // the same offset, give or take the delivery's jitter, and they stay aligned.
                 // The outage shows as the gap it was.
                 let newest = max(feed.lastTimestamp.values.max() ?? .min, feed.held.lazy.map(\.timestamp).max() ?? .min)
-                if newest != .min {
+                // A session whose ingest continued the timeline (it took the stream over while
+                // the other node still answered: `BusPublications.continueTimelineFromElsewhere`)
+                // is taken as it is, so that every node that mirrors it sees the same
+                // timestamps; only a clock of its own (the other node was gone) is re-based.
+                let (ahead, aheadOverflow) = frame.timestamp.subtractingReportingOverflow(newest)
+                if newest != .min, !aheadOverflow, (-Self.continuedTolerance...Self.continuedAhead).contains(ahead) {
+                    feed.offset = 0
+                } else if newest != .min {
                     let elapsed = max(1, Int64(silence.nanoseconds / 1_000_000))
                     let (next, overflowNext) = newest.addingReportingOverflow(elapsed)
                     let (offset, overflow) = next.subtractingReportingOverflow(frame.timestamp)

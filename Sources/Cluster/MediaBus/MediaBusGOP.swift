@@ -22,7 +22,8 @@ public enum MediaBusGOP {
         "gop" + media.subject.dropFirst("media".count)
     }
 
-    /// The subject on which a publisher announces that a rendition ended (empty payload).
+    /// The subject on which a publisher announces that a rendition ended (the payload: its
+    /// epoch, 4 bytes big-endian; empty from an older node).
     public static func endSubject(for media: MediaBusSubject) -> String {
         "end" + media.subject.dropFirst("media".count)
     }

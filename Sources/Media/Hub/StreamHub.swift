@@ -186,6 +186,14 @@ public final class StreamHub: Sendable {
     /// the publisher came back within its grace period, on a clock that started again.
     /// Nil when `id` is not (or no longer) the stream's publisher: a late frame of a
     /// publisher taken over must not place the next one's clock.
+    /// Makes the stream's next frame continue a timeline whose newest frame is at
+    /// `timestamp`: an ingest that takes a stream over from another node (an encoder that
+    /// moved, within the other's grace period) continues the timeline the cluster's viewers
+    /// are on. Called before the first frame; the first frame after is a discontinuity.
+    public func continueTimeline(after timestamp: Int64) {
+        state.withLockedValue { $0.normalizer.continueAfter(timestamp) }
+    }
+
     public func timelineTimestamp(ofTrackAt timestamp: Int64, publisher id: PublisherID) -> Int64? {
         state.withLockedValue { state in
             guard !state.ended, state.publisher?.id == id else { return nil }

@@ -79,6 +79,14 @@ public struct TimestampNormalizer: Sendable {
         epochPending = true
     }
 
+    /// Makes the next frame continue a timeline whose newest frame is at `timestamp` (a
+    /// stream this node takes over from another, whose timeline the cluster's viewers are
+    /// on), as `beginNewEpoch` continues this one's.
+    public mutating func continueAfter(_ timestamp: Int64) {
+        highestOutput = max(highestOutput ?? timestamp, timestamp)
+        epochPending = true
+    }
+
     /// Maps a publisher timestamp (ms) of a frame of `kind` to the stream timeline (ms).
     public mutating func normalize(_ timestamp: UInt32, kind: MediaKind) -> Int64 {
         switch kind {

@@ -18,6 +18,10 @@ struct BusPublishing: SessionObserver {
         // stream of their own.
         guard case .publishStarted(let session) = event, session.transport != .transcode else { return }
         if session.parent == nil {
+            // Before its first frame (the publish is answered after the observers): a stream
+            // another ingest still holds continues that one's timeline.
+            // (A clustered node only: `publishesTracks`.)
+            if publishesTracks { await publications.continueTimelineFromElsewhere(session.hub) }
             published.insert(session.hub)
         } else {
             published.insertTrack(session.hub)
