@@ -13,14 +13,19 @@ extension IntegrationTests {
     /// names and the transcode cap, each against a node of its own.
     @Suite("Admission")
     struct AdmissionTests {
+        /// A node whose per-address limit is `limit`, loopback included: the test's clients
+        /// are on loopback, which is exempt by default (a local proxy).
+        static func limitedPerAddress(_ limit: Int) -> NodeConfig {
+            var config = NodeConfig()
+            config.maxConnectionsPerAddress = limit
+            config.limitLoopbackConnections = true
+            return config
+        }
+
         @Test("Connections over the per-address limit are refused at accept: RTMP closed, HTTP 503; another address still gets in")
         func connectionLimitsPerAddress() async throws {
             try await Scenario.run("connection-limits") { scenario in
-                var config = NodeConfig()
-                config.maxConnectionsPerAddress = 4
-                // The test's clients are on loopback, which is exempt by default (a local proxy).
-                config.limitLoopbackConnections = true
-                let node = try await scenario.startNode(config)
+                let node = try await scenario.startNode(Self.limitedPerAddress(4))
 
                 // RTMP: four connections from 127.0.0.1 finish their handshakes; the fifth is closed at once.
                 var held: [RTMPRawClient] = []
@@ -75,10 +80,7 @@ extension IntegrationTests {
         @Test("One host opens no more HLS sessions than the per-address cap: the next master is 503, another host still plays, an ended session gives its slot back")
         func hlsSessionsPerAddress() async throws {
             try await Scenario.run("hls-sessions-per-address") { scenario in
-                var config = NodeConfig()
-                config.maxConnectionsPerAddress = 3
-                config.limitLoopbackConnections = true
-                let node = try await scenario.startNode(config)
+                let node = try await scenario.startNode(Self.limitedPerAddress(3))
                 let media = try await MediaLibrary.shared.file(.gopAudioVideo)
                 _ = try scenario.publish(media, to: node.rtmpURL("live", "cam"), name: "publisher", loop: true)
                 try await scenario.waitUntilLive(node, "live", "cam")

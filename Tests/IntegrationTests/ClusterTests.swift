@@ -115,12 +115,7 @@ extension IntegrationTests {
         func multitrackPublisherMovesToAnotherIngest() async throws {
             try await Scenario.run("cluster-multitrack-ingest-move") { scenario in
                 let media = try await MediaLibrary.shared.file(.multitrackAudioVideo)
-                let nats = try await NATSServerProcess.start(scenario)
-                let bus = ["--nats", nats.url]
-                _ = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", "test-admin-token"] + bus)
-                let first = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 5), label: "ingest-1", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
-                let second = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 5), label: "ingest-2", arguments: ["--role", "ingest", "--node-id", "ingest-2"] + bus)
-                let relay = try await scenario.startNode(NodeConfig(), label: "relay", arguments: ["--role", "relay", "--node-id", "relay-1"] + bus)
+                let (first, second, relay) = try await Self.startTwoIngests(scenario)
                 let python = try TestEnvironment.python3()
                 let publish = try EnhancedRTMPTests.peer("pyav_publish.py")
                 let before = try scenario.launch(executable: python, [publish, media.url.path, first.rtmpURL("live", "mt")], name: "pyav-publisher-ingest-1")
@@ -169,6 +164,21 @@ extension IntegrationTests {
                 scenario.check(relay.log.contains("an earlier publisher session's end, ignored"), "the relay did not log the old session's end as ignored")
                 scenario.check(after.isRunning, "the encoder on the second ingest was disconnected")
             }
+        }
+
+        /// A coordinator, two ingests (a 5 s grace period each: an encoder that moves comes
+        /// back on the other well within it), a transcoder when asked, and a relay.
+        static func startTwoIngests(_ scenario: Scenario, transcoder: Bool = false) async throws -> (first: NodeProcess, second: NodeProcess, relay: NodeProcess) {
+            let nats = try await NATSServerProcess.start(scenario)
+            let bus = ["--nats", nats.url]
+            _ = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", "test-admin-token"] + bus)
+            let first = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 5), label: "ingest-1", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
+            let second = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 5), label: "ingest-2", arguments: ["--role", "ingest", "--node-id", "ingest-2"] + bus)
+            if transcoder {
+                _ = try await scenario.startNode(NodeConfig(), label: "transcode", arguments: ["--role", "transcode", "--node-id", "transcode-1"] + bus)
+            }
+            let relay = try await scenario.startNode(NodeConfig(), label: "relay", arguments: ["--role", "relay", "--node-id", "relay-1"] + bus)
+            return (first, second, relay)
         }
 
         /// Issue 26: SRT players where the stream is mirrored, not published: a relay (from the
@@ -320,13 +330,7 @@ extension IntegrationTests {
         func ladderEncoderMovesToAnotherIngest() async throws {
             try await Scenario.run("cluster-ladder-ingest-move") { scenario in
                 let media = try await MediaLibrary.shared.file(.gopAudioVideo)
-                let nats = try await NATSServerProcess.start(scenario)
-                let bus = ["--nats", nats.url]
-                _ = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", Self.token] + bus)
-                let first = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 5), label: "ingest-1", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
-                let second = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 5), label: "ingest-2", arguments: ["--role", "ingest", "--node-id", "ingest-2"] + bus)
-                _ = try await scenario.startNode(NodeConfig(), label: "transcode", arguments: ["--role", "transcode", "--node-id", "transcode-1"] + bus)
-                let relay = try await scenario.startNode(NodeConfig(), label: "relay", arguments: ["--role", "relay", "--node-id", "relay-1"] + bus)
+                let (first, second, relay) = try await ClusterTests.startTwoIngests(scenario, transcoder: true)
                 let before = try scenario.publish(media, to: first.rtmpURL("abr", "cam"), name: "publisher-ingest-1", loop: true)
                 try await scenario.waitUntilLive(relay, "abr", "cam_240p", timeout: .seconds(20))
                 let viewers = [

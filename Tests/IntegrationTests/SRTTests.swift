@@ -21,6 +21,16 @@ extension IntegrationTests {
             return process
         }
 
+        /// ffmpeg publishing 2 s of a test pattern over SRT with `streamID`, to its end (a
+        /// refused caller's run fails, saying "reject").
+        static func publishTwoSeconds(_ scenario: Scenario, port: Int, streamID: String, name: String) async throws -> ToolRun {
+            try await scenario.run(
+                "ffmpeg", ["-nostdin", "-hide_banner", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10", "-t", "2", "-c:v", "libx264",
+                           "-f", "mpegts", "srt://127.0.0.1:\(port)?streamid=\(streamID)"],
+                name: name, timeout: .seconds(20)
+            )
+        }
+
         /// ffmpeg as an SRT player that stays: it records `seconds` of `streamID` from `port`
         /// (MPEG-TS, as sent) into `recording`.
         static func recordOverSRT(_ scenario: Scenario, port: Int, streamID: String, seconds: Int = 32, into recording: URL, name: String) throws -> ChildProcess {
@@ -357,11 +367,7 @@ extension IntegrationTests {
                     let code = await SRTCaller.rejection(port: srtPort, streamID: play)
                     scenario.check(code == SRT_REJX_NOTFOUND, "stream id '\(play)': rejection \(code), expected \(SRT_REJX_NOTFOUND)")
                 }
-                let refused = try await scenario.run(
-                    "ffmpeg", ["-nostdin", "-hide_banner", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10", "-t", "2", "-c:v", "libx264",
-                               "-f", "mpegts", "srt://127.0.0.1:\(srtPort)?streamid=nonsense"],
-                    name: "ffmpeg-bad-streamid", timeout: .seconds(20)
-                )
+                let refused = try await Self.publishTwoSeconds(scenario, port: srtPort, streamID: "nonsense", name: "ffmpeg-bad-streamid")
                 scenario.check(!refused.succeeded && refused.stderr.contains("reject"), "ffmpeg with a bad stream id: \(refused)")
 
                 // The wrong key: the admission refuses, the stream never goes live.
@@ -376,11 +382,7 @@ extension IntegrationTests {
                 // ffmpeg; the admission is not asked again.
                 let again = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/keyed,m=publish,key=wrong")
                 scenario.check(again == SRT_REJX_UNAUTHORIZED, "the wrong key again: rejection \(again), expected \(SRT_REJX_UNAUTHORIZED)")
-                let ffmpegAgain = try await scenario.run(
-                    "ffmpeg", ["-nostdin", "-hide_banner", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10", "-t", "2", "-c:v", "libx264",
-                               "-f", "mpegts", "srt://127.0.0.1:\(srtPort)?streamid=%23!::r=live/keyed,m=publish,key=wrong"],
-                    name: "ffmpeg-wrong-key-again", timeout: .seconds(20)
-                )
+                let ffmpegAgain = try await Self.publishTwoSeconds(scenario, port: srtPort, streamID: "%23!::r=live/keyed,m=publish,key=wrong", name: "ffmpeg-wrong-key-again")
                 scenario.check(!ffmpegAgain.succeeded && ffmpegAgain.stderr.contains("reject"), "ffmpeg with the wrong key again: \(ffmpegAgain)")
                 scenario.check(node.log.contains("rejected (1401)") && node.log.contains("was refused moments ago"), "the rejection in the handshake is not logged")
                 // Another key is another request: asked about afresh (connected, then refused).
