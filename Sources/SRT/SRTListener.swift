@@ -86,11 +86,10 @@ public final class SRTListener: Sendable {
     let refusals: SRTRefusalMemory
     let logger: Logger
     private let listening = Mutex<SRTSOCKET?>(nil)
-    /// Callers accepted and not yet closed, by mode.
-    let openPublishers = Atomic<Int>(0)
-    let openPlayers = Atomic<Int>(0)
-    /// Callers accepted and not yet closed, by mode and host (only hosts with callers).
-    private let openByAddress = Mutex<[String: Int]>([:])
+    /// Callers accepted and not yet closed, counted by mode against its cap and one
+    /// address's share, as the RTMP and HTTP listeners count their connections.
+    private let publishers: ConnectionLimiter
+    private let players: ConnectionLimiter
     /// Rejection lines: 20 per 10 s per kind, the rest counted (a flood of handshakes is
     /// not a flood of log lines).
     private let logLimiter = LogRateLimiter(burst: 20, window: .seconds(10))
@@ -106,39 +105,23 @@ public final class SRTListener: Sendable {
     /// accepted), closed at accept.
     static let closedOverCap = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "over_cap")])
 
-    /// The count and the cap of callers in `mode`.
-    func slots(_ mode: SRTStreamID.Mode) -> (open: Int, cap: Int) {
+    /// The callers of `mode`.
+    private func callers(_ mode: SRTStreamID.Mode) -> ConnectionLimiter {
         switch mode {
-        case .publish: (openPublishers.load(ordering: .relaxed), configuration.maxPublishers)
-        case .play: (openPlayers.load(ordering: .relaxed), configuration.maxPlayers)
+        case .publish: publishers
+        case .play: players
         }
     }
 
-    /// The per-address count's key of `host`'s callers in `mode`.
-    private static func addressKey(_ mode: SRTStreamID.Mode, _ host: String) -> String {
-        "\(mode == .publish ? "p" : "r")|\(host)"
-    }
-
-    /// The per-address cap that applies to `host`, or nil (no cap, or loopback exempt).
-    private func addressCap(_ host: String) -> Int? {
-        guard let cap = configuration.maxCallersPerAddress else { return nil }
-        if !configuration.limitLoopback, host.hasPrefix("127.") { return nil }
-        return cap
-    }
-
-    /// Callers of `host` in `mode` now.
-    private func openFrom(_ host: String, _ mode: SRTStreamID.Mode) -> Int {
-        openByAddress.withLock { $0[Self.addressKey(mode, host), default: 0] }
-    }
-
-    /// Adds `delta` to the callers of `host` in `mode`; the new count.
-    @discardableResult
-    private func count(_ mode: SRTStreamID.Mode, from host: String, adding delta: Int) -> Int {
-        openByAddress.withLock { table in
-            let key = Self.addressKey(mode, host)
-            let value = table[key, default: 0] + delta
-            table[key] = value > 0 ? value : nil
-            return value
+    /// A refusal of a caller in `mode` by its cap: counted, logged (`verb`: where it was
+    /// refused) and answered 1402 where the handshake is not over yet.
+    private func refuse(_ refusal: ConnectionLimiter.Refusal, _ mode: SRTStreamID.Mode, from remote: String, _ verb: String) {
+        let kind = mode == .publish ? "publishers" : "players"
+        switch refusal {
+        case .nodeFull:
+            logRejection("overload", "SRT caller from \(remote) \(verb): \(mode == .publish ? configuration.maxPublishers : configuration.maxPlayers) SRT \(kind) are connected, the most allowed")
+        case .addressFull:
+            logRejection("address", "SRT caller from \(remote) \(verb): \(configuration.maxCallersPerAddress ?? 0) SRT \(kind) are connected from this address, the most allowed")
         }
     }
 
@@ -150,15 +133,6 @@ public final class SRTListener: Sendable {
 
     private static let closer = DispatchQueue(label: "estuary.srt-close")
 
-    /// Adds `delta` to the count of callers in `mode`; the new count.
-    @discardableResult
-    private func count(_ mode: SRTStreamID.Mode, adding delta: Int) -> Int {
-        switch mode {
-        case .publish: openPublishers.add(delta, ordering: .relaxed).newValue
-        case .play: openPlayers.add(delta, ordering: .relaxed).newValue
-        }
-    }
-
     public init(
         configuration: Configuration, admission: any SessionAdmission,
         isLive: @escaping @Sendable (RequestedRendition) -> Bool, logger: Logger
@@ -168,6 +142,13 @@ public final class SRTListener: Sendable {
         self.isLive = isLive
         self.feeds = TSFeeds(writeTimeout: configuration.writeTimeout, logger: logger)
         self.refusals = SRTRefusalMemory(duration: configuration.refusalMemory)
+        func limiter(_ cap: Int) -> ConnectionLimiter {
+            ConnectionLimiter(limits: ConnectionLimits(
+                maxConnections: cap, maxConnectionsPerAddress: configuration.maxCallersPerAddress, limitLoopback: configuration.limitLoopback
+            ))
+        }
+        self.publishers = limiter(configuration.maxPublishers)
+        self.players = limiter(configuration.maxPlayers)
         self.logger = logger
     }
 
@@ -262,16 +243,9 @@ public final class SRTListener: Sendable {
             srt_setrejectreason(caller, remembered.code)
             return -1
         }
-        if let cap = addressCap(host), openFrom(host, parsed.mode) >= cap {
-            Self.rejectedAddress.increment()
-            logRejection("address", "SRT caller from \(host) rejected: \(cap) SRT \(parsed.mode == .publish ? "publishers" : "players") are connected from this address, the most allowed")
-            srt_setrejectreason(caller, SRT_REJX_OVERLOAD)
-            return -1
-        }
-        let (open, cap) = slots(parsed.mode)
-        guard open < cap else {
-            Self.rejectedOverload.increment()
-            logRejection("overload", "SRT caller rejected: \(cap) SRT \(parsed.mode == .publish ? "publishers" : "players") are connected, the most allowed")
+        if let refusal = callers(parsed.mode).refusal(of: host) {
+            (refusal == .nodeFull ? Self.rejectedOverload : Self.rejectedAddress).increment()
+            refuse(refusal, parsed.mode, from: host, "rejected")
             srt_setrejectreason(caller, SRT_REJX_OVERLOAD)
             return -1
         }
@@ -305,32 +279,20 @@ public final class SRTListener: Sendable {
                 srt_close(caller)
                 continue
             }
-            // The callback's check is against the count when the handshake began: a burst of
+            // The callback's check is against the counts when the handshake began: a burst of
             // handshakes can each pass it before any is accepted. Here the count is exact.
-            let cap = slots(streamID.mode).cap
-            guard count(streamID.mode, adding: 1) <= cap else {
-                count(streamID.mode, adding: -1)
-                Self.closedOverCap.increment()
-                logRejection("overload", "SRT caller from \(remote) closed at accept: \(cap) SRT \(streamID.mode == .publish ? "publishers" : "players") are connected, the most allowed")
-                srt_close(caller)
-                continue
-            }
-            // The same for the caller's address.
             let host = Self.host(ofRemote: remote)
-            let fromHost = count(streamID.mode, from: host, adding: 1)
-            if let addressCap = addressCap(host), fromHost > addressCap {
-                count(streamID.mode, from: host, adding: -1)
-                count(streamID.mode, adding: -1)
+            let counted = callers(streamID.mode)
+            if let refusal = counted.admit(address: host) {
                 Self.closedOverCap.increment()
-                logRejection("address", "SRT caller from \(remote) closed at accept: \(addressCap) SRT \(streamID.mode == .publish ? "publishers" : "players") are connected from this address, the most allowed")
+                refuse(refusal, streamID.mode, from: remote, "closed at accept")
                 srt_close(caller)
                 continue
             }
             Self.accepted.increment()
-            let done: @Sendable () -> Void = { [self] in
+            let done: @Sendable () -> Void = {
                 srt_close(caller)
-                self.count(streamID.mode, adding: -1)
-                self.count(streamID.mode, from: host, adding: -1)
+                counted.release(address: host)
             }
             let thread = Thread { [self] in
                 switch streamID.mode {

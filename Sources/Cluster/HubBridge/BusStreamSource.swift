@@ -283,7 +283,7 @@ public final class BusStreamSource: RemoteStreamSource {
         var rebased: Int64?
         let deferred: (hub: StreamHub, after: TimeAmount)? = feed.withLockedValue { feed in
             let now = NIODeadline.now()
-            let silence = now - feed.lastMediaAt
+            let lastMediaAt = feed.lastMediaAt
             feed.lastFrameAt = now
             if !frame.isSequenceHeader, frame.kind != .script { feed.lastMediaAt = now }
             if startsNewClock {
@@ -301,7 +301,7 @@ public final class BusStreamSource: RemoteStreamSource {
                 if newest != .min, !aheadOverflow, (-Self.continuedTolerance...Self.continuedAhead).contains(ahead) {
                     feed.offset = 0
                 } else if newest != .min {
-                    let elapsed = max(1, Int64(silence.nanoseconds / 1_000_000))
+                    let elapsed = max(1, Int64((now - lastMediaAt).nanoseconds / 1_000_000))
                     let (next, overflowNext) = newest.addingReportingOverflow(elapsed)
                     let (offset, overflow) = next.subtractingReportingOverflow(frame.timestamp)
                     if !overflowNext, !overflow {

@@ -61,20 +61,29 @@ public final class ConnectionLimiter: Sendable {
     /// Every admitted connection must be given back with ``release(address:)`` when it closes.
     public func admit(address: String) -> Refusal? {
         self.state.withLockedValue { state in
-            if let limit = state.limits.maxConnections, state.total >= limit {
+            if let refusal = Self.refusal(of: address, in: state) {
                 state.refusedSinceLog += 1
-                return .nodeFull
-            }
-            let current = state.perAddress[address, default: 0]
-            if let limit = state.limits.maxConnectionsPerAddress, current >= limit,
-               state.limits.limitLoopback || !Self.isLoopback(address) {
-                state.refusedSinceLog += 1
-                return .addressFull
+                return refusal
             }
             state.total += 1
-            state.perAddress[address] = current + 1
+            state.perAddress[address, default: 0] += 1
             return nil
         }
+    }
+
+    /// Why a connection from `address` would be refused now, counting nothing: a check ahead
+    /// of `admit` where the connection is not there yet (SRT's handshake).
+    public func refusal(of address: String) -> Refusal? {
+        self.state.withLockedValue { Self.refusal(of: address, in: $0) }
+    }
+
+    private static func refusal(of address: String, in state: State) -> Refusal? {
+        if let limit = state.limits.maxConnections, state.total >= limit { return .nodeFull }
+        if let limit = state.limits.maxConnectionsPerAddress, state.perAddress[address, default: 0] >= limit,
+           state.limits.limitLoopback || !isLoopback(address) {
+            return .addressFull
+        }
+        return nil
     }
 
     /// 127.0.0.0/8, ::1 and IPv4-mapped loopback.

@@ -45,7 +45,7 @@ struct IngestAssembly {
         observers = [
             // Tracks go on the bus only where other nodes may read them: on a node alone,
             // its relay serves them from their hubs, and the bus would only cost encoding.
-            BusPublishing(publications: BusPublications(bus: context.bus, logger: logger), published: published, publishesTracks: context.nats != nil),
+            BusPublishing(publications: BusPublications(bus: context.bus, logger: logger), published: published, clustered: context.nats != nil),
             CoordinatorAnnouncement(coordinator: coordinator, nodeID: context.configuration.nodeID, logger: logger),
             Forwarding(forwards: forwards),
         ]

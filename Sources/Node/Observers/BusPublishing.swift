@@ -10,8 +10,9 @@ import Session
 struct BusPublishing: SessionObserver {
     let publications: BusPublications
     let published: PublishedHubs
-    /// Whether tracks go on the bus (a clustered node); they are reported either way.
-    let publishesTracks: Bool
+    /// A clustered node: tracks go on the bus (they are reported either way), and a stream
+    /// another ingest still holds continues that one's timeline.
+    let clustered: Bool
 
     func observe(_ event: SessionEvent) async {
         // A transcoder's rungs are its own to publish (on the bus with its handover) and no
@@ -20,12 +21,11 @@ struct BusPublishing: SessionObserver {
         if session.parent == nil {
             // Before its first frame (the publish is answered after the observers): a stream
             // another ingest still holds continues that one's timeline.
-            // (A clustered node only: `publishesTracks`.)
-            if publishesTracks { await publications.continueTimelineFromElsewhere(session.hub) }
+            if clustered { await publications.continueTimelineFromElsewhere(session.hub) }
             published.insert(session.hub)
         } else {
             published.insertTrack(session.hub)
-            guard publishesTracks else { return }
+            guard clustered else { return }
         }
         await publications.attach(session.hub)
     }
