@@ -425,7 +425,7 @@ let package = Package(
         .testTarget(
             name: "NodeTests",
             dependencies: [
-                "Node", "Media", "Session", "Ingest", "Relay", "Cluster", "Transcode", "RTMP",
+                "Node", "Media", "Session", "Ingest", "Relay", "Cluster", "Transcode", "RTMP", "Tokens",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

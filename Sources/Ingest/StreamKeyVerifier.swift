@@ -54,16 +54,11 @@ public final class StreamKeyVerifier: Sendable {
     }
 
     public func check(_ path: StreamPath, key: String?) async -> Decision {
-        guard let key, !key.isEmpty else {
-            return .refused("a stream key is required (publish to \(path.name)?key=…)")
-        }
+        if let decided = decisionWithoutWaiting(path, key: key) { return decided }
+        guard let key else { return .refused(Self.missing(path)) }
         let digest = Self.digest(path, key)
         let now = ContinuousClock.now
         let cached = cache.withLockedValue { $0[digest] }
-        if let cached {
-            if cached.accepted, now - cached.at < configuration.freshFor { return .accepted }
-            if !cached.accepted, now - cached.at < configuration.refusedFor { return .refused("stream key refused") }
-        }
         do {
             let accepted = try await verify(path, key)
             remember(Entry(path: path, accepted: accepted, at: now), as: digest)
@@ -76,6 +71,21 @@ public final class StreamKeyVerifier: Sendable {
             logger.warning("coordinator unreachable; refusing an unverified stream key", metadata: ["stream": "\(path)", "error": "\(error)"])
             return .refused("the stream key cannot be verified now")
         }
+    }
+
+    /// The decision where no one needs asking: a missing key, or an answer still fresh in the
+    /// cache; nil where the coordinator must be asked. Never waits (SRT's handshake asks it).
+    public func decisionWithoutWaiting(_ path: StreamPath, key: String?) -> Decision? {
+        guard let key, !key.isEmpty else { return .refused(Self.missing(path)) }
+        let now = ContinuousClock.now
+        guard let cached = cache.withLockedValue({ $0[Self.digest(path, key)] }) else { return nil }
+        if cached.accepted, now - cached.at < configuration.freshFor { return .accepted }
+        if !cached.accepted, now - cached.at < configuration.refusedFor { return .refused("stream key refused") }
+        return nil
+    }
+
+    private static func missing(_ path: StreamPath) -> String {
+        "a stream key is required (publish to \(path.name)?key=…)"
     }
 
     /// Forgets every cached answer for `path`, so that the next publish asks the coordinator:

@@ -20,12 +20,15 @@ import Glibc
 /// libsrt's listen callback before the handshake completes, so that a refusal is an SRT
 /// rejection code the caller sees (`SRT_REJX_*`): a stream id that does not parse (1400), the
 /// connection cap or one address's share of it (1402), a player of a stream not live here
-/// (1404), a publisher of a node that serves players only, a relay or an edge (1405). The
-/// admission then decides as for any publisher or viewer; its refusal closes the
-/// connection, logged with the reason (the handshake is over by then: the callback cannot
-/// wait for hooks, nor ask the cluster whether a stream not yet mirrored here is live
-/// elsewhere). A denial is remembered (`SRTRefusalMemory`): the same request from the same
-/// host within `refusalMemory` is rejected in the handshake with 1401.
+/// (1404), a publisher of a node that serves players only, a relay or an edge (1405), and
+/// what the admission refuses without waiting (`refusalWithoutWaiting`: a missing key or
+/// token, an HMAC token that does not match, 1401; a draining node, 1402). The admission
+/// then decides as for any publisher or viewer; its refusal closes the connection, logged
+/// with the reason (the handshake is over by then: the callback cannot wait for a key the
+/// coordinator checks, a JWT's key collection or a hook, nor ask the cluster whether a
+/// stream not yet mirrored here is live elsewhere). A denial is remembered
+/// (`SRTRefusalMemory`): the same request from the same host within `refusalMemory` is
+/// rejected in the handshake with 1401.
 public final class SRTListener: Sendable {
     public struct Configuration: Sendable {
         public var host: String
@@ -101,6 +104,8 @@ public final class SRTListener: Sendable {
     static let rejectedMode = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "bad_mode")])
     static let rejectedAgain = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "refused_again")])
     static let rejectedAddress = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "address_limit")])
+    /// Refused by the admission in the handshake (`SessionAdmission.refusalWithoutWaiting`).
+    static let rejectedByAdmission = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "refused_in_handshake")])
     /// Callers over the cap that the handshake let through (a burst vetted before any was
     /// accepted), closed at accept.
     static let closedOverCap = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "over_cap")])
@@ -249,7 +254,30 @@ public final class SRTListener: Sendable {
             srt_setrejectreason(caller, SRT_REJX_OVERLOAD)
             return -1
         }
+        if let refused = refusalWithoutWaiting(parsed, host: host) {
+            let code = SRTRefusalMemory.code(for: refused.refusal)
+            Self.rejectedByAdmission.increment()
+            refusals.remember(SRTRefusalMemory.key(host: host, parsed), refused.refusal)
+            logRejection("refused", "SRT caller from \(host) rejected (\(code)): its \(parsed.mode == .publish ? "publish" : "play") of \(parsed.path) is refused: \(refused.reason)")
+            srt_setrejectreason(caller, code)
+            return -1
+        }
         return 0
+    }
+
+    /// What the admission refuses at once (a missing key or token, an HMAC token that does
+    /// not match, a draining node), so that the usual mistakes get a code on the first
+    /// attempt; whatever needs waiting (a key the coordinator checks, a JWT, a hook) is
+    /// decided after the handshake.
+    private func refusalWithoutWaiting(_ streamID: SRTStreamID, host: String) -> RefusalWithoutWaiting? {
+        let query = StreamQuery(streamID.query)
+        switch streamID.mode {
+        case .publish:
+            return admission.refusalWithoutWaiting(PublishRequest(path: streamID.path, query: query, remoteAddress: host, transport: .srt, evict: {}))
+        case .play:
+            guard let requested = RequestedRendition(app: streamID.path.app, name: streamID.path.name) else { return nil }
+            return admission.refusalWithoutWaiting(PlayRequest(path: requested, query: query, remoteAddress: host, transport: .srt))
+        }
     }
 
     func logRejection(_ kind: String, _ line: String) {

@@ -30,6 +30,16 @@ public protocol SessionAdmission: Sendable {
     /// `EmbeddedChannel` replays the same way every time.
     func publish(_ request: PublishRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PublishAnswer>
     func play(_ request: PlayRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PlayAnswer>
+    /// A refusal of `request` the admission is sure of without waiting for anything (no
+    /// hook, no coordinator, no key fetch): a missing key or token, an HMAC token that does
+    /// not match, a draining node. nil when nothing refuses it at once, which is not an
+    /// acceptance: `publish` still decides. For a protocol whose handshake cannot wait and
+    /// whose client is told only in the handshake (SRT's listen callback, on libsrt's
+    /// thread), so that the usual mistakes are answered with a code on the first attempt.
+    /// Never blocks; a refusal is counted as `publish`'s would be, and logged by the protocol
+    /// (with a rate limit: a handshake may cost its sender little).
+    func refusalWithoutWaiting(_ request: PublishRequest) -> RefusalWithoutWaiting?
+    func refusalWithoutWaiting(_ request: PlayRequest) -> RefusalWithoutWaiting?
 }
 
 extension SessionAdmission {
@@ -52,8 +62,24 @@ extension SessionAdmission {
         eventLoop.makeFutureWithTask { await self.publish(request) }
     }
 
+    /// An admission that cannot tell without waiting refuses nothing at once.
+    public func refusalWithoutWaiting(_ request: PublishRequest) -> RefusalWithoutWaiting? { nil }
+    public func refusalWithoutWaiting(_ request: PlayRequest) -> RefusalWithoutWaiting? { nil }
+
     public func play(_ request: PlayRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PlayAnswer> {
         eventLoop.makeFutureWithTask { await self.play(request) }
+    }
+}
+
+/// `SessionAdmission.refusalWithoutWaiting`'s answer: what the client is told, and the
+/// reason for the log (which may say more than the client is told).
+public struct RefusalWithoutWaiting: Sendable {
+    public var refusal: SessionRefusal
+    public var reason: String
+
+    public init(_ refusal: SessionRefusal, reason: String) {
+        self.refusal = refusal
+        self.reason = reason
     }
 }
 

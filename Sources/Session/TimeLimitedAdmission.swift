@@ -43,6 +43,15 @@ public struct TimeLimitedAdmission: SessionAdmission {
         }
     }
 
+    /// Answered without waiting: not timed.
+    public func refusalWithoutWaiting(_ request: PublishRequest) -> RefusalWithoutWaiting? {
+        inner.refusalWithoutWaiting(request)
+    }
+
+    public func refusalWithoutWaiting(_ request: PlayRequest) -> RefusalWithoutWaiting? {
+        inner.refusalWithoutWaiting(request)
+    }
+
     /// Local and quick (no policy is asked): not timed.
     public func publishRendition(_ request: RenditionRequest) async -> PublishAnswer {
         await inner.publishRendition(request)

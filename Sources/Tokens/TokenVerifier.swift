@@ -75,26 +75,62 @@ public final class TokenVerifier: Sendable {
     public var isEmpty: Bool { applications.isEmpty }
 
     public func verify(_ action: TokenAction, path: StreamPath, query: StreamQuery, now: Date = Date()) async -> TokenVerdict {
+        let token: String
+        let application: Application
+        switch read(action, path: path, query: query, now: now) {
+        case .decided(let verdict): return verdict
+        case .jwt(let jwt, let of): (token, application) = (jwt, of)
+        }
+        let claims: TokenClaims
+        switch await Self.verifyJWT(token, application) {
+        case .success(let verified): claims = verified
+        case .failure(let refusal): return refusal.verdict
+        }
+        if let actions = claims.actions, !actions.contains(action.rawValue) {
+            return .refused("the JWT allows \(actions.joined(separator: ", ")), not \(action.rawValue)")
+        }
+        if let app = claims.app, app != path.app { return .refused("the JWT is for application \(app.prefix(64))") }
+        if let name = claims.name, name != path.name { return .refused("the JWT is for stream \(name.prefix(64))") }
+        return .valid(expires: claims.exp.value, kick: application.rules.kickOnExpiry)
+    }
+
+    /// `verify`'s verdict where it needs no key collection or JWKS URL (no token, an HMAC
+    /// token, a JWT the application has no key for); nil for a JWT to verify. Never waits.
+    public func verdictWithoutWaiting(_ action: TokenAction, path: StreamPath, query: StreamQuery, now: Date = Date()) -> TokenVerdict? {
+        switch read(action, path: path, query: query, now: now) {
+        case .decided(let verdict):
+            return verdict
+        case .jwt(let token, let application):
+            guard application.remote == nil else { return nil }
+            guard application.keys != nil else { return .refused("a JWT, and the application takes none") }
+            if let kid = Self.kid(ofJWT: token), !application.kids.contains(kid) {
+                return .refused("the JWT's kid \(kid.prefix(64)) is not in the JWKS")
+            }
+            return nil
+        }
+    }
+
+    /// What a request's token is, read: a verdict already, or a JWT to verify.
+    private enum Reading {
+        case decided(TokenVerdict)
+        case jwt(String, Application)
+    }
+
+    private func read(_ action: TokenAction, path: StreamPath, query: StreamQuery, now: Date) -> Reading {
         guard let application = applications[path.app] ?? applications[Self.everyApplication],
-              application.rules.actions.contains(action) else { return .notRequired }
+              application.rules.actions.contains(action) else { return .decided(.notRequired) }
         guard let token = query.value(for: "token") ?? query.value(for: "jwt"), !token.isEmpty else {
-            return .refused("no token")
+            return .decided(.refused("no token"))
         }
-        guard token.utf8.count <= Self.maxTokenBytes else { return .refused("a token of \(token.utf8.count) bytes") }
-        let kick = application.rules.kickOnExpiry
+        guard token.utf8.count <= Self.maxTokenBytes else { return .decided(.refused("a token of \(token.utf8.count) bytes")) }
         if token.split(separator: ".", omittingEmptySubsequences: false).count == 3 {
-            let claims: TokenClaims
-            switch await Self.verifyJWT(token, application) {
-            case .success(let verified): claims = verified
-            case .failure(let refusal): return refusal.verdict
-            }
-            if let actions = claims.actions, !actions.contains(action.rawValue) {
-                return .refused("the JWT allows \(actions.joined(separator: ", ")), not \(action.rawValue)")
-            }
-            if let app = claims.app, app != path.app { return .refused("the JWT is for application \(app.prefix(64))") }
-            if let name = claims.name, name != path.name { return .refused("the JWT is for stream \(name.prefix(64))") }
-            return .valid(expires: claims.exp.value, kick: kick)
+            return .jwt(token, application)
         }
+        return .decided(Self.hmacVerdict(token, action, path: path, query: query, application: application, now: now))
+    }
+
+    private static func hmacVerdict(_ token: String, _ action: TokenAction, path: StreamPath, query: StreamQuery, application: Application, now: Date) -> TokenVerdict {
+        let kick = application.rules.kickOnExpiry
         guard let secret = application.rules.hmacSecret else { return .refused("an HMAC token, and the application takes none") }
         guard let expiresText = query.value(for: "expires"), let expiresSeconds = Int64(expiresText) else {
             return .refused("an HMAC token without a valid expires")

@@ -370,6 +370,14 @@ extension IntegrationTests {
                 let refused = try await Self.publishTwoSeconds(scenario, port: srtPort, streamID: "nonsense", name: "ffmpeg-bad-streamid")
                 scenario.check(!refused.succeeded && refused.stderr.contains("reject"), "ffmpeg with a bad stream id: \(refused)")
 
+                // No key at all: the admission refuses it without waiting, so even the first
+                // attempt is rejected in the handshake, 1401 (libsrt's caller and ffmpeg).
+                let keyless = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/keyless,m=publish")
+                scenario.check(keyless == SRT_REJX_UNAUTHORIZED, "a first publish without a key: rejection \(keyless), expected \(SRT_REJX_UNAUTHORIZED)")
+                let ffmpegKeyless = try await Self.publishTwoSeconds(scenario, port: srtPort, streamID: "publish:live/keyless2", name: "ffmpeg-keyless")
+                scenario.check(!ffmpegKeyless.succeeded && ffmpegKeyless.stderr.contains("reject"), "ffmpeg's first publish without a key: \(ffmpegKeyless)")
+                scenario.check(node.log.contains("its publish of live/keyless is refused: a stream key is required"), "the keyless rejection in the handshake is not logged with its reason")
+
                 // The wrong key: the admission refuses, the stream never goes live.
                 _ = try Self.publishOverSRT(scenario, media: media, port: srtPort, streamID: "%23!::r=live/keyed,m=publish,key=wrong", name: "wrong-key")
                 try await Task.sleep(for: .seconds(3))
@@ -398,7 +406,80 @@ extension IntegrationTests {
                 let metrics = try await node.metrics()
                 scenario.check(metrics.text.contains("estuary_srt_connections_total{result=\"bad_streamid\"}"), "no SRT rejection metric")
                 scenario.check(metrics.sum("estuary_srt_connections_total", labels: ["result": "refused_again"]) >= 2, "the rejections of the remembered refusal are not counted: \(metrics.describe("estuary_srt_connections_total"))")
+                scenario.check(metrics.sum("estuary_srt_connections_total", labels: ["result": "refused_in_handshake"]) == 2, "the keyless rejections are not counted: \(metrics.describe("estuary_srt_connections_total"))")
+                scenario.check(metrics.sum("estuary_publishes_refused_total", labels: ["reason": "stream_key"]) >= 3, "the key refusals are not counted with RTMP's: \(metrics.describe("estuary_publishes_refused_total"))")
 
+            }
+        }
+
+        @Test("Tokens in the stream id (SRS's token= and expires=): an HMAC token publishes and a viewer holding a play token stays 30 s; a missing token, a tampered one, or one for the other action is rejected in the first handshake with 1401, seen by the caller and ffmpeg, logged and counted with RTMP's refusals; a JWT is checked after the handshake, as before")
+        func tokens() async throws {
+            try await Scenario.run("srt-tokens") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let srtPort = try await FreePorts.allocate(1)[0]
+                let config = scenario.file("tokens.json")
+                let settings: [String: Any] = [
+                    "tokens": ["live": ["hmacSecret": TokenTests.hmacSecret, "jwtSecret": TokenTests.jwtSecret]],
+                    "adminToken": SessionsTests.token,
+                ]
+                try JSONSerialization.data(withJSONObject: settings).write(to: config)
+                let node = try await scenario.startNode(label: "node", arguments: ["--srt-port", String(srtPort), "--config", config.path])
+                let expires = Int(Date().timeIntervalSince1970) + 600
+                func hmac(_ action: String, _ stream: String) async throws -> String {
+                    let token = try await TokenTests.issue(scenario, ["hmac", "--secret", TokenTests.hmacSecret, "--action", action, "--stream", stream, "--expires", String(expires)])
+                    return "token=\(token),expires=\(expires)"
+                }
+
+                // Publishing: without a token, with a tampered one, with a play token: each
+                // rejected in its first handshake.
+                let tampered = "token=\(String(repeating: "0", count: 64)),expires=\(expires)"
+                for (parameters, what) in [("", "no token"), (",\(tampered)", "a tampered HMAC token"), (",\(try await hmac("play", "live/tok"))", "a play token")] {
+                    let code = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/tok,m=publish\(parameters)")
+                    scenario.check(code == SRT_REJX_UNAUTHORIZED, "a first publish with \(what): rejection \(code), expected \(SRT_REJX_UNAUTHORIZED)")
+                }
+                let publishToken = try await hmac("publish", "live/tok")
+                _ = try Self.publishOverSRT(scenario, media: media, port: srtPort, streamID: "%23!::r=live/tok,m=publish,\(publishToken)", name: "publisher")
+                // (Live as the session table says: HTTP-FLV would need a play token too.)
+                let live = await eventually(timeout: .seconds(15), interval: .milliseconds(200)) {
+                    ((try? await SessionsTests.sessions(node, "?kind=publish")) ?? []).contains { $0["path"] as? String == "live/tok" }
+                }
+                try scenario.require(live, "the SRT publisher with an HMAC token is not publishing")
+
+                // Playing: the same three mistakes, rejected in the first handshake; ffmpeg sees it.
+                for (parameters, what) in [("", "no token"), (",\(tampered)", "a tampered HMAC token"), (",\(publishToken)", "a publish token")] {
+                    let code = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/tok,m=request\(parameters)")
+                    scenario.check(code == SRT_REJX_UNAUTHORIZED, "a first play with \(what): rejection \(code), expected \(SRT_REJX_UNAUTHORIZED)")
+                }
+                let ffmpegBare = try await scenario.run(
+                    "ffmpeg", ["-nostdin", "-hide_banner", "-i", "srt://127.0.0.1:\(srtPort)?streamid=read:live/tok", "-t", "1", "-f", "null", "-"],
+                    name: "ffmpeg-play-without-token", timeout: .seconds(20)
+                )
+                scenario.check(!ffmpegBare.succeeded && ffmpegBare.stderr.contains("reject"), "ffmpeg playing without a token: \(ffmpegBare)")
+                scenario.check(node.log.contains("its play of live/tok is refused: token: no token"), "the rejection is not logged with its reason")
+
+                // A JWT needs the key collection, which answers after the handshake: a bad one
+                // connects and is closed; the same again is rejected with 1401 (remembered).
+                let badJWT = try await TokenTests.issue(scenario, ["jwt", "--dir", scenario.directory.path, "--alg", "HS256", "--secret", String(repeating: "x", count: 40), "--claims", #"{"exp": \#(expires)}"#])
+                let firstJWT = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/tok,m=request,token=\(badJWT)", hold: .seconds(1))
+                scenario.check(firstJWT == 0, "a JWT was decided in the handshake (\(firstJWT)): its keys are an actor's")
+                let againJWT = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/tok,m=request,token=\(badJWT)")
+                scenario.check(againJWT == SRT_REJX_UNAUTHORIZED, "the bad JWT again: rejection \(againJWT), expected \(SRT_REJX_UNAUTHORIZED)")
+
+                // A viewer with its play token stays 30 s.
+                let playToken = try await hmac("play", "live/tok")
+                let recording = scenario.file("srt-token.ts")
+                let viewer = try Self.recordOverSRT(scenario, port: srtPort, streamID: "%23!::r=live/tok,m=request,\(playToken)", into: recording, name: "srt-viewer")
+                _ = await viewer.waitForExit(timeout: .seconds(60))
+                try await Self.checkRecording(scenario, recording, "the token holder's SRT recording")
+
+                let metrics = try await node.metrics()
+                // Six by the admission in the handshake; ffmpeg's bare play and the bad JWT's
+                // second attempt by the refusal memory.
+                let connections = metrics.describe("estuary_srt_connections_total")
+                scenario.check(metrics.sum("estuary_srt_connections_total", labels: ["result": "refused_in_handshake"]) == 6, "the rejections in the handshake are not counted: \(connections)")
+                scenario.check(metrics.sum("estuary_srt_connections_total", labels: ["result": "refused_again"]) == 2, "the remembered rejections are not counted: \(connections)")
+                scenario.check(metrics.sum("estuary_publishes_refused_total", labels: ["reason": "token"]) == 3, "the publish refusals are not counted with RTMP's: \(metrics.describe("estuary_publishes_refused_total"))")
+                scenario.check(metrics.sum("estuary_plays_refused_total", labels: ["reason": "token"]) == 4, "the play refusals are not counted with RTMP's: \(metrics.describe("estuary_plays_refused_total"))")
             }
         }
 

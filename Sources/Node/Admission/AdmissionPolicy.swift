@@ -20,6 +20,11 @@ protocol AdmissionPolicy: Sendable {
     func admitted(_ session: PublishSession)
     /// That publisher's session ended.
     func ended(_ session: PublishSession)
+    /// A refusal this policy is sure of without waiting (`SessionAdmission.refusalWithoutWaiting`):
+    /// nil when it would let the request through, or cannot tell without asking anyone.
+    /// Holds nothing: the request is still decided by `verdict` or `check`.
+    func refusalWithoutWaiting(_ request: PublishRequest) -> PolicyRefusal?
+    func refusalWithoutWaiting(_ request: PlayRequest) -> PolicyRefusal?
 }
 
 extension AdmissionPolicy {
@@ -31,6 +36,8 @@ extension AdmissionPolicy {
     func withdrawn(_ request: PublishRequest) {}
     func admitted(_ session: PublishSession) {}
     func ended(_ session: PublishSession) {}
+    func refusalWithoutWaiting(_ request: PublishRequest) -> PolicyRefusal? { nil }
+    func refusalWithoutWaiting(_ request: PlayRequest) -> PolicyRefusal? { nil }
 }
 
 /// What a policy says of a publish.

@@ -6,11 +6,19 @@ struct DrainPolicy: AdmissionPolicy {
     let drain: NodeDrain
 
     func check(_ request: PublishRequest) async -> PolicyRefusal? {
+        refusalWithoutWaiting(request)
+    }
+
+    func check(_ request: PlayRequest) async -> PolicyRefusal? {
+        refusalWithoutWaiting(request)
+    }
+
+    func refusalWithoutWaiting(_ request: PublishRequest) -> PolicyRefusal? {
         guard drain.isDraining else { return nil }
         return PolicyRefusal(.unavailable("this node is draining: publish to another node"), metric: "draining", logged: "the node is draining")
     }
 
-    func check(_ request: PlayRequest) async -> PolicyRefusal? {
+    func refusalWithoutWaiting(_ request: PlayRequest) -> PolicyRefusal? {
         guard drain.isDraining else { return nil }
         return PolicyRefusal(.unavailable("this node is draining: play from another node"), metric: "draining", logged: "the node is draining")
     }

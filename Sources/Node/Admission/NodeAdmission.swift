@@ -74,11 +74,7 @@ struct NodeAdmission: SessionAdmission {
                 break
             case .refuse(let refused):
                 passed.forEach { $0.withdrawn(request) }
-                logger.notice("publish refused", metadata: [
-                    "stream": "\(request.path)", "from": "\(request.remoteAddress)", "protocol": "\(request.transport)", "reason": "\(refused.logged)",
-                ])
-                NodeMetrics.refusedPublishes(reason: refused.metric)
-                return .refused(refused.refusal)
+                return .refused(tell(refused, of: request))
             case .rename(let name):
                 // The policy checked the name; the application stays, so what earlier policies
                 // held for it (a transcode slot) still applies.
@@ -183,11 +179,7 @@ struct NodeAdmission: SessionAdmission {
     func play(_ request: PlayRequest) async -> PlayAnswer {
         for policy in policies {
             if let refused = await policy.check(request) {
-                logger.notice("play refused", metadata: [
-                    "stream": "\(request.path)", "from": "\(request.remoteAddress)", "protocol": "\(request.transport)", "reason": "\(refused.logged)",
-                ])
-                NodeMetrics.refusedPlays(reason: refused.metric)
-                return .refused(refused.refusal)
+                return .refused(tell(refused, of: request))
             }
         }
         switch await playback.play(request) {
@@ -199,6 +191,51 @@ struct NodeAdmission: SessionAdmission {
         case .refuse(let refusal):
             return .refused(refusal)
         }
+    }
+}
+
+extension NodeAdmission {
+    /// The first policy's refusal it is sure of without waiting, counted as `publish`'s
+    /// would be. Not logged here: a handshake costs its caller little (SRT's are datagrams),
+    /// so the protocol logs it with its own rate limit. A relay refuses every publisher.
+    func refusalWithoutWaiting(_ request: PublishRequest) -> RefusalWithoutWaiting? {
+        guard admission != nil else {
+            return RefusalWithoutWaiting(.badName("this node is a relay: publish to an ingest node"), reason: "this node is a relay")
+        }
+        for policy in policies {
+            if let refused = policy.refusalWithoutWaiting(request) {
+                NodeMetrics.refusedPublishes(reason: refused.metric)
+                return RefusalWithoutWaiting(refused.refusal, reason: refused.logged)
+            }
+        }
+        return nil
+    }
+
+    func refusalWithoutWaiting(_ request: PlayRequest) -> RefusalWithoutWaiting? {
+        for policy in policies {
+            if let refused = policy.refusalWithoutWaiting(request) {
+                NodeMetrics.refusedPlays(reason: refused.metric)
+                return RefusalWithoutWaiting(refused.refusal, reason: refused.logged)
+            }
+        }
+        return nil
+    }
+
+    /// A policy's refusal of a publisher: logged with its reason, counted, and what the client is told.
+    private func tell(_ refused: PolicyRefusal, of request: PublishRequest) -> SessionRefusal {
+        logger.notice("publish refused", metadata: [
+            "stream": "\(request.path)", "from": "\(request.remoteAddress)", "protocol": "\(request.transport)", "reason": "\(refused.logged)",
+        ])
+        NodeMetrics.refusedPublishes(reason: refused.metric)
+        return refused.refusal
+    }
+
+    private func tell(_ refused: PolicyRefusal, of request: PlayRequest) -> SessionRefusal {
+        logger.notice("play refused", metadata: [
+            "stream": "\(request.path)", "from": "\(request.remoteAddress)", "protocol": "\(request.transport)", "reason": "\(refused.logged)",
+        ])
+        NodeMetrics.refusedPlays(reason: refused.metric)
+        return refused.refusal
     }
 }
 

@@ -11,6 +11,10 @@ struct RenditionNamePolicy: AdmissionPolicy {
     let ladders: [String: Ladder]
 
     func check(_ request: PublishRequest) async -> PolicyRefusal? {
+        refusalWithoutWaiting(request)
+    }
+
+    func refusalWithoutWaiting(_ request: PublishRequest) -> PolicyRefusal? {
         guard let ladder = ladders[request.path.app],
               let rung = ladder.rungs.first(where: { request.path.name.hasSuffix("_\($0.name)") && request.path.name.count > $0.name.count + 1 })
         else { return nil }

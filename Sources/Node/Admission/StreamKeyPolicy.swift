@@ -7,7 +7,16 @@ struct StreamKeyPolicy: AdmissionPolicy {
     let keys: StreamKeyVerifier
 
     func check(_ request: PublishRequest) async -> PolicyRefusal? {
-        guard case .refused(let why) = await keys.check(request.path, key: request.query.streamKey) else { return nil }
+        refusal(await keys.check(request.path, key: request.query.streamKey))
+    }
+
+    /// A missing key, or one refused moments ago (the verifier's cache).
+    func refusalWithoutWaiting(_ request: PublishRequest) -> PolicyRefusal? {
+        keys.decisionWithoutWaiting(request.path, key: request.query.streamKey).flatMap(refusal)
+    }
+
+    private func refusal(_ decision: StreamKeyVerifier.Decision) -> PolicyRefusal? {
+        guard case .refused(let why) = decision else { return nil }
         return PolicyRefusal(.denied(why), metric: "stream_key", logged: why)
     }
 }

@@ -21,6 +21,22 @@ struct TokenPolicy: AdmissionPolicy {
         decide(await verifier.verify(.play, path: request.path.primary.stream, query: request.query), session: request.sessionID.rawValue)
     }
 
+    /// No token, an HMAC token that does not match or has expired, a JWT the application has
+    /// no key for: what needs no key collection's or JWKS URL's answer.
+    func refusalWithoutWaiting(_ request: PublishRequest) -> PolicyRefusal? {
+        refusal(verifier.verdictWithoutWaiting(.publish, path: request.path, query: request.query))
+    }
+
+    func refusalWithoutWaiting(_ request: PlayRequest) -> PolicyRefusal? {
+        refusal(verifier.verdictWithoutWaiting(.play, path: request.path.primary.stream, query: request.query))
+    }
+
+    /// Only refusals: a valid token's expiry is watched for the session `check` admits.
+    private func refusal(_ verdict: TokenVerdict?) -> PolicyRefusal? {
+        guard let verdict, case .refused = verdict else { return nil }
+        return decide(verdict, session: "")
+    }
+
     private func decide(_ verdict: TokenVerdict, session: String) -> PolicyRefusal? {
         switch verdict {
         case .notRequired:

@@ -1,0 +1,117 @@
+import Foundation
+import Ingest
+import Logging
+import Media
+import Relay
+import Session
+import Synchronization
+import Testing
+import Tokens
+import Transcode
+
+@testable import Node
+
+/// `NodeAdmission.refusalWithoutWaiting`, which SRT's handshake asks: it refuses only what
+/// the full admission would refuse too, answers nil for whatever needs asking someone (a key
+/// the coordinator has not answered for, a JWT), and holds nothing.
+struct RefusalWithoutWaitingTests {
+    static let hmacSecret = "hmac-secret-0123456789"
+    static let jwtSecret = "jwt-secret-0123456789abcdef-0123456789"
+
+    /// A node whose `live` application needs tokens, and whose keys are asked of a stand-in
+    /// coordinator that counts its questions.
+    static func admission(keys: StreamKeyVerifier?, draining: NodeDrain? = nil) async throws -> NodeAdmission {
+        let registry = StreamRegistry(serializers: [])
+        let tokens = try await TokenVerifier.make(["live": ApplicationTokens(hmacSecret: hmacSecret, jwtSecret: jwtSecret)])
+        return NodeAdmission(
+            admission: PublishAdmission(registry: registry, logger: NodeAdmissionTests.logger),
+            playback: Playback(registry: registry), logger: NodeAdmissionTests.logger,
+            policies: NodeAdmission.standardPolicies(
+                drain: draining, ladders: [:], keys: keys, registry: registry, maxStreams: nil, transcodes: TranscodeSlots(limit: nil),
+                tokens: TokenPolicy(verifier: tokens, expiry: TokenExpiry(logger: NodeAdmissionTests.logger))
+            )
+        )
+    }
+
+    static func publish(_ app: String, _ name: String, _ query: String) throws -> PublishRequest {
+        PublishRequest(path: try StreamPath(app: app, name: name), query: StreamQuery(query), remoteAddress: "10.0.0.1", transport: .srt, evict: {})
+    }
+
+    static func play(_ app: String, _ name: String, _ query: String) throws -> PlayRequest {
+        PlayRequest(path: try #require(RequestedRendition(app: app, name: name)), query: StreamQuery(query), remoteAddress: "10.0.0.1", transport: .srt)
+    }
+
+    static func hmac(_ action: TokenAction, _ path: StreamPath, expires: Int64) -> String {
+        "token=\(TokenVerifier.hmac(secret: hmacSecret, action: action, path: path, expires: expires))&expires=\(expires)"
+    }
+
+    @Test func aMissingKeyIsRefusedAtOnceAndAWrongOneOnlyOnceTheCoordinatorHasSaidSo() async throws {
+        let asked = Mutex(0)
+        let keys = StreamKeyVerifier(logger: NodeAdmissionTests.logger) { _, key in
+            asked.withLock { $0 += 1 }
+            return key == "right"
+        }
+        let admission = try await Self.admission(keys: keys)
+        let cam = try StreamPath(app: "other", name: "cam")
+
+        let missing = try #require(admission.refusalWithoutWaiting(try Self.publish("other", "cam", "")))
+        #expect(missing.refusal.kind == .denied)
+        #expect(missing.reason.contains("a stream key is required"))
+        // A key the coordinator was not asked about: not decided here, and not asked either.
+        #expect(admission.refusalWithoutWaiting(try Self.publish("other", "cam", "key=wrong")) == nil)
+        #expect(asked.withLock { $0 } == 0, "the handshake's check asked the coordinator")
+        // Once the full admission has asked, its answer is cached: refused at once after.
+        #expect(await admission.publish(try Self.publish("other", "cam", "key=wrong")).result.failure?.kind == .denied)
+        #expect(admission.refusalWithoutWaiting(try Self.publish("other", "cam", "key=wrong"))?.refusal.kind == .denied)
+        #expect(admission.refusalWithoutWaiting(try Self.publish("other", "cam", "key=right")) == nil)
+        #expect(await keys.check(cam, key: "right") == .accepted)
+        #expect(admission.refusalWithoutWaiting(try Self.publish("other", "cam", "key=right")) == nil)
+        #expect(asked.withLock { $0 } == 2)
+    }
+
+    @Test func tokensThatNeedNoKeyCollectionAreDecidedAtOnceAndAJWTIsLeftToTheAdmission() async throws {
+        let admission = try await Self.admission(keys: nil)
+        let path = try StreamPath(app: "live", name: "cam")
+        let expires = Int64(Date().timeIntervalSince1970) + 600
+
+        for (query, why) in [
+            ("", "token: no token"),
+            ("token=\(String(repeating: "0", count: 64))&expires=\(expires)", "token: the HMAC token does not match"),
+            (Self.hmac(.play, path, expires: expires), "token: the HMAC token does not match"),
+            (Self.hmac(.publish, path, expires: expires - 1200), "token: the HMAC token expired"),
+        ] {
+            let refused = admission.refusalWithoutWaiting(try Self.publish("live", "cam", query))
+            #expect(refused?.refusal == .denied("token refused"), "publish with \(why)")
+            #expect(refused?.reason == why)
+        }
+        #expect(admission.refusalWithoutWaiting(try Self.publish("live", "cam", Self.hmac(.publish, path, expires: expires))) == nil)
+        #expect(admission.refusalWithoutWaiting(try Self.play("live", "cam", Self.hmac(.play, path, expires: expires))) == nil)
+        #expect(admission.refusalWithoutWaiting(try Self.play("live", "cam", ""))?.reason == "token: no token")
+        // A JWT (even a forged one) needs jwt-kit's key collection: the admission decides it.
+        #expect(admission.refusalWithoutWaiting(try Self.play("live", "cam", "token=a.b.c")) == nil)
+        #expect(await admission.play(try Self.play("live", "cam", "token=a.b.c")).result.failure?.kind == .denied)
+        // An application without tokens: nothing to refuse.
+        #expect(admission.refusalWithoutWaiting(try Self.publish("other", "cam", "")) == nil)
+    }
+
+    @Test func aRelayRefusesPublishersAndADrainingNodeEveryoneAtOnce() async throws {
+        let registry = StreamRegistry(serializers: [])
+        let relay = NodeAdmission(admission: nil, playback: Playback(registry: registry), logger: NodeAdmissionTests.logger)
+        #expect(relay.refusalWithoutWaiting(try Self.publish("live", "cam", ""))?.refusal.kind == .badName)
+        #expect(relay.refusalWithoutWaiting(try Self.play("live", "cam", "")) == nil)
+
+        let drain = NodeDrain(logger: NodeAdmissionTests.logger)
+        let admission = try await Self.admission(keys: nil, draining: drain)
+        #expect(admission.refusalWithoutWaiting(try Self.publish("other", "cam", "")) == nil)
+        drain.begin(NodeDrain.Request(grace: .seconds(5), reconnectTo: nil, reason: "test"))
+        #expect(admission.refusalWithoutWaiting(try Self.publish("other", "cam", ""))?.refusal.kind == .unavailable)
+        #expect(admission.refusalWithoutWaiting(try Self.play("other", "cam", ""))?.refusal.kind == .unavailable)
+    }
+}
+
+extension Result {
+    fileprivate var failure: Failure? {
+        if case .failure(let failure) = self { return failure }
+        return nil
+    }
+}
