@@ -5,7 +5,8 @@
 //
 // Checked: nothing the query holds crashes the process (jwt-kit parses base64url, JSON,
 // signatures and claims from it); a refusal's reason, which is logged, stays short; a token
-// is valid only for an application that requires tokens, and never past its expiry.
+// is valid only for an application that requires tokens, and never past its expiry; what is
+// decided without waiting (SRT's handshake) is what the full check decides.
 import CLibFuzzer
 import Dispatch
 import Foundation
@@ -45,13 +46,18 @@ func fuzzToken(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let query = StreamQuery(String(decoding: bytes.dropFirst(), as: UTF8.self))
     let path = try! StreamPath(app: app, name: "cam")  // literals, valid
     guard let checking = verifier else { return 0 }
+    let now = Date()
     let done = DispatchSemaphore(value: 0)
     nonisolated(unsafe) var verdict: TokenVerdict = .notRequired
     Task {
-        verdict = await checking.verify(action, path: path, query: query)
+        verdict = await checking.verify(action, path: path, query: query, now: now)
         done.signal()
     }
     done.wait()
+    // What SRT's handshake decides without waiting must be what the full check decides.
+    if let atOnce = checking.verdictWithoutWaiting(action, path: path, query: query, now: now) {
+        precondition(atOnce == verdict, "decided without waiting as \(atOnce), and in full as \(verdict)")
+    }
     switch verdict {
     case .notRequired:
         precondition(app == "open", "a token was not required on an application that requires one")
