@@ -182,6 +182,7 @@ let package = Package(
             name: "Cluster",
             dependencies: [
                 "CNats", "Media",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -166,6 +166,55 @@ extension IntegrationTests {
             }
         }
 
+        @Test("One publisher per stream across the ingests: while an encoder publishes on one ingest, a second on the other is refused (BadName, ffmpeg and a raw RTMP client, from the same host or another), logged and counted; once the first is gone, only its own credentials take the stream over on the other ingest within the grace period; the relay's viewer stays 30 s on one timeline, nothing re-based")
+        func onePublisherPerStreamAcrossIngests() async throws {
+            try await Scenario.run("cluster-one-publisher") { scenario in
+                let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+                let (first, second, relay) = try await Self.startTwoIngests(scenario)
+                let encoder = try scenario.publish(media, to: first.rtmpURL("live", "dual"), name: "encoder-ingest-1", loop: true)
+                try await scenario.waitUntilLive(relay, "live", "dual", timeout: .seconds(20))
+                let viewer = try await scenario.openViewer(relay, "live", "dual")
+                let opened = ContinuousClock.now
+                try await Task.sleep(for: .seconds(3))
+
+                // A second encoder on the other ingest, while the first sends: refused there as
+                // it would be on the first one, whoever it is.
+                for from in ["127.0.0.1", "127.0.0.2"] {
+                    let (_, status) = try await RTMPRawClient.publishing(scenario, port: second.rtmpPort, app: "live", name: "dual", from: from)
+                    scenario.check(status == "NetStream.Publish.BadName", "a second publisher from \(from) on the other ingest got \(status)")
+                }
+                let duplicate = try scenario.publish(media, to: second.rtmpURL("live", "dual"), name: "encoder-ingest-2", loop: true)
+                let refused = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) { !duplicate.isRunning }
+                scenario.check(refused, "ffmpeg publishing the stream on the other ingest was not refused")
+                scenario.check(second.log.contains("another ingest's publisher of the stream sent media"), "the refusal is not logged with its reason")
+                let refusals = try await second.metrics().sum("estuary_publishes_refused_total", labels: ["reason": "published_elsewhere"])
+                scenario.check(refusals == 3, "refusals counted: \(refusals), expected 3")
+                try await Task.sleep(for: .seconds(6))
+
+                // The first encoder is gone (its ingest keeps the stream for its 5 s grace): a
+                // stranger is still refused, and the encoder itself moves to the other ingest.
+                encoder.send(signal: SIGKILL)
+                try await Task.sleep(for: .milliseconds(300))
+                let (_, stranger) = try await RTMPRawClient.publishing(scenario, port: second.rtmpPort, app: "live", name: "dual", from: "127.0.0.2")
+                scenario.check(stranger == "NetStream.Publish.BadName", "another host took the stream over within its grace period: \(stranger)")
+                scenario.check(second.log.contains("the stream belongs to another publisher on another ingest"), "the stranger's refusal is not logged with its reason")
+                let moved = try scenario.publish(media, to: second.rtmpURL("live", "dual"), name: "encoder-moved", loop: true)
+                try await scenario.waitUntilLive(second, "live", "dual", timeout: .seconds(15))
+
+                try await Task.sleep(until: opened + .seconds(32), clock: .continuous)
+                let stamps = try viewer.flv().tags.filter { $0.isMediaFrame && $0.isVideo }.map { Int64($0.timestamp) }
+                let steps = zip(stamps, stamps.dropFirst()).map { $1 - $0 }
+                scenario.note("the relay's viewer: \(stamps.count) video frames, \(stamps.first ?? -1)–\(stamps.last ?? -1) ms, longest step \(steps.max() ?? -1) ms")
+                scenario.check(!viewer.isClosed, "the relay's viewer was closed")
+                scenario.check((stamps.last ?? 0) - (stamps.first ?? 0) >= 28_000, "the relay's frames span \((stamps.last ?? 0) - (stamps.first ?? 0)) ms over 32 s")
+                scenario.check(steps.allSatisfy { $0 >= 0 }, "the relay's timestamps went back: \(steps.filter { $0 < 0 }.prefix(5))")
+                scenario.check((steps.max() ?? 0) < 4000, "a step of \(steps.max() ?? 0) ms on the relay")
+                let clocks = try await relay.metrics().sum("estuary_relay_bus_new_clocks_total")
+                scenario.check(clocks == 0, "the relay re-based \(clocks) times: two publishers' timelines reached it")
+                scenario.check(moved.isRunning, "the moved encoder was disconnected")
+            }
+        }
+
         /// A coordinator, two ingests (a 5 s grace period each: an encoder that moves comes
         /// back on the other well within it), a transcoder when asked, and a relay.
         static func startTwoIngests(_ scenario: Scenario, transcoder: Bool = false) async throws -> (first: NodeProcess, second: NodeProcess, relay: NodeProcess) {

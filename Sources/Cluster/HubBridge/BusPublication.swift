@@ -19,13 +19,20 @@ public final class BusPublication: Sendable {
     public let subject: MediaBusSubject
     private let subscription: FrameSubscription?
     private let gopResponder: NIOLockedValueBox<BusSubscription?>
+    /// An ingest's answers to the one-publisher rule of other ingests (`MediaBusPublisherCheck`).
+    private let publisherResponder: BusSubscription?
 
     /// Starts forwarding `hub` on its rendition's subject (`src` for a source). A rung of a
     /// transcode job passes through the job's `handover`, which holds or drops frames
     /// while the job moves between transcoders. `hasOwnClock`: the hub's timeline is its
     /// publisher's own (an ingest's hubs; not a rung, which continues its source's), so
-    /// receivers re-base a new publication of the subject to continue theirs.
-    public init(hub: StreamHub, bus: any Bus, logger: Logger, handover: RungHandover? = nil, hasOwnClock: Bool = false) throws(BusError) {
+    /// receivers re-base a new publication of the subject to continue theirs; such a hub
+    /// also answers other ingests' publisher checks, yielding its publisher to theirs while
+    /// `yielding` says so (the node drains).
+    public init(
+        hub: StreamHub, bus: any Bus, logger: Logger, handover: RungHandover? = nil, hasOwnClock: Bool = false,
+        yielding: @escaping @Sendable () -> Bool = { false }
+    ) throws(BusError) {
         let subject = try MediaBusSubject(hub.path)
         self.subject = subject
         let epoch = UInt32.random(in: 1...UInt32.max)
@@ -56,6 +63,24 @@ public final class BusPublication: Sendable {
             try? bus.respond(to: message, payload: MediaBusGOP.encode(hub.startFrames(), maxBytes: bus.maxPayload))
         }
         self.gopResponder = NIOLockedValueBox(responder)
+        if hasOwnClock {
+            do {
+                publisherResponder = try bus.subscribe(subject: MediaBusPublisherCheck.subject(for: subject)) { message in
+                // An ended hub holds nothing; its lingering responder stays silent.
+                guard !hub.isEnded, let digest = MediaBusPublisherCheck.decodeRequest(message.payload) else { return }
+                let answer = hub.answerPublisherElsewhere(isOwner: { MediaBusPublisherCheck.digest(of: $0) == digest }, yielding: yielding())
+                if case .attached(replacedIdle: true) = answer {
+                    logger.notice("a publisher of the stream on another ingest took it over", metadata: ["stream": "\(hub.path)"])
+                }
+                try? bus.respond(to: message, payload: MediaBusPublisherCheck.encode(MediaBusPublisherCheck.reply(for: answer)))
+                }
+            } catch {
+                responder.cancel()
+                throw error
+            }
+        } else {
+            publisherResponder = nil
+        }
         self.subscription = FrameSubscription.start(on: hub, delivery: .inline { batch in
             for frame in batch.frames {
                 if let handover {
@@ -76,5 +101,6 @@ public final class BusPublication: Sendable {
     public func cancel() {
         subscription?.cancel()
         gopResponder.withLockedValue { $0 }?.cancel()
+        publisherResponder?.cancel()
     }
 }

@@ -19,9 +19,14 @@ public actor BusPublications {
     /// The newest publication of each rendition.
     private var byPath: [RenditionPath: ObjectIdentifier] = [:]
 
-    public init(bus: any Bus, logger: Logger) {
+    /// Whether this node's publishers yield to a publisher of their stream on another ingest
+    /// (it drains: they were asked to reconnect elsewhere).
+    private let yielding: @Sendable () -> Bool
+
+    public init(bus: any Bus, logger: Logger, yielding: @escaping @Sendable () -> Bool = { false }) {
         self.bus = bus
         self.logger = logger
+        self.yielding = yielding
     }
 
     /// Starts forwarding `hub` (on its rendition's subject) unless it already is.
@@ -45,13 +50,27 @@ public actor BusPublications {
         guard publications[id] == nil else { return }
         do {
             // An ingest's hubs: their timelines are their publishers' own.
-            let publication = try BusPublication(hub: hub, bus: bus, logger: logger, hasOwnClock: true)
+            let publication = try BusPublication(hub: hub, bus: bus, logger: logger, hasOwnClock: true, yielding: yielding)
             publications[id] = (hub, publication)
             byPath[hub.path] = id
             logger.info("publishing to the bus", metadata: ["stream": "\(hub.path)", "subject": "\(publication.subject)"])
         } catch {
             logger.error("cannot publish to the bus", metadata: ["stream": "\(hub.path)", "error": "\(error)"])
         }
+    }
+
+    /// The cluster's one-publisher rule for a publisher of `path` with credentials `owner`,
+    /// about to be admitted here: what another ingest that publishes the stream answers
+    /// (`MediaBusPublisherCheck`), or nil when this node publishes it itself (its hub
+    /// decides, as on one node) or no other node answers within `timeout` (a new stream,
+    /// or an ingest that died; with no responder NATS answers at once).
+    public func checkPublisherElsewhere(_ path: StreamPath, owner: String, timeout: Duration = .milliseconds(500)) async -> MediaBusPublisherCheck.Reply? {
+        let rendition = RenditionPath.source(path)
+        if let id = byPath[rendition], let entry = publications[id], !entry.hub.isEnded { return nil }
+        guard let subject = try? MediaBusSubject(rendition),
+              let reply = try? await bus.request(subject: MediaBusPublisherCheck.subject(for: subject), payload: MediaBusPublisherCheck.encodeRequest(owner: owner), timeout: timeout)
+        else { return nil }
+        return MediaBusPublisherCheck.decode(reply)
     }
 
     /// Live publications.

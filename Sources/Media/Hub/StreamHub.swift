@@ -155,6 +155,35 @@ public final class StreamHub: Sendable {
         return result
     }
 
+    /// The one-publisher rule, asked for a publisher of this stream on another node (a
+    /// cluster's ingests, over the bus): what `attachPublisher` would answer it here, with
+    /// `isOwner` telling whether the stream's owner (its key, or its address) is the asker's.
+    /// An idle publisher of the same owner is evicted (the asker takes over, as it would
+    /// here), and so is any publisher when `yielding` (this node drains: its publishers were
+    /// asked to reconnect elsewhere); then the answer is `.attached`. An ended hub, or one
+    /// without a publisher whose owner it is, is `.attached` too: nothing here holds the
+    /// stream against the asker.
+    public func answerPublisherElsewhere(isOwner: (String) -> Bool, yielding: Bool = false, now: NIODeadline = .now()) -> AttachResult {
+        let (result, evicted) = state.withLockedValue { state -> (AttachResult, (@Sendable () -> Void)?) in
+            guard !state.ended else { return (.attached(replacedIdle: false), nil) }
+            let owned = state.owner.map(isOwner) ?? true
+            guard let current = state.publisher else {
+                return (owned || yielding ? .attached(replacedIdle: false) : .notOwner, nil)
+            }
+            let idleDuration = Duration.nanoseconds((now - current.lastActivity).nanoseconds)
+            if !yielding {
+                guard idleDuration >= configuration.publisherIdleTakeover else { return (.busy(idleFor: idleDuration), nil) }
+                guard owned else { return (.notOwner, nil) }
+            }
+            // Taken over from elsewhere: the publisher goes, as a local takeover's does.
+            state.publisher = nil
+            state.statistics.hasPublisher = false
+            return (.attached(replacedIdle: true), current.evict)
+        }
+        evicted?()
+        return result
+    }
+
     /// Releases the stream if `id` is still its publisher. Viewers stay attached: a new
     /// publisher may continue the stream (see `StreamRegistry`'s grace period).
     @discardableResult

@@ -1,3 +1,4 @@
+import Cluster
 import Hooks
 import Ingest
 import Logging
@@ -15,6 +16,9 @@ struct AdmissionPolicies: Sendable {
     let transcodes: TranscodeSlots
     let expiry: TokenExpiry
     let hookCaller: HookCaller
+    /// An ingest's publications on a cluster's bus, asked for the cluster's one-publisher
+    /// rule; nil on a node alone.
+    let clusterPublications: BusPublications?
     let nodeID: String
     let logger: Logger
 
@@ -27,6 +31,9 @@ struct AdmissionPolicies: Sendable {
             registry: registry, maxStreams: configuration.maxStreams, transcodes: transcodes,
             tokens: tokens.map { TokenPolicy(verifier: $0, expiry: expiry) }
         )
+        if let clusterPublications {
+            policies.append(ClusterPublisherPolicy(publications: clusterPublications))
+        }
         if !configuration.hooks.isEmpty {
             // The operator's backend decides last.
             policies.append(WebhookPolicy(hooks: configuration.hooks, caller: hookCaller, nodeID: nodeID, logger: logger))

@@ -17,6 +17,9 @@ struct IngestAssembly {
     let observers: [any SessionObserver]
     /// Push-forwarding of this node's streams (`forwards`), nil when none is configured.
     let forwards: StreamForwards
+    /// The publications on a cluster's bus, for the cluster's one-publisher rule
+    /// (`ClusterPublisherPolicy`); nil on a node alone.
+    let clusterPublications: BusPublications?
 
     init(_ context: NodeContext) throws {
         let registry = context.registry
@@ -42,10 +45,15 @@ struct IngestAssembly {
         context.live.subscribe { new, _ in
             await forwards.setTargets(new.forwards)
         }
+        // A draining node's publishers were asked to reconnect elsewhere: they yield to
+        // their reconnections on other ingests.
+        let drain = context.drain
+        let publications = BusPublications(bus: context.bus, logger: logger, yielding: { drain.isDraining })
+        clusterPublications = context.nats != nil ? publications : nil
         observers = [
             // Tracks go on the bus only where other nodes may read them: on a node alone,
             // its relay serves them from their hubs, and the bus would only cost encoding.
-            BusPublishing(publications: BusPublications(bus: context.bus, logger: logger), published: published, clustered: context.nats != nil),
+            BusPublishing(publications: publications, published: published, clustered: context.nats != nil),
             CoordinatorAnnouncement(coordinator: coordinator, nodeID: context.configuration.nodeID, logger: logger),
             Forwarding(forwards: forwards),
         ]

@@ -296,6 +296,38 @@ import Testing
         #expect(hub.publish(Self.audio(30), publisher: 3))
     }
 
+    /// A publisher of the stream on another node (a cluster's ingest) is answered as a second
+    /// publisher here would be: busy while the publisher sends, not the owner's while the
+    /// stream is another's, and otherwise let through, an idle same-owner publisher evicted.
+    @Test func aPublisherElsewhereIsAnsweredAsASecondPublisherHereWouldBe() throws {
+        let hub = makeHub()
+        let start = NIODeadline.uptimeNanoseconds(10_000_000_000)
+        let evicted = NIOLockedValueBox(0)
+        #expect(hub.attachPublisher(id: 1, owner: "key:a", now: start) { evicted.withLockedValue { $0 += 1 } } == .attached(replacedIdle: false))
+        hub.publish(Self.audio(0), publisher: 1, now: start + .milliseconds(500))
+        let isA: (String) -> Bool = { $0 == "key:a" }
+        let isB: (String) -> Bool = { $0 == "key:b" }
+        #expect(hub.answerPublisherElsewhere(isOwner: isA, now: start + .milliseconds(1500)) == .busy(idleFor: .seconds(1)))
+        #expect(hub.answerPublisherElsewhere(isOwner: isB, now: start + .milliseconds(1500)) == .busy(idleFor: .seconds(1)))
+        // Idle: a stranger is still refused; the owner takes over, and the idle one goes.
+        #expect(hub.answerPublisherElsewhere(isOwner: isB, now: start + .seconds(3)) == .notOwner)
+        #expect(evicted.withLockedValue { $0 } == 0)
+        #expect(hub.answerPublisherElsewhere(isOwner: isA, now: start + .seconds(3)) == .attached(replacedIdle: true))
+        #expect(evicted.withLockedValue { $0 } == 1)
+        #expect(!hub.hasPublisher)
+        #expect(hub.publish(Self.audio(30), publisher: 1) == false)
+        // In the grace period: the owner's, and only the owner's.
+        #expect(hub.answerPublisherElsewhere(isOwner: isB) == .notOwner)
+        #expect(hub.answerPublisherElsewhere(isOwner: isA) == .attached(replacedIdle: false))
+
+        // A draining node yields any publisher, sending or not.
+        #expect(hub.attachPublisher(id: 2, owner: "key:a", now: start + .seconds(4)) { evicted.withLockedValue { $0 += 1 } } == .attached(replacedIdle: false))
+        #expect(hub.answerPublisherElsewhere(isOwner: isB, yielding: true, now: start + .seconds(4)) == .attached(replacedIdle: true))
+        #expect(evicted.withLockedValue { $0 } == 2)
+        hub.end()
+        #expect(hub.answerPublisherElsewhere(isOwner: isB) == .attached(replacedIdle: false))
+    }
+
     @Test func timestampsContinueAcrossAPublisherReconnect() throws {
         let hub = makeHub()
         try attach(hub, id: 1)

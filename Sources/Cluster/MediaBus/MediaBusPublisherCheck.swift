@@ -1,0 +1,80 @@
+import Crypto
+import Media
+import NIOCore
+
+/// The cluster's one-publisher rule, asked over the bus: before an ingest admits a publisher
+/// of a stream it does not publish itself, it asks whether another ingest holds the stream
+/// (`publisher.<app>.<name>.src`, answered by the node whose publication of it is live).
+/// That node answers as its hub would answer a second publisher there
+/// (`StreamHub.answerPublisherElsewhere`): busy while its publisher sends, not the owner's
+/// while the stream belongs to other credentials, and otherwise yes, evicting an idle
+/// publisher of the same owner (a reconnect that reached another ingest) or any publisher
+/// while it drains. Nobody answering (a new stream, an ingest that died) is a yes.
+///
+/// The request is the SHA-256 digest of the asker's owner (`key:…` or `address:…`; a key
+/// never crosses the bus); the reply is one byte, the verdict, and the publisher's idle
+/// time in milliseconds (UInt32, big-endian).
+public enum MediaBusPublisherCheck {
+    public enum Verdict: UInt8, Sendable, Equatable {
+        /// Nothing on the answering node holds the stream against the asker.
+        case free = 0
+        /// Its publisher sends: a second publisher is refused, as on one node.
+        case busy = 1
+        /// The stream belongs to other credentials until its grace period ends.
+        case notOwner = 2
+    }
+
+    public struct Reply: Sendable, Equatable {
+        public var verdict: Verdict
+        public var idleMilliseconds: UInt32
+
+        public init(verdict: Verdict, idleMilliseconds: UInt32 = 0) {
+            self.verdict = verdict
+            self.idleMilliseconds = idleMilliseconds
+        }
+    }
+
+    /// The request subject for a rendition.
+    public static func subject(for media: MediaBusSubject) -> String {
+        "publisher" + media.subject.dropFirst("media".count)
+    }
+
+    /// What an owner is sent as.
+    public static func digest(of owner: String) -> [UInt8] {
+        Array(SHA256.hash(data: Array(owner.utf8)))
+    }
+
+    public static func encodeRequest(owner: String) -> ByteBuffer {
+        ByteBuffer(bytes: digest(of: owner))
+    }
+
+    /// The digest in a request; nil when it is not one.
+    public static func decodeRequest(_ payload: ByteBuffer) -> [UInt8]? {
+        guard payload.readableBytes == SHA256.byteCount else { return nil }
+        return payload.getBytes(at: payload.readerIndex, length: SHA256.byteCount)
+    }
+
+    /// The reply for a hub's answer.
+    public static func reply(for answer: StreamHub.AttachResult) -> Reply {
+        switch answer {
+        case .attached, .ended: Reply(verdict: .free)
+        case .busy(let idleFor): Reply(verdict: .busy, idleMilliseconds: UInt32(clamping: Int((idleFor / .milliseconds(1)).rounded())))
+        case .notOwner: Reply(verdict: .notOwner)
+        }
+    }
+
+    public static func encode(_ reply: Reply) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        buffer.writeInteger(reply.verdict.rawValue)
+        buffer.writeInteger(reply.idleMilliseconds)
+        return buffer
+    }
+
+    /// A reply; nil when it is not one (an unknown verdict from a newer node is not a yes or a no).
+    public static func decode(_ payload: ByteBuffer) -> Reply? {
+        var payload = payload
+        guard payload.readableBytes == 5, let raw = payload.readInteger(as: UInt8.self), let verdict = Verdict(rawValue: raw),
+              let idle = payload.readInteger(as: UInt32.self) else { return nil }
+        return Reply(verdict: verdict, idleMilliseconds: idle)
+    }
+}
