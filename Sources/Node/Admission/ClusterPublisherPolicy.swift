@@ -4,13 +4,13 @@ import Session
 
 /// One publisher per stream across a cluster's ingests: a publisher of a stream that another
 /// ingest publishes is refused as it would be there (a bad name: RTMP
-/// `NetStream.Publish.BadName`, SRT 1409), while that ingest's publisher sends, or while the
-/// stream belongs to other credentials; otherwise it is admitted, and the other ingest's
-/// idle publisher (a reconnect that reached this ingest) is closed. Without it, two encoders
-/// on two ingests were both admitted, and relays flapped between their timelines. Asked
-/// over the bus (`BusPublications.checkPublisherElsewhere`), after the keys and tokens, so
-/// that only admissible publishers ask; a stream nobody else answers for (new, or its
-/// ingest died) is let through.
+/// `NetStream.Publish.BadName`; an SRT caller is closed after its handshake), while that
+/// ingest's publisher sends, or while the stream belongs to other credentials; otherwise it
+/// is admitted, and the other ingest's idle publisher (a reconnect that reached this ingest)
+/// is closed. Without it, two encoders on two ingests were both admitted, and relays flapped
+/// between their timelines. Asked over the bus (`BusPublications.checkPublisherElsewhere`),
+/// after the keys and tokens, so that only admissible publishers ask; a stream nobody else
+/// answers for (new, or its ingest died) is let through.
 struct ClusterPublisherPolicy: AdmissionPolicy {
     let publications: BusPublications
 
