@@ -83,4 +83,48 @@ extension IntegrationTests.ClusterFailoverTests {
             }
         }
     }
+
+    /// A drained ingest's publishers go to the ingest it names; the cluster's one-publisher
+    /// rule must let them in there while they still publish here (a draining ingest yields).
+    @Test("A drained ingest's Enhanced RTMP v2 publisher moves to the other ingest: admitted there while it still publishes on the first (a draining ingest yields its publishers to the one-publisher check), on the first one's timeline; the relay's viewer stays 34 s, timestamps forward, nothing re-based")
+    func aDrainedIngestsPublisherMovesToTheOther() async throws {
+        try await Scenario.run("cluster-drain-ingest") { scenario in
+            let media = try await MediaLibrary.shared.file(.gopAudioVideo)
+            let nats = try await NATSServerProcess.start(scenario)
+            let bus = ["--nats", nats.url]
+            _ = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", Self.token] + bus)
+            let first = try await scenario.startNode(
+                NodeConfig(publisherGraceSeconds: 5, drainGraceSeconds: 30), label: "ingest-1", arguments: ["--role", "ingest", "--node-id", "ingest-1", "--admin-token", Self.token] + bus
+            )
+            let second = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 5), label: "ingest-2", arguments: ["--role", "ingest", "--node-id", "ingest-2"] + bus)
+            let relay = try await scenario.startNode(NodeConfig(), label: "relay", arguments: ["--role", "relay", "--node-id", "relay-1"] + bus)
+            let publisher = try MovingPublisher(file: media.url, app: "live", name: "moving")
+            scenario.atTearDown { publisher.stop() }
+            let publishing = Task { await publisher.run(port: first.rtmpPort, loops: 5, scenario: scenario) }
+            try await scenario.waitUntilLive(relay, "live", "moving", timeout: .seconds(20))
+            let viewer = try await scenario.openViewer(relay, "live", "moving")
+            let opened = ContinuousClock.now
+            try await Task.sleep(for: .seconds(4))
+
+            // The publisher opens its new connection before it closes the old one: the first
+            // ingest, draining, yields the stream to it.
+            first.expectExit()
+            let drain = try await HTTPClient.request(
+                "POST", port: first.adminPort, path: "/api/v1/node/drain", headers: ["Authorization": "Bearer \(Self.token)"],
+                body: #"{"reconnectTo": "\#(second.rtmpBase)"}"#
+            )
+            scenario.check(drain.status == 202, "POST /api/v1/node/drain answered \(drain.status): \(drain.bodyText)")
+            let moved = await eventually(timeout: .seconds(10), interval: .milliseconds(100)) { !publisher.report.moves.isEmpty }
+            try scenario.require(moved, "the publisher did not move within 10 s: \(publisher.report)")
+            try await scenario.waitUntilLive(second, "live", "moving", timeout: .seconds(10))
+            scenario.check(first.log.contains("a publisher of the stream on another ingest took it over"), "the draining ingest did not yield its publisher")
+            scenario.check(second.log.contains("continuing the timeline of another node's publication"), "the second ingest did not continue the first one's timeline")
+
+            try await Task.sleep(until: opened + .seconds(34), clock: .continuous)
+            try await IntegrationTests.ClusterTests.checkOneTimeline(scenario, viewer, relay: relay, span: 30_000, maxStep: 1000)
+            scenario.check(publisher.report.failure == nil, "the publisher failed: \(publisher.report.failure ?? "")")
+            publisher.stop()
+            _ = await publishing.value
+        }
+    }
 }

@@ -66,13 +66,13 @@ public final class BusPublication: Sendable {
         if hasOwnClock {
             do {
                 publisherResponder = try bus.subscribe(subject: MediaBusPublisherCheck.subject(for: subject)) { message in
-                // An ended hub holds nothing; its lingering responder stays silent.
-                guard !hub.isEnded, let digest = MediaBusPublisherCheck.decodeRequest(message.payload) else { return }
-                let answer = hub.answerPublisherElsewhere(isOwner: { MediaBusPublisherCheck.digest(of: $0) == digest }, yielding: yielding())
-                if case .attached(replacedIdle: true) = answer {
-                    logger.notice("a publisher of the stream on another ingest took it over", metadata: ["stream": "\(hub.path)"])
-                }
-                try? bus.respond(to: message, payload: MediaBusPublisherCheck.encode(MediaBusPublisherCheck.reply(for: answer)))
+                    // An ended hub holds nothing; its lingering responder stays silent.
+                    guard !hub.isEnded, let digest = MediaBusPublisherCheck.decodeRequest(message.payload) else { return }
+                    let answer = hub.answerPublisherElsewhere(isOwner: { MediaBusPublisherCheck.digest(of: $0) == digest }, yielding: yielding())
+                    if case .attached(replacedIdle: true) = answer {
+                        logger.notice("a publisher of the stream on another ingest took it over", metadata: ["stream": "\(hub.path)"])
+                    }
+                    try? bus.respond(to: message, payload: MediaBusPublisherCheck.encode(MediaBusPublisherCheck.reply(for: answer)))
                 }
             } catch {
                 responder.cancel()

@@ -8,8 +8,8 @@ import NIOCore
 /// That node answers as its hub would answer a second publisher there
 /// (`StreamHub.answerPublisherElsewhere`): busy while its publisher sends, not the owner's
 /// while the stream belongs to other credentials, and otherwise yes, evicting an idle
-/// publisher of the same owner (a reconnect that reached another ingest) or any publisher
-/// while it drains. Nobody answering (a new stream, an ingest that died) is a yes.
+/// publisher of the same owner (a reconnect that reached another ingest), and a sending one
+/// of the same owner while it drains. Nobody answering (a new stream, an ingest that died) is a yes.
 ///
 /// The request is the SHA-256 digest of the asker's owner (`key:…` or `address:…`; a key
 /// never crosses the bus); the reply is one byte, the verdict, and the publisher's idle

@@ -159,19 +159,20 @@ public final class StreamHub: Sendable {
     /// cluster's ingests, over the bus): what `attachPublisher` would answer it here, with
     /// `isOwner` telling whether the stream's owner (its key, or its address) is the asker's.
     /// An idle publisher of the same owner is evicted (the asker takes over, as it would
-    /// here), and so is any publisher when `yielding` (this node drains: its publishers were
-    /// asked to reconnect elsewhere); then the answer is `.attached`. An ended hub, or one
-    /// without a publisher whose owner it is, is `.attached` too: nothing here holds the
-    /// stream against the asker.
+    /// here), and so is a sending one of the same owner when `yielding` (this node drains:
+    /// its publishers were asked to reconnect elsewhere, and open the new connection before
+    /// they close this one); then the answer is `.attached`. An ended hub, or one without a
+    /// publisher whose owner is the asker, is `.attached` too: nothing here holds the stream
+    /// against it.
     public func answerPublisherElsewhere(isOwner: (String) -> Bool, yielding: Bool = false, now: NIODeadline = .now()) -> AttachResult {
         let (result, evicted) = state.withLockedValue { state -> (AttachResult, (@Sendable () -> Void)?) in
             guard !state.ended else { return (.attached(replacedIdle: false), nil) }
             let owned = state.owner.map(isOwner) ?? true
             guard let current = state.publisher else {
-                return (owned || yielding ? .attached(replacedIdle: false) : .notOwner, nil)
+                return (owned ? .attached(replacedIdle: false) : .notOwner, nil)
             }
             let idleDuration = Duration.nanoseconds((now - current.lastActivity).nanoseconds)
-            if !yielding {
+            if !(yielding && owned) {
                 guard idleDuration >= configuration.publisherIdleTakeover else { return (.busy(idleFor: idleDuration), nil) }
                 guard owned else { return (.notOwner, nil) }
             }

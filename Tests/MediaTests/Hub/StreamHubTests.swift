@@ -320,9 +320,11 @@ import Testing
         #expect(hub.answerPublisherElsewhere(isOwner: isB) == .notOwner)
         #expect(hub.answerPublisherElsewhere(isOwner: isA) == .attached(replacedIdle: false))
 
-        // A draining node yields any publisher, sending or not.
+        // A draining node yields its sending publisher to the owner's reconnection elsewhere,
+        // and to no one else.
         #expect(hub.attachPublisher(id: 2, owner: "key:a", now: start + .seconds(4)) { evicted.withLockedValue { $0 += 1 } } == .attached(replacedIdle: false))
-        #expect(hub.answerPublisherElsewhere(isOwner: isB, yielding: true, now: start + .seconds(4)) == .attached(replacedIdle: true))
+        #expect(hub.answerPublisherElsewhere(isOwner: isB, yielding: true, now: start + .seconds(4)) == .busy(idleFor: .zero))
+        #expect(hub.answerPublisherElsewhere(isOwner: isA, yielding: true, now: start + .seconds(4)) == .attached(replacedIdle: true))
         #expect(evicted.withLockedValue { $0 } == 2)
         hub.end()
         #expect(hub.answerPublisherElsewhere(isOwner: isB) == .attached(replacedIdle: false))
