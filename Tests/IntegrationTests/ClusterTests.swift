@@ -166,7 +166,7 @@ extension IntegrationTests {
             }
         }
 
-        @Test("One publisher per stream across the ingests: while an encoder publishes on one ingest, a second on the other is refused (BadName, ffmpeg and a raw RTMP client, from the same host or another), logged and counted; once the first is gone, only its own credentials take the stream over on the other ingest within the grace period; the relay's viewer stays 30 s on one timeline, nothing re-based")
+        @Test("One publisher per stream across the ingests: while an encoder publishes on one ingest, a second on the other is refused (BadName, ffmpeg and a raw RTMP client, from the same host or another), logged and counted; once the first is gone, only its own credentials take the stream over on the other ingest within the grace period, and then not back on the first while the second sends; the relay's viewer stays 30 s on one timeline, nothing re-based")
         func onePublisherPerStreamAcrossIngests() async throws {
             try await Scenario.run("cluster-one-publisher") { scenario in
                 let media = try await MediaLibrary.shared.file(.gopAudioVideo)
@@ -194,12 +194,19 @@ extension IntegrationTests {
                 // The first encoder is gone (its ingest keeps the stream for its 5 s grace): a
                 // stranger is still refused, and the encoder itself moves to the other ingest.
                 encoder.send(signal: SIGKILL)
-                try await Task.sleep(for: .milliseconds(300))
+                let left = await eventually(timeout: .seconds(5), interval: .milliseconds(100)) { first.log.contains("reason=left") }
+                try scenario.require(left, "the first ingest did not see its encoder leave")
                 let (_, stranger) = try await RTMPRawClient.publishing(scenario, port: second.rtmpPort, app: "live", name: "dual", from: "127.0.0.2")
                 scenario.check(stranger == "NetStream.Publish.BadName", "another host took the stream over within its grace period: \(stranger)")
                 scenario.check(second.log.contains("the stream belongs to another publisher on another ingest"), "the stranger's refusal is not logged with its reason")
                 let moved = try scenario.publish(media, to: second.rtmpURL("live", "dual"), name: "encoder-moved", loop: true)
                 try await scenario.waitUntilLive(second, "live", "dual", timeout: .seconds(15))
+                // Moved: back on the first ingest, whose hub is in its grace period, the owner
+                // is refused while the second ingest's encoder sends (the old hub handed the
+                // stream over and no longer answers for it).
+                let (_, back) = try await RTMPRawClient.publishing(scenario, port: first.rtmpPort, app: "live", name: "dual")
+                scenario.check(back == "NetStream.Publish.BadName", "the owner publishing again on the first ingest after the move got \(back)")
+                scenario.check(first.log.contains("another ingest's publisher of the stream sent media"), "the first ingest did not ask the second")
 
                 try await Task.sleep(until: opened + .seconds(32), clock: .continuous)
                 try await Self.checkOneTimeline(scenario, viewer, relay: relay, span: 28_000, maxStep: 1000)

@@ -19,19 +19,17 @@ public final class BusPublication: Sendable {
     public let subject: MediaBusSubject
     private let subscription: FrameSubscription?
     private let gopResponder: NIOLockedValueBox<BusSubscription?>
-    /// An ingest's answers to the one-publisher rule of other ingests (`MediaBusPublisherCheck`).
-    private let publisherResponder: BusSubscription?
 
     /// Starts forwarding `hub` on its rendition's subject (`src` for a source). A rung of a
     /// transcode job passes through the job's `handover`, which holds or drops frames
     /// while the job moves between transcoders. `hasOwnClock`: the hub's timeline is its
     /// publisher's own (an ingest's hubs; not a rung, which continues its source's), so
-    /// receivers re-base a new publication of the subject to continue theirs; such a hub
-    /// also answers other ingests' publisher checks, yielding its publisher to theirs while
-    /// `yielding` says so (the node drains).
+    /// receivers re-base a new publication of the subject to continue theirs. An ingest's
+    /// publication (`checks`) also answers the other ingests' publisher checks
+    /// (`MediaBusPublisherCheck`), on the GOP subject.
     public init(
         hub: StreamHub, bus: any Bus, logger: Logger, handover: RungHandover? = nil, hasOwnClock: Bool = false,
-        yielding: @escaping @Sendable () -> Bool = { false }
+        checks: PublisherChecks? = nil
     ) throws(BusError) {
         let subject = try MediaBusSubject(hub.path)
         self.subject = subject
@@ -56,6 +54,17 @@ public final class BusPublication: Sendable {
         // A GOP request gets exactly what a new viewer would, metadata and configuration
         // records first.
         let responder = try bus.subscribe(subject: MediaBusGOP.subject(for: subject)) { message in
+            if message.payload.readableBytes > 0 {
+                // Not a GOP request: another ingest's publisher check, or nothing.
+                guard let checks, let request = MediaBusPublisherCheck.decodeRequest(message.payload), request.asker != checks.node,
+                      let answer = hub.answerPublisherElsewhere(isOwner: { MediaBusPublisherCheck.digest(of: $0) == request.digest }, yielding: checks.yielding())
+                else { return }
+                if case .attached(replacedIdle: true) = answer {
+                    logger.notice("a publisher of the stream on another ingest took it over", metadata: ["stream": "\(hub.path)"])
+                }
+                try? bus.respond(to: message, payload: MediaBusPublisherCheck.encode(MediaBusPublisherCheck.reply(for: answer)))
+                return
+            }
             if let handover, !handover.answersGOPRequests(for: rung) { return }
             // An ended hub's responder lingers until `BusPublications` sweeps it: it must
             // not answer beside a live hub elsewhere, nor open a mirror of nothing.
@@ -63,24 +72,6 @@ public final class BusPublication: Sendable {
             try? bus.respond(to: message, payload: MediaBusGOP.encode(hub.startFrames(), maxBytes: bus.maxPayload))
         }
         self.gopResponder = NIOLockedValueBox(responder)
-        if hasOwnClock {
-            do {
-                publisherResponder = try bus.subscribe(subject: MediaBusPublisherCheck.subject(for: subject)) { message in
-                    // An ended hub holds nothing; its lingering responder stays silent.
-                    guard !hub.isEnded, let digest = MediaBusPublisherCheck.decodeRequest(message.payload) else { return }
-                    let answer = hub.answerPublisherElsewhere(isOwner: { MediaBusPublisherCheck.digest(of: $0) == digest }, yielding: yielding())
-                    if case .attached(replacedIdle: true) = answer {
-                        logger.notice("a publisher of the stream on another ingest took it over", metadata: ["stream": "\(hub.path)"])
-                    }
-                    try? bus.respond(to: message, payload: MediaBusPublisherCheck.encode(MediaBusPublisherCheck.reply(for: answer)))
-                }
-            } catch {
-                responder.cancel()
-                throw error
-            }
-        } else {
-            publisherResponder = nil
-        }
         self.subscription = FrameSubscription.start(on: hub, delivery: .inline { batch in
             for frame in batch.frames {
                 if let handover {
@@ -101,6 +92,18 @@ public final class BusPublication: Sendable {
     public func cancel() {
         subscription?.cancel()
         gopResponder.withLockedValue { $0 }?.cancel()
-        publisherResponder?.cancel()
+    }
+}
+
+/// How an ingest's publications answer the cluster's publisher checks: the node's token (a
+/// node does not answer its own checks) and whether its publishers yield to their
+/// reconnections elsewhere (the node drains).
+public struct PublisherChecks: Sendable {
+    public let node: UInt64
+    public let yielding: @Sendable () -> Bool
+
+    public init(node: UInt64, yielding: @escaping @Sendable () -> Bool) {
+        self.node = node
+        self.yielding = yielding
     }
 }

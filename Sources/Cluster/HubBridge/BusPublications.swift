@@ -19,14 +19,14 @@ public actor BusPublications {
     /// The newest publication of each rendition.
     private var byPath: [RenditionPath: ObjectIdentifier] = [:]
 
-    /// Whether this node's publishers yield to a publisher of their stream on another ingest
-    /// (it drains: they were asked to reconnect elsewhere).
-    private let yielding: @Sendable () -> Bool
+    /// This node's token in the cluster's publisher checks, and whether its publishers yield
+    /// to their reconnections on other ingests (it drains: they were asked to go there).
+    private let checks: PublisherChecks
 
     public init(bus: any Bus, logger: Logger, yielding: @escaping @Sendable () -> Bool = { false }) {
         self.bus = bus
         self.logger = logger
-        self.yielding = yielding
+        checks = PublisherChecks(node: UInt64.random(in: 1...UInt64.max), yielding: yielding)
     }
 
     /// Starts forwarding `hub` (on its rendition's subject) unless it already is.
@@ -50,7 +50,7 @@ public actor BusPublications {
         guard publications[id] == nil else { return }
         do {
             // An ingest's hubs: their timelines are their publishers' own.
-            let publication = try BusPublication(hub: hub, bus: bus, logger: logger, hasOwnClock: true, yielding: yielding)
+            let publication = try BusPublication(hub: hub, bus: bus, logger: logger, hasOwnClock: true, checks: checks)
             publications[id] = (hub, publication)
             byPath[hub.path] = id
             logger.info("publishing to the bus", metadata: ["stream": "\(hub.path)", "subject": "\(publication.subject)"])
@@ -61,14 +61,17 @@ public actor BusPublications {
 
     /// The cluster's one-publisher rule for a publisher of `path` with credentials `owner`,
     /// about to be admitted here: what another ingest that publishes the stream answers
-    /// (`MediaBusPublisherCheck`), or nil when this node publishes it itself (its hub
+    /// (`MediaBusPublisherCheck`), or nil when a publisher of it is here (this node's hub
     /// decides, as on one node) or no other node answers within `timeout` (a new stream,
-    /// or an ingest that died; with no responder NATS answers at once).
+    /// or an ingest that died; with no responder NATS answers at once, and an ended hub's
+    /// responder, until the next sweep, stays silent for the whole timeout).
     public func checkPublisherElsewhere(_ path: StreamPath, owner: String, timeout: Duration = .milliseconds(500)) async -> MediaBusPublisherCheck.Reply? {
         let rendition = RenditionPath.source(path)
-        if let id = byPath[rendition], let entry = publications[id], !entry.hub.isEnded { return nil }
+        if let id = byPath[rendition], let entry = publications[id], !entry.hub.isEnded, entry.hub.hasPublisher { return nil }
         guard let subject = try? MediaBusSubject(rendition),
-              let reply = try? await bus.request(subject: MediaBusPublisherCheck.subject(for: subject), payload: MediaBusPublisherCheck.encodeRequest(owner: owner), timeout: timeout)
+              let reply = try? await bus.request(
+                  subject: MediaBusPublisherCheck.subject(for: subject), payload: MediaBusPublisherCheck.encodeRequest(owner: owner, asker: checks.node), timeout: timeout
+              )
         else { return nil }
         return MediaBusPublisherCheck.decode(reply)
     }

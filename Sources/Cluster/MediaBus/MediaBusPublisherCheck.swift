@@ -3,17 +3,22 @@ import Media
 import NIOCore
 
 /// The cluster's one-publisher rule, asked over the bus: before an ingest admits a publisher
-/// of a stream it does not publish itself, it asks whether another ingest holds the stream
-/// (`publisher.<app>.<name>.src`, answered by the node whose publication of it is live).
-/// That node answers as its hub would answer a second publisher there
-/// (`StreamHub.answerPublisherElsewhere`): busy while its publisher sends, not the owner's
-/// while the stream belongs to other credentials, and otherwise yes, evicting an idle
-/// publisher of the same owner (a reconnect that reached another ingest), and a sending one
-/// of the same owner while it drains. Nobody answering (a new stream, an ingest that died) is a yes.
+/// of a stream it has no publisher of itself, it asks whether another ingest holds the
+/// stream, answered by the node whose publication of it is live, as its hub would answer a
+/// second publisher there (`StreamHub.answerPublisherElsewhere`): busy while its publisher
+/// sends, not the owner's while the stream belongs to other credentials, and otherwise yes,
+/// evicting an idle publisher of the same owner (a reconnect that reached another ingest),
+/// and a sending one of the same owner while it drains. Nobody answering (a new stream, an
+/// ingest that died) is a yes.
 ///
-/// The request is the SHA-256 digest of the asker's owner (`key:…` or `address:…`; a key
-/// never crosses the bus); the reply is one byte, the verdict, and the publisher's idle
-/// time in milliseconds (UInt32, big-endian).
+/// The request goes to the rendition's GOP subject (`gop.<app>.<name>.src`), whose
+/// responder every publication has already: one subscription, and one cnats delivery
+/// thread, per publication, not two. A GOP request is empty; this one is 44 bytes: `PUB1`,
+/// the asking node's token (UInt64, big-endian; a node does not answer its own), and the
+/// SHA-256 digest of the publisher's owner (`key:…` or `address:…`: the bus carries a
+/// digest, not the key). The reply is one byte, the verdict, and the publisher's idle time
+/// in milliseconds (UInt32, big-endian). An older node answers with its GOP, which is not
+/// a reply: a yes, as before this check.
 public enum MediaBusPublisherCheck {
     public enum Verdict: UInt8, Sendable, Equatable {
         /// Nothing on the answering node holds the stream against the asker.
@@ -34,9 +39,12 @@ public enum MediaBusPublisherCheck {
         }
     }
 
-    /// The request subject for a rendition.
+    static let magic: [UInt8] = Array("PUB1".utf8)
+    public static let requestBytes = 4 + 8 + SHA256.byteCount
+
+    /// The request subject for a rendition: its GOP subject.
     public static func subject(for media: MediaBusSubject) -> String {
-        "publisher" + media.subject.dropFirst("media".count)
+        MediaBusGOP.subject(for: media)
     }
 
     /// What an owner is sent as.
@@ -44,14 +52,23 @@ public enum MediaBusPublisherCheck {
         Array(SHA256.hash(data: Array(owner.utf8)))
     }
 
-    public static func encodeRequest(owner: String) -> ByteBuffer {
-        ByteBuffer(bytes: digest(of: owner))
+    public static func encodeRequest(owner: String, asker: UInt64) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(requestBytes)
+        buffer.writeBytes(magic)
+        buffer.writeInteger(asker)
+        buffer.writeBytes(digest(of: owner))
+        return buffer
     }
 
-    /// The digest in a request; nil when it is not one.
-    public static func decodeRequest(_ payload: ByteBuffer) -> [UInt8]? {
-        guard payload.readableBytes == SHA256.byteCount else { return nil }
-        return payload.getBytes(at: payload.readerIndex, length: SHA256.byteCount)
+    /// The asking node and the owner's digest in a request; nil when the payload is not one
+    /// (an empty one is a GOP request).
+    public static func decodeRequest(_ payload: ByteBuffer) -> (asker: UInt64, digest: [UInt8])? {
+        var payload = payload
+        guard payload.readableBytes == requestBytes, payload.readBytes(length: 4) == magic,
+              let asker = payload.readInteger(as: UInt64.self), let digest = payload.readBytes(length: SHA256.byteCount)
+        else { return nil }
+        return (asker, digest)
     }
 
     /// The reply for a hub's answer.

@@ -66,6 +66,9 @@ public final class StreamHub: Sendable {
         var discontinuityPending = false
         /// Who first published the stream; only the same owner may take it over or resume it.
         var owner: String?
+        /// The stream went to a publisher on another node (`answerPublisherElsewhere`), and
+        /// none has attached here since.
+        var handedOver = false
         var metadata: HubPacket?
         var audioSequenceHeader: HubPacket?
         var videoSequenceHeader: HubPacket?
@@ -145,6 +148,7 @@ public final class StreamHub: Sendable {
                 return (.notOwner, nil)
             }
             if state.owner == nil { state.owner = owner }
+            state.handedOver = false
             if state.hadPublisher { state.normalizer.beginNewEpoch() }
             state.hadPublisher = true
             state.publisher = Publisher(id: id, lastActivity: now, evict: evict)
@@ -161,29 +165,38 @@ public final class StreamHub: Sendable {
     /// An idle publisher of the same owner is evicted (the asker takes over, as it would
     /// here), and so is a sending one of the same owner when `yielding` (this node drains:
     /// its publishers were asked to reconnect elsewhere, and open the new connection before
-    /// they close this one); then the answer is `.attached`. An ended hub, or one without a
-    /// publisher whose owner is the asker, is `.attached` too: nothing here holds the stream
-    /// against it.
-    public func answerPublisherElsewhere(isOwner: (String) -> Bool, yielding: Bool = false, now: NIODeadline = .now()) -> AttachResult {
-        let (result, evicted) = state.withLockedValue { state -> (AttachResult, (@Sendable () -> Void)?) in
-            guard !state.ended else { return (.attached(replacedIdle: false), nil) }
+    /// they close this one); then the answer is `.attached`, as it is for the owner while no
+    /// publisher is here (the stream moves). Once the stream has gone elsewhere so, and
+    /// until a publisher attaches here again, the hub says nothing (nil), nor does an ended
+    /// one: the node the stream went to answers for it.
+    public func answerPublisherElsewhere(isOwner: (String) -> Bool, yielding: Bool = false, now: NIODeadline = .now()) -> AttachResult? {
+        let (result, evicted) = state.withLockedValue { state -> (AttachResult?, (@Sendable () -> Void)?) in
+            guard !state.ended, !(state.handedOver && state.publisher == nil) else { return (nil, nil) }
             let owned = state.owner.map(isOwner) ?? true
             guard let current = state.publisher else {
-                return (owned ? .attached(replacedIdle: false) : .notOwner, nil)
+                guard owned else { return (.notOwner, nil) }
+                state.handedOver = true
+                return (.attached(replacedIdle: false), nil)
             }
             let idleDuration = Duration.nanoseconds((now - current.lastActivity).nanoseconds)
             if !(yielding && owned) {
                 guard idleDuration >= configuration.publisherIdleTakeover else { return (.busy(idleFor: idleDuration), nil) }
                 guard owned else { return (.notOwner, nil) }
             }
-            // Taken over from elsewhere: the publisher goes, as a local takeover's does.
+            // Taken over from elsewhere: the publisher goes (its later frames are refused), as
+            // a local takeover's does.
             state.publisher = nil
             state.statistics.hasPublisher = false
+            state.handedOver = true
             return (.attached(replacedIdle: true), current.evict)
         }
         evicted?()
         return result
     }
+
+    /// Whether the stream went to a publisher on another node and none has attached here
+    /// since: a publisher evicted so was taken over, not evicted.
+    public var isHandedOver: Bool { state.withLockedValue { $0.handedOver } }
 
     /// Releases the stream if `id` is still its publisher. Viewers stay attached: a new
     /// publisher may continue the stream (see `StreamRegistry`'s grace period).

@@ -31,12 +31,14 @@ struct AdmissionPolicies: Sendable {
             registry: registry, maxStreams: configuration.maxStreams, transcodes: transcodes,
             tokens: tokens.map { TokenPolicy(verifier: $0, expiry: expiry) }
         )
-        if let clusterPublications {
-            policies.append(ClusterPublisherPolicy(publications: clusterPublications))
-        }
         if !configuration.hooks.isEmpty {
-            // The operator's backend decides last.
+            // The operator's backend decides the policies' last word.
             policies.append(WebhookPolicy(hooks: configuration.hooks, caller: hookCaller, nodeID: nodeID, logger: logger))
+        }
+        if let clusterPublications {
+            // After the hook, which may rename the stream: the one-publisher rule is about
+            // the name it is published under, as the local rule that comes after it is.
+            policies.append(ClusterPublisherPolicy(publications: clusterPublications))
         }
         return policies
     }

@@ -9,8 +9,9 @@ import Session
 /// is admitted, and the other ingest's idle publisher (a reconnect that reached this ingest)
 /// is closed. Without it, two encoders on two ingests were both admitted, and relays flapped
 /// between their timelines. Asked over the bus (`BusPublications.checkPublisherElsewhere`),
-/// after the keys and tokens, so that only admissible publishers ask; a stream nobody else
-/// answers for (new, or its ingest died) is let through.
+/// after every other policy, hooks included (a hook may rename the stream, and only
+/// admissible publishers should ask); a stream nobody else answers for (new, or its ingest
+/// died) is let through.
 struct ClusterPublisherPolicy: AdmissionPolicy {
     let publications: BusPublications
 

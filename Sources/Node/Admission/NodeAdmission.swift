@@ -92,7 +92,8 @@ struct NodeAdmission: SessionAdmission {
         let evict = request.evict
         owned.evict = {
             if let session = taken.session {
-                session.noteEnding(session.hub.hasPublisher ? .takenOver : .evicted)
+                // A newer publisher holds the hub, here or on another ingest of the cluster.
+                session.noteEnding(session.hub.hasPublisher || session.hub.isHandedOver ? .takenOver : .evicted)
             }
             evict()
         }

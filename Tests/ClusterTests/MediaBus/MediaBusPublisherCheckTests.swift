@@ -4,15 +4,19 @@ import Testing
 
 @testable import Cluster
 
-/// The cluster's one-publisher check on the bus: what crosses it, and what a reply that is
-/// not one (a newer node's verdict, a short payload) means.
+/// The cluster's one-publisher check on the bus: what crosses it, and what a payload that is
+/// not one (a GOP request, a newer node's verdict, a GOP reply from an older node) means.
 @Suite struct MediaBusPublisherCheckTests {
-    @Test func theRequestIsTheOwnersDigestAndTheReplyRoundTrips() throws {
-        let request = MediaBusPublisherCheck.encodeRequest(owner: "key:secret")
-        #expect(request.readableBytes == 32)
+    @Test func theRequestCarriesTheAskerAndTheOwnersDigestAndTheReplyRoundTrips() throws {
+        let request = MediaBusPublisherCheck.encodeRequest(owner: "key:secret", asker: 0x0102_0304_0506_0708)
+        #expect(request.readableBytes == 44)
         #expect(!String(decoding: request.readableBytesView, as: UTF8.self).contains("secret"))
-        #expect(MediaBusPublisherCheck.decodeRequest(request) == MediaBusPublisherCheck.digest(of: "key:secret"))
-        #expect(MediaBusPublisherCheck.decodeRequest(ByteBuffer(bytes: [1, 2, 3])) == nil)
+        let decoded = try #require(MediaBusPublisherCheck.decodeRequest(request))
+        #expect(decoded.asker == 0x0102_0304_0506_0708)
+        #expect(decoded.digest == MediaBusPublisherCheck.digest(of: "key:secret"))
+        // A GOP request (empty), or anything else, is not a check.
+        #expect(MediaBusPublisherCheck.decodeRequest(ByteBuffer()) == nil)
+        #expect(MediaBusPublisherCheck.decodeRequest(ByteBuffer(bytes: [UInt8](repeating: 0, count: 44))) == nil)
 
         for answer: StreamHub.AttachResult in [.attached(replacedIdle: true), .busy(idleFor: .milliseconds(1234)), .notOwner] {
             let reply = MediaBusPublisherCheck.reply(for: answer)
@@ -22,6 +26,6 @@ import Testing
         #expect(MediaBusPublisherCheck.decode(ByteBuffer(bytes: [9, 0, 0, 0, 0])) == nil)
         #expect(MediaBusPublisherCheck.decode(ByteBuffer(bytes: [1, 0, 0])) == nil)
         let subject = try MediaBusSubject(path: StreamPath(app: "live", name: "cam"), rendition: "src")
-        #expect(MediaBusPublisherCheck.subject(for: subject) == "publisher.live.cam.src")
+        #expect(MediaBusPublisherCheck.subject(for: subject) == MediaBusGOP.subject(for: subject))
     }
 }

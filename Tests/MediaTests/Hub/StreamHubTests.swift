@@ -314,20 +314,28 @@ import Testing
         #expect(evicted.withLockedValue { $0 } == 0)
         #expect(hub.answerPublisherElsewhere(isOwner: isA, now: start + .seconds(3)) == .attached(replacedIdle: true))
         #expect(evicted.withLockedValue { $0 } == 1)
-        #expect(!hub.hasPublisher)
+        #expect(!hub.hasPublisher && hub.isHandedOver)
         #expect(hub.publish(Self.audio(30), publisher: 1) == false)
-        // In the grace period: the owner's, and only the owner's.
-        #expect(hub.answerPublisherElsewhere(isOwner: isB) == .notOwner)
-        #expect(hub.answerPublisherElsewhere(isOwner: isA) == .attached(replacedIdle: false))
+        // Handed over: the node the stream went to answers for it, this hub says nothing.
+        #expect(hub.answerPublisherElsewhere(isOwner: isB) == nil)
+        #expect(hub.answerPublisherElsewhere(isOwner: isA) == nil)
 
-        // A draining node yields its sending publisher to the owner's reconnection elsewhere,
-        // and to no one else.
+        // A publisher attaches here again: the hub answers again. A draining node yields its
+        // sending publisher to the owner's reconnection elsewhere, and to no one else.
         #expect(hub.attachPublisher(id: 2, owner: "key:a", now: start + .seconds(4)) { evicted.withLockedValue { $0 += 1 } } == .attached(replacedIdle: false))
+        #expect(!hub.isHandedOver)
         #expect(hub.answerPublisherElsewhere(isOwner: isB, yielding: true, now: start + .seconds(4)) == .busy(idleFor: .zero))
         #expect(hub.answerPublisherElsewhere(isOwner: isA, yielding: true, now: start + .seconds(4)) == .attached(replacedIdle: true))
         #expect(evicted.withLockedValue { $0 } == 2)
+
+        // In the grace period after a publisher left (not handed over): the owner's only.
+        #expect(hub.attachPublisher(id: 3, owner: "key:a", now: start + .seconds(5)) {} == .attached(replacedIdle: false))
+        hub.detachPublisher(id: 3)
+        #expect(hub.answerPublisherElsewhere(isOwner: isB) == .notOwner)
+        #expect(hub.answerPublisherElsewhere(isOwner: isA) == .attached(replacedIdle: false))
+        #expect(hub.answerPublisherElsewhere(isOwner: isA) == nil)
         hub.end()
-        #expect(hub.answerPublisherElsewhere(isOwner: isB) == .attached(replacedIdle: false))
+        #expect(hub.answerPublisherElsewhere(isOwner: isA) == nil)
     }
 
     @Test func timestampsContinueAcrossAPublisherReconnect() throws {
