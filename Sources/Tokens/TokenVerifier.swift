@@ -102,12 +102,18 @@ public final class TokenVerifier: Sendable {
             return verdict
         case .jwt(let token, let application):
             guard application.remote == nil else { return nil }
-            guard application.keys != nil else { return .refused("a JWT, and the application takes none") }
-            if let kid = Self.kid(ofJWT: token), !application.kids.contains(kid) {
-                return .refused("the JWT's kid \(kid.prefix(64)) is not in the JWKS")
-            }
-            return nil
+            return Self.refusalBeforeVerifying(kid: Self.kid(ofJWT: token), application)
         }
+    }
+
+    /// Without a JWKS URL: the refusal of a JWT that the application's own keys cannot
+    /// verify whatever its signature (no keys, or a `kid` its JWKS lacks), or nil.
+    private static func refusalBeforeVerifying(kid: String?, _ application: Application) -> TokenVerdict? {
+        guard application.keys != nil else { return .refused("a JWT, and the application takes none") }
+        if let kid, !application.kids.contains(kid) {
+            return .refused("the JWT's kid \(kid.prefix(64)) is not in the JWKS")
+        }
+        return nil
     }
 
     /// What a request's token is, read: a verdict already, or a JWT to verify.
@@ -153,10 +159,8 @@ public final class TokenVerifier: Sendable {
         // checked against the documents' own first.
         let kid = kid(ofJWT: token)
         guard let remote = application.remote else {
+            if let refused = refusalBeforeVerifying(kid: kid, application) { return .failure(VerdictError(refused)) }
             guard let keys = application.keys else { return .failure(VerdictError(.refused("a JWT, and the application takes none"))) }
-            if let kid, !application.kids.contains(kid) {
-                return .failure(VerdictError(.refused("the JWT's kid \(kid.prefix(64)) is not in the JWKS")))
-            }
             do {
                 return .success(try await keys.verify(token, as: TokenClaims.self))
             } catch {

@@ -90,14 +90,9 @@ extension IntegrationTests.ClusterFailoverTests {
     func aDrainedIngestsPublisherMovesToTheOther() async throws {
         try await Scenario.run("cluster-drain-ingest") { scenario in
             let media = try await MediaLibrary.shared.file(.gopAudioVideo)
-            let nats = try await NATSServerProcess.start(scenario)
-            let bus = ["--nats", nats.url]
-            _ = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", Self.token] + bus)
-            let first = try await scenario.startNode(
-                NodeConfig(publisherGraceSeconds: 5, drainGraceSeconds: 30), label: "ingest-1", arguments: ["--role", "ingest", "--node-id", "ingest-1", "--admin-token", Self.token] + bus
+            let (first, second, relay) = try await IntegrationTests.ClusterTests.startTwoIngests(
+                scenario, first: NodeConfig(publisherGraceSeconds: 5, drainGraceSeconds: 30), firstArguments: ["--admin-token", Self.token]
             )
-            let second = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 5), label: "ingest-2", arguments: ["--role", "ingest", "--node-id", "ingest-2"] + bus)
-            let relay = try await scenario.startNode(NodeConfig(), label: "relay", arguments: ["--role", "relay", "--node-id", "relay-1"] + bus)
             let publisher = try MovingPublisher(file: media.url, app: "live", name: "moving")
             scenario.atTearDown { publisher.stop() }
             let publishing = Task { await publisher.run(port: first.rtmpPort, loops: 5, scenario: scenario) }

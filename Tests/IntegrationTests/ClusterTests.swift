@@ -231,11 +231,14 @@ extension IntegrationTests {
 
         /// A coordinator, two ingests (a 5 s grace period each: an encoder that moves comes
         /// back on the other well within it), a transcoder when asked, and a relay.
-        static func startTwoIngests(_ scenario: Scenario, transcoder: Bool = false) async throws -> (first: NodeProcess, second: NodeProcess, relay: NodeProcess) {
+        /// `first` and `firstArguments`: the first ingest's own settings (a drain grace, an admin token).
+        static func startTwoIngests(
+            _ scenario: Scenario, transcoder: Bool = false, first firstConfig: NodeConfig = NodeConfig(publisherGraceSeconds: 5), firstArguments: [String] = []
+        ) async throws -> (first: NodeProcess, second: NodeProcess, relay: NodeProcess) {
             let nats = try await NATSServerProcess.start(scenario)
             let bus = ["--nats", nats.url]
             _ = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", "test-admin-token"] + bus)
-            let first = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 5), label: "ingest-1", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
+            let first = try await scenario.startNode(firstConfig, label: "ingest-1", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + firstArguments + bus)
             let second = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 5), label: "ingest-2", arguments: ["--role", "ingest", "--node-id", "ingest-2"] + bus)
             if transcoder {
                 _ = try await scenario.startNode(NodeConfig(), label: "transcode", arguments: ["--role", "transcode", "--node-id", "transcode-1"] + bus)
