@@ -428,6 +428,7 @@ let package = Package(
             dependencies: [
                 "Node", "Media", "Session", "Ingest", "Relay", "Cluster", "Transcode", "RTMP", "Tokens",
                 .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -21,12 +21,14 @@ import Glibc
 /// rejection code the caller sees (`SRT_REJX_*`): a stream id that does not parse (1400), the
 /// connection cap or one address's share of it (1402), a player of a stream not live here
 /// (1404), a publisher of a node that serves players only, a relay or an edge (1405), and
-/// what the admission refuses without waiting (`refusalWithoutWaiting`: a missing key or
-/// token, an HMAC token that does not match, 1401; a draining node, 1402). The admission
-/// then decides as for any publisher or viewer; its refusal closes the connection, logged
-/// with the reason (the handshake is over by then: the callback cannot wait for a key the
-/// coordinator checks, a JWT's key collection or a hook, nor ask the cluster whether a
-/// stream not yet mirrored here is live elsewhere). A denial is remembered
+/// what the admission refuses before admitting anyone (`refusalWithoutWaiting`: a missing
+/// key or token, an HMAC token that does not match, 1401; a draining node, 1402; and
+/// `refusalWithoutSideEffects`, awaited briefly within `HandshakeWaitBudget`: a key the
+/// coordinator refuses, a bad JWT, 1401). The admission then decides as for any publisher
+/// or viewer; its refusal closes the connection, logged with the reason (the handshake is
+/// over by then: the callback does not wait for a hook, which is told of the attempt, nor
+/// ask the cluster whether a stream not yet mirrored here is live elsewhere, nor for an
+/// answer past its budget). A denial is remembered
 /// (`SRTRefusalMemory`): the same request from the same host within `refusalMemory` is
 /// rejected in the handshake with 1401.
 public final class SRTListener: Sendable {
@@ -68,6 +70,12 @@ public final class SRTListener: Sendable {
         /// next attempt is rejected in the handshake with the refusal's code. Short: an
         /// operator who fixes a key or a hook waits at most this long for the encoder to get in.
         public var refusalMemory: Duration = .seconds(10)
+        /// How long the handshake may wait for what the admission can refuse by asking
+        /// without consequences (a key the coordinator checks, a JWT's signature): each
+        /// handshake, and all of them in a second (`HandshakeWaitBudget`). libsrt's thread
+        /// that waits carries every caller's packets, so both are short; zero turns it off.
+        public var handshakeWait: Duration = .milliseconds(100)
+        public var handshakeWaitPerSecond: Duration = .milliseconds(250)
 
         public init(host: String, port: Int) {
             self.host = host
@@ -87,6 +95,8 @@ public final class SRTListener: Sendable {
     let feeds: TSFeeds
     /// Refusals of the admission, answered in the next handshake of the same request.
     let refusals: SRTRefusalMemory
+    /// What the listen callback may spend waiting for the admission.
+    private let handshakeWaits: HandshakeWaitBudget
     let logger: Logger
     private let listening = Mutex<SRTSOCKET?>(nil)
     /// Callers accepted and not yet closed, counted by mode against its cap and one
@@ -106,6 +116,11 @@ public final class SRTListener: Sendable {
     static let rejectedAddress = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "address_limit")])
     /// Refused by the admission in the handshake (`SessionAdmission.refusalWithoutWaiting`).
     static let rejectedByAdmission = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "refused_in_handshake")])
+    /// The handshake's waits for the admission's side-effect-free check: answered within the
+    /// wait, not answered (decided after the handshake), or not started (the budget spent).
+    static let handshakeWaitAnswered = Counter(label: "estuary_srt_handshake_waits_total", dimensions: [("result", "answered")])
+    static let handshakeWaitTimedOut = Counter(label: "estuary_srt_handshake_waits_total", dimensions: [("result", "timed_out")])
+    static let handshakeWaitNoBudget = Counter(label: "estuary_srt_handshake_waits_total", dimensions: [("result", "no_budget")])
     /// Callers over the cap that the handshake let through (a burst vetted before any was
     /// accepted), closed at accept.
     static let closedOverCap = Counter(label: "estuary_srt_connections_total", dimensions: [("result", "over_cap")])
@@ -147,6 +162,7 @@ public final class SRTListener: Sendable {
         self.isLive = isLive
         self.feeds = TSFeeds(writeTimeout: configuration.writeTimeout, logger: logger)
         self.refusals = SRTRefusalMemory(duration: configuration.refusalMemory)
+        self.handshakeWaits = HandshakeWaitBudget(perHandshake: configuration.handshakeWait, perSecond: configuration.handshakeWaitPerSecond)
         func limiter(_ cap: Int) -> ConnectionLimiter {
             ConnectionLimiter(limits: ConnectionLimits(
                 maxConnections: cap, maxConnectionsPerAddress: configuration.maxCallersPerAddress, limitLoopback: configuration.limitLoopback
@@ -254,7 +270,7 @@ public final class SRTListener: Sendable {
             srt_setrejectreason(caller, SRT_REJX_OVERLOAD)
             return -1
         }
-        if let refused = refusalWithoutWaiting(parsed, host: host) {
+        if let refused = earlyRefusal(parsed, host: host) {
             let code = SRTRefusalMemory.code(for: refused.refusal)
             Self.rejectedByAdmission.increment()
             refusals.remember(SRTRefusalMemory.key(host: host, parsed), refused.refusal)
@@ -265,19 +281,45 @@ public final class SRTListener: Sendable {
         return 0
     }
 
-    /// What the admission refuses at once (a missing key or token, an HMAC token that does
-    /// not match, a draining node), so that the usual mistakes get a code on the first
-    /// attempt; whatever needs waiting (a key the coordinator checks, a JWT, a hook) is
-    /// decided after the handshake.
-    private func refusalWithoutWaiting(_ streamID: SRTStreamID, host: String) -> RefusalWithoutWaiting? {
+    /// What the admission refuses before the handshake completes, so that the usual
+    /// mistakes get a code on the first attempt: at once (a missing key or token, an HMAC
+    /// token that does not match, a draining node), or else after asking without
+    /// consequences (a key the coordinator checks, a JWT), awaited within the handshake's
+    /// wait budget. A hook's refusal, or an answer that did not come in time, is decided
+    /// after the handshake.
+    private func earlyRefusal(_ streamID: SRTStreamID, host: String) -> EarlyRefusal? {
         let query = StreamQuery(streamID.query)
+        let admission = admission
         switch streamID.mode {
         case .publish:
-            return admission.refusalWithoutWaiting(PublishRequest(path: streamID.path, query: query, remoteAddress: host, transport: .srt, evict: {}))
+            let request = PublishRequest(path: streamID.path, query: query, remoteAddress: host, transport: .srt, evict: {})
+            if let refused = admission.refusalWithoutWaiting(request) { return refused }
+            return waitInHandshake { await admission.refusalWithoutSideEffects(request) }
         case .play:
             guard let requested = RequestedRendition(app: streamID.path.app, name: streamID.path.name) else { return nil }
-            return admission.refusalWithoutWaiting(PlayRequest(path: requested, query: query, remoteAddress: host, transport: .srt))
+            let request = PlayRequest(path: requested, query: query, remoteAddress: host, transport: .srt)
+            if let refused = admission.refusalWithoutWaiting(request) { return refused }
+            return waitInHandshake { await admission.refusalWithoutSideEffects(request) }
         }
+    }
+
+    /// `check`'s answer, awaited on libsrt's thread within the handshake's wait budget; nil
+    /// when it did not come in time (or there was no budget left), which the admission then
+    /// decides after the handshake.
+    private func waitInHandshake(_ check: @escaping @Sendable () async -> EarlyRefusal?) -> EarlyRefusal? {
+        guard let allowance = handshakeWaits.allowance() else {
+            Self.handshakeWaitNoBudget.increment()
+            return nil
+        }
+        let started = ContinuousClock.now
+        let answer = waitFromThread(for: allowance, check)
+        handshakeWaits.spend(ContinuousClock.now - started)
+        guard let answer else {
+            Self.handshakeWaitTimedOut.increment()
+            return nil
+        }
+        Self.handshakeWaitAnswered.increment()
+        return answer
     }
 
     func logRejection(_ kind: String, _ line: String) {

@@ -38,8 +38,17 @@ public protocol SessionAdmission: Sendable {
     /// thread), so that the usual mistakes are answered with a code on the first attempt.
     /// Never blocks; a refusal is counted as `publish`'s would be, and logged by the protocol
     /// (with a rate limit: a handshake may cost its sender little).
-    func refusalWithoutWaiting(_ request: PublishRequest) -> RefusalWithoutWaiting?
-    func refusalWithoutWaiting(_ request: PlayRequest) -> RefusalWithoutWaiting?
+    func refusalWithoutWaiting(_ request: PublishRequest) -> EarlyRefusal?
+    func refusalWithoutWaiting(_ request: PlayRequest) -> EarlyRefusal?
+    /// `refusalWithoutWaiting`, and besides what the admission can refuse by asking someone
+    /// without consequences: a stream key the coordinator checks, a JWT's signature (a JWKS
+    /// that may need fetching). It calls no hook, holds no slot, evicts no publisher and
+    /// asks no other node of the cluster: nil is still not an acceptance, and `publish`
+    /// decides as before. For SRT's handshake, which waits for it only briefly (libsrt's
+    /// thread carries every caller's packets), so that a wrong key or a bad JWT is answered
+    /// with a code on the first attempt.
+    func refusalWithoutSideEffects(_ request: PublishRequest) async -> EarlyRefusal?
+    func refusalWithoutSideEffects(_ request: PlayRequest) async -> EarlyRefusal?
 }
 
 extension SessionAdmission {
@@ -63,17 +72,22 @@ extension SessionAdmission {
     }
 
     /// An admission that cannot tell without waiting refuses nothing at once.
-    public func refusalWithoutWaiting(_ request: PublishRequest) -> RefusalWithoutWaiting? { nil }
-    public func refusalWithoutWaiting(_ request: PlayRequest) -> RefusalWithoutWaiting? { nil }
+    public func refusalWithoutWaiting(_ request: PublishRequest) -> EarlyRefusal? { nil }
+    public func refusalWithoutWaiting(_ request: PlayRequest) -> EarlyRefusal? { nil }
+
+    /// An admission that asks no one without consequences refuses what it refuses at once.
+    public func refusalWithoutSideEffects(_ request: PublishRequest) async -> EarlyRefusal? { refusalWithoutWaiting(request) }
+    public func refusalWithoutSideEffects(_ request: PlayRequest) async -> EarlyRefusal? { refusalWithoutWaiting(request) }
 
     public func play(_ request: PlayRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PlayAnswer> {
         eventLoop.makeFutureWithTask { await self.play(request) }
     }
 }
 
-/// `SessionAdmission.refusalWithoutWaiting`'s answer: what the client is told, and the
-/// reason for the log (which may say more than the client is told).
-public struct RefusalWithoutWaiting: Sendable {
+/// A refusal before the session is admitted (`SessionAdmission.refusalWithoutWaiting`,
+/// `refusalWithoutSideEffects`): what the client is told, and the reason for the log (which
+/// may say more than the client is told).
+public struct EarlyRefusal: Sendable {
     public var refusal: SessionRefusal
     public var reason: String
 

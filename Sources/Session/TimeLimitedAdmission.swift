@@ -44,12 +44,21 @@ public struct TimeLimitedAdmission: SessionAdmission {
     }
 
     /// Answered without waiting: not timed.
-    public func refusalWithoutWaiting(_ request: PublishRequest) -> RefusalWithoutWaiting? {
+    public func refusalWithoutWaiting(_ request: PublishRequest) -> EarlyRefusal? {
         inner.refusalWithoutWaiting(request)
     }
 
-    public func refusalWithoutWaiting(_ request: PlayRequest) -> RefusalWithoutWaiting? {
+    public func refusalWithoutWaiting(_ request: PlayRequest) -> EarlyRefusal? {
         inner.refusalWithoutWaiting(request)
+    }
+
+    /// Awaited by its caller for a bound of its own (SRT's handshake): not timed here.
+    public func refusalWithoutSideEffects(_ request: PublishRequest) async -> EarlyRefusal? {
+        await inner.refusalWithoutSideEffects(request)
+    }
+
+    public func refusalWithoutSideEffects(_ request: PlayRequest) async -> EarlyRefusal? {
+        await inner.refusalWithoutSideEffects(request)
     }
 
     /// Local and quick (no policy is asked): not timed.

@@ -342,20 +342,25 @@ extension IntegrationTests {
             }
         }
 
-        @Test("SRS's stream id with a stream key: the key is checked by the same admission as RTMP's, and a refused key is rejected with code 1401 when it comes again; a stream id that does not parse is rejected with SRT code 1400, seen by the caller")
+        @Test("SRS's stream id with a stream key: the key is checked by the same admission as RTMP's; a missing or wrong key is rejected with code 1401 in the first handshake (the coordinator asked within it), seen by libsrt's caller and ffmpeg; a hook's refusal closes the first attempt and is rejected with 1401 when it comes again, the hook asked once; a stream id that does not parse is rejected with SRT code 1400")
         func streamIDsAndKeys() async throws {
             try await Scenario.run("srt-refusals") { scenario in
                 let media = try await MediaLibrary.shared.file(.gopAudioVideo)
                 let srtPort = try await FreePorts.allocate(1)[0]
-                let node = try await scenario.startNode(
-                    NodeConfig(requireStreamKeys: true), label: "node", arguments: ["--srt-port", String(srtPort), "--admin-token", SessionsTests.token]
-                )
-                let created = try await HTTPClient.request(
-                    "POST", port: node.adminPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(SessionsTests.token)"],
-                    body: #"{"app":"live","name":"keyed"}"#
-                )
-                let json = (try? JSONSerialization.jsonObject(with: Data(created.bodyText.utf8)) as? [String: Any]) ?? [:]
-                let key = try #require(json["key"] as? String, "creating a key answered \(created.status): \(created.bodyText)")
+                let hooks = try await WebhookTests.HookServer.start(scenario, slowSeconds: 1)
+                var config = NodeConfig(requireStreamKeys: true)
+                config.hooks = ["closed": .init(onPublish: NodeConfig.Hook(url: hooks.url("/refuse/publish")))]
+                let node = try await scenario.startNode(config, label: "node", arguments: ["--srt-port", String(srtPort), "--admin-token", SessionsTests.token])
+                func createKey(_ app: String, _ name: String) async throws -> String {
+                    let created = try await HTTPClient.request(
+                        "POST", port: node.adminPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(SessionsTests.token)"],
+                        body: #"{"app":"\#(app)","name":"\#(name)"}"#
+                    )
+                    let json = (try? JSONSerialization.jsonObject(with: Data(created.bodyText.utf8)) as? [String: Any]) ?? [:]
+                    return try #require(json["key"] as? String, "creating a key answered \(created.status): \(created.bodyText)")
+                }
+                let key = try await createKey("live", "keyed")
+                let closedKey = try await createKey("closed", "cam")
 
                 // A stream id that names no stream: rejected in the handshake, code 1400.
                 for bad in ["nonsense", "publish:live", "#!::m=publish", "#!::r=live/cam,m=upload"] {
@@ -378,24 +383,36 @@ extension IntegrationTests {
                 scenario.check(!ffmpegKeyless.succeeded && ffmpegKeyless.stderr.contains("reject"), "ffmpeg's first publish without a key: \(ffmpegKeyless)")
                 scenario.check(node.log.contains("its publish of live/keyless is refused: a stream key is required"), "the keyless rejection in the handshake is not logged with its reason")
 
-                // The wrong key: the admission refuses, the stream never goes live.
-                _ = try Self.publishOverSRT(scenario, media: media, port: srtPort, streamID: "%23!::r=live/keyed,m=publish,key=wrong", name: "wrong-key")
-                try await Task.sleep(for: .seconds(3))
-                let wrong = try await HTTPClient.get(port: node.httpPort, path: "/live/keyed.flv", timeout: .seconds(2))
-                scenario.check(wrong.status == 404, "a publisher with the wrong key made the stream live: \(wrong.status)")
-                scenario.check(node.log.contains("SRT publish of live/keyed") && node.log.contains("refused"), "the refusal is not logged")
-                // That first refusal could only close the connection (the admission answers
-                // after the handshake). The same request again, within the refusal memory
-                // (10 s), is rejected in the handshake: code 1401, seen by the caller and by
-                // ffmpeg; the admission is not asked again.
+                // The wrong key: the coordinator (embedded here) refuses it, asked within the
+                // handshake's wait, so even the first attempt is rejected with 1401, seen by
+                // libsrt's caller and by ffmpeg (another wrong key, its first attempt too).
+                let wrong = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/keyed,m=publish,key=wrong")
+                scenario.check(wrong == SRT_REJX_UNAUTHORIZED, "a first publish with a wrong key: rejection \(wrong), expected \(SRT_REJX_UNAUTHORIZED)")
+                let ffmpegWrong = try await Self.publishTwoSeconds(scenario, port: srtPort, streamID: "%23!::r=live/keyed,m=publish,key=other", name: "ffmpeg-wrong-key")
+                scenario.check(!ffmpegWrong.succeeded && ffmpegWrong.stderr.contains("reject"), "ffmpeg's first publish with a wrong key: \(ffmpegWrong)")
+                scenario.check(node.log.contains("its publish of live/keyed is refused: stream key refused"), "the wrong key's rejection in the handshake is not logged with its reason")
+                let notLive = try await HTTPClient.get(port: node.httpPort, path: "/live/keyed.flv", timeout: .seconds(2))
+                scenario.check(notLive.status == 404, "a publisher with the wrong key made the stream live: \(notLive.status)")
+                // The same request again, within the refusal memory (10 s): rejected with 1401
+                // without asking the admission again.
                 let again = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/keyed,m=publish,key=wrong")
                 scenario.check(again == SRT_REJX_UNAUTHORIZED, "the wrong key again: rejection \(again), expected \(SRT_REJX_UNAUTHORIZED)")
-                let ffmpegAgain = try await Self.publishTwoSeconds(scenario, port: srtPort, streamID: "%23!::r=live/keyed,m=publish,key=wrong", name: "ffmpeg-wrong-key-again")
-                scenario.check(!ffmpegAgain.succeeded && ffmpegAgain.stderr.contains("reject"), "ffmpeg with the wrong key again: \(ffmpegAgain)")
-                scenario.check(node.log.contains("rejected (1401)") && node.log.contains("was refused moments ago"), "the rejection in the handshake is not logged")
-                // Another key is another request: asked about afresh (connected, then refused).
-                let otherKey = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/keyed,m=publish,key=other", hold: .seconds(1))
-                scenario.check(otherKey == 0, "another wrong key was rejected in the handshake (\(otherKey)): only the same request is remembered")
+                scenario.check(node.log.contains("rejected (1401)") && node.log.contains("was refused moments ago"), "the remembered rejection is not logged")
+
+                // A hook is told of each attempt, so the handshake does not ask it: with the
+                // right key, a publish the hook refuses connects and is closed; the same request
+                // again is rejected in the handshake from the refusal memory, and the hook was
+                // asked once.
+                let hookFirst = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=closed/cam,m=publish,key=\(closedKey)", hold: .seconds(1))
+                scenario.check(hookFirst == 0, "a publish the hook refuses was rejected in the handshake (\(hookFirst)): the hook is not asked there")
+                let hookRefused = await eventually(timeout: .seconds(5), interval: .milliseconds(100)) {
+                    node.log.contains("SRT publish of closed/cam") && node.log.contains("refused")
+                }
+                scenario.check(hookRefused, "the hook's refusal after the handshake is not logged")
+                let hookAgain = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=closed/cam,m=publish,key=\(closedKey)")
+                scenario.check(hookAgain == SRT_REJX_UNAUTHORIZED, "the hook's refusal again: rejection \(hookAgain), expected \(SRT_REJX_UNAUTHORIZED)")
+                let told = hooks.bodies("/refuse/publish").count
+                scenario.check(told == 1, "the hook was asked \(told) times for two attempts, one remembered")
 
                 // The right key, in SRS's form.
                 _ = try Self.publishOverSRT(scenario, media: media, port: srtPort, streamID: "#!::r=live/keyed,m=publish,key=\(key)", name: "right-key")
@@ -406,13 +423,15 @@ extension IntegrationTests {
                 let metrics = try await node.metrics()
                 scenario.check(metrics.text.contains("estuary_srt_connections_total{result=\"bad_streamid\"}"), "no SRT rejection metric")
                 scenario.check(metrics.sum("estuary_srt_connections_total", labels: ["result": "refused_again"]) >= 2, "the rejections of the remembered refusal are not counted: \(metrics.describe("estuary_srt_connections_total"))")
-                scenario.check(metrics.sum("estuary_srt_connections_total", labels: ["result": "refused_in_handshake"]) == 2, "the keyless rejections are not counted: \(metrics.describe("estuary_srt_connections_total"))")
+                // Two keyless and two wrong keys (a retransmitted handshake may add one).
+                scenario.check(metrics.sum("estuary_srt_connections_total", labels: ["result": "refused_in_handshake"]) >= 4, "the rejections in the handshake are not counted: \(metrics.describe("estuary_srt_connections_total"))")
+                scenario.check(metrics.sum("estuary_srt_handshake_waits_total", labels: ["result": "answered"]) >= 3, "the handshake's waits for the coordinator are not counted: \(metrics.describe("estuary_srt_handshake_waits_total"))")
                 scenario.check(metrics.sum("estuary_publishes_refused_total", labels: ["reason": "stream_key"]) >= 3, "the key refusals are not counted with RTMP's: \(metrics.describe("estuary_publishes_refused_total"))")
 
             }
         }
 
-        @Test("Tokens in the stream id (SRS's token= and expires=): an HMAC token publishes and a viewer holding a play token stays 30 s; a missing token, a tampered one, or one for the other action is rejected in the first handshake with 1401, seen by the caller and ffmpeg, logged and counted with RTMP's refusals; a JWT is checked after the handshake, as before")
+        @Test("Tokens in the stream id (SRS's token= and expires=): an HMAC token publishes and a viewer holding a play token stays 30 s; a missing token, a tampered one, or one for the other action is rejected in the first handshake with 1401, seen by the caller and ffmpeg, logged and counted with RTMP's refusals; so is a bad JWT, verified within the handshake's wait, and a good one plays")
         func tokens() async throws {
             try await Scenario.run("srt-tokens") { scenario in
                 let media = try await MediaLibrary.shared.file(.gopAudioVideo)
@@ -457,13 +476,16 @@ extension IntegrationTests {
                 scenario.check(!ffmpegBare.succeeded && ffmpegBare.stderr.contains("reject"), "ffmpeg playing without a token: \(ffmpegBare)")
                 scenario.check(node.log.contains("its play of live/tok is refused: token: no token"), "the rejection is not logged with its reason")
 
-                // A JWT needs the key collection, which answers after the handshake: a bad one
-                // connects and is closed; the same again is rejected with 1401 (remembered).
+                // A JWT is verified within the handshake's wait: a bad one is rejected with 1401
+                // on its first attempt (and again, from the refusal memory); a good one plays.
                 let badJWT = try await TokenTests.issue(scenario, ["jwt", "--dir", scenario.directory.path, "--alg", "HS256", "--secret", String(repeating: "x", count: 40), "--claims", #"{"exp": \#(expires)}"#])
-                let firstJWT = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/tok,m=request,token=\(badJWT)", hold: .seconds(1))
-                scenario.check(firstJWT == 0, "a JWT was decided in the handshake (\(firstJWT)): its keys are an actor's")
+                let firstJWT = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/tok,m=request,token=\(badJWT)")
+                scenario.check(firstJWT == SRT_REJX_UNAUTHORIZED, "a bad JWT's first play: rejection \(firstJWT), expected \(SRT_REJX_UNAUTHORIZED)")
                 let againJWT = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/tok,m=request,token=\(badJWT)")
                 scenario.check(againJWT == SRT_REJX_UNAUTHORIZED, "the bad JWT again: rejection \(againJWT), expected \(SRT_REJX_UNAUTHORIZED)")
+                let goodJWT = try await TokenTests.issue(scenario, ["jwt", "--dir", scenario.directory.path, "--alg", "HS256", "--secret", TokenTests.jwtSecret, "--claims", #"{"exp": \#(expires), "actions": ["play"]}"#])
+                let goodPlay = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/tok,m=request,token=\(goodJWT)", hold: .seconds(1))
+                scenario.check(goodPlay == 0, "a good JWT's play was rejected in the handshake (\(goodPlay))")
 
                 // A viewer with its play token stays 30 s.
                 let playToken = try await hmac("play", "live/tok")
@@ -473,10 +495,10 @@ extension IntegrationTests {
                 try await Self.checkRecording(scenario, recording, "the token holder's SRT recording")
 
                 let metrics = try await node.metrics()
-                // Six by the admission in the handshake; ffmpeg's bare play and the bad JWT's
-                // second attempt by the refusal memory.
+                // Seven by the admission in the handshake (the bad JWT's first attempt among
+                // them); ffmpeg's bare play and the bad JWT's second attempt by the refusal memory.
                 let connections = metrics.describe("estuary_srt_connections_total")
-                scenario.check(metrics.sum("estuary_srt_connections_total", labels: ["result": "refused_in_handshake"]) == 6, "the rejections in the handshake are not counted: \(connections)")
+                scenario.check(metrics.sum("estuary_srt_connections_total", labels: ["result": "refused_in_handshake"]) == 7, "the rejections in the handshake are not counted: \(connections)")
                 scenario.check(metrics.sum("estuary_srt_connections_total", labels: ["result": "refused_again"]) >= 2, "the remembered rejections are not counted: \(connections)")
                 scenario.check(metrics.sum("estuary_publishes_refused_total", labels: ["reason": "token"]) == 3, "the publish refusals are not counted with RTMP's: \(metrics.describe("estuary_publishes_refused_total"))")
                 scenario.check(metrics.sum("estuary_plays_refused_total", labels: ["reason": "token"]) == 4, "the play refusals are not counted with RTMP's: \(metrics.describe("estuary_plays_refused_total"))")

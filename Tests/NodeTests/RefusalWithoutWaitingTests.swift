@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Ingest
 import Logging
@@ -11,16 +12,18 @@ import Transcode
 
 @testable import Node
 
-/// `NodeAdmission.refusalWithoutWaiting`, which SRT's handshake asks: it refuses only what
-/// the full admission would refuse too, answers nil for whatever needs asking someone (a key
-/// the coordinator has not answered for, a JWT), and holds nothing.
+/// `NodeAdmission.refusalWithoutWaiting` and `refusalWithoutSideEffects`, which SRT's
+/// handshake asks: they refuse only what the full admission would refuse too. The first
+/// answers nil for whatever needs asking someone (a key the coordinator has not answered
+/// for, a JWT); the second asks the coordinator and checks the JWT, and neither holds
+/// anything or tells a hook.
 struct RefusalWithoutWaitingTests {
     static let hmacSecret = "hmac-secret-0123456789"
     static let jwtSecret = "jwt-secret-0123456789abcdef-0123456789"
 
     /// A node whose `live` application needs tokens, and whose keys are asked of a stand-in
     /// coordinator that counts its questions.
-    static func admission(keys: StreamKeyVerifier?, draining: NodeDrain? = nil) async throws -> NodeAdmission {
+    static func admission(keys: StreamKeyVerifier?, draining: NodeDrain? = nil, last: (any AdmissionPolicy)? = nil) async throws -> NodeAdmission {
         let registry = StreamRegistry(serializers: [])
         let tokens = try await TokenVerifier.make(["live": ApplicationTokens(hmacSecret: hmacSecret, jwtSecret: jwtSecret)])
         return NodeAdmission(
@@ -29,7 +32,7 @@ struct RefusalWithoutWaitingTests {
             policies: NodeAdmission.standardPolicies(
                 drain: draining, ladders: [:], keys: keys, registry: registry, maxStreams: nil, transcodes: TranscodeSlots(limit: nil),
                 tokens: TokenPolicy(verifier: tokens, expiry: TokenExpiry(logger: NodeAdmissionTests.logger))
-            )
+            ) + (last.map { [$0] } ?? [])
         )
     }
 
@@ -69,6 +72,57 @@ struct RefusalWithoutWaitingTests {
         #expect(asked.withLock { $0 } == 2)
     }
 
+    @Test func aWrongKeyIsRefusedWithoutSideEffectsOnceTheCoordinatorHasBeenAskedAndNoHookIsTold() async throws {
+        let asked = Mutex(0)
+        let keys = StreamKeyVerifier(logger: NodeAdmissionTests.logger) { _, key in
+            asked.withLock { $0 += 1 }
+            return key == "right"
+        }
+        let hook = CountingPolicy()
+        let admission = try await Self.admission(keys: keys, last: hook)
+
+        let wrong = try #require(await admission.refusalWithoutSideEffects(try Self.publish("other", "cam", "key=wrong")))
+        #expect(wrong.refusal.kind == .denied)
+        #expect(wrong.reason == "stream key refused")
+        #expect(asked.withLock { $0 } == 1)
+        // The answer is the verifier's cache: the quick check and the admission read it.
+        #expect(admission.refusalWithoutWaiting(try Self.publish("other", "cam", "key=wrong"))?.refusal.kind == .denied)
+        #expect(await admission.refusalWithoutSideEffects(try Self.publish("other", "cam", "key=right")) == nil)
+        #expect(asked.withLock { $0 } == 2)
+        #expect(hook.asked.withLock { $0 } == 0, "the side-effect-free check asked the last policy (a hook's place)")
+        // The full admission of the right key asks no one again, and does ask the hook.
+        #expect(await admission.publish(try Self.publish("other", "cam", "key=right")).result.failure == nil)
+        #expect(asked.withLock { $0 } == 2)
+        #expect(hook.asked.withLock { $0 } == 1)
+    }
+
+    /// An HS256 JWT signed with `secret`, as a backend would issue it.
+    static func jwt(_ claims: String, secret: String) -> String {
+        func base64URL(_ bytes: some Sequence<UInt8>) -> String {
+            Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+        }
+        let signed = base64URL(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8)) + "." + base64URL(Array(claims.utf8))
+        let signature = HMAC<SHA256>.authenticationCode(for: Array(signed.utf8), using: SymmetricKey(data: Array(secret.utf8)))
+        return signed + "." + base64URL(signature)
+    }
+
+    @Test func aJWTIsCheckedWithoutSideEffects() async throws {
+        let admission = try await Self.admission(keys: nil)
+        let expires = Int(Date().timeIntervalSince1970) + 600
+        let forged = Self.jwt(#"{"exp":\#(expires)}"#, secret: String(repeating: "x", count: 40))
+        let valid = Self.jwt(#"{"exp":\#(expires),"actions":["play"]}"#, secret: Self.jwtSecret)
+        #expect(admission.refusalWithoutWaiting(try Self.play("live", "cam", "token=\(forged)")) == nil)
+        let refused = try #require(await admission.refusalWithoutSideEffects(try Self.play("live", "cam", "token=\(forged)")))
+        #expect(refused.refusal == .denied("token refused"))
+        #expect(refused.reason.hasPrefix("token: "))
+        #expect(await admission.refusalWithoutSideEffects(try Self.play("live", "cam", "token=\(valid)")) == nil)
+        // The claims count: a play token does not publish.
+        #expect(await admission.refusalWithoutSideEffects(try Self.publish("live", "cam", "token=\(valid)"))?.refusal.kind == .denied)
+        // What is refused at once is refused the same way.
+        #expect(await admission.refusalWithoutSideEffects(try Self.play("live", "cam", ""))?.reason == "token: no token")
+    }
+
     @Test func tokensThatNeedNoKeyCollectionAreDecidedAtOnceAndAJWTIsLeftToTheAdmission() async throws {
         let admission = try await Self.admission(keys: nil)
         let path = try StreamPath(app: "live", name: "cam")
@@ -106,6 +160,16 @@ struct RefusalWithoutWaitingTests {
         drain.begin(NodeDrain.Request(grace: .seconds(5), reconnectTo: nil, reason: "test"))
         #expect(admission.refusalWithoutWaiting(try Self.publish("other", "cam", ""))?.refusal.kind == .unavailable)
         #expect(admission.refusalWithoutWaiting(try Self.play("other", "cam", ""))?.refusal.kind == .unavailable)
+    }
+}
+
+/// A policy in a hook's place that counts how often its full check is asked.
+private final class CountingPolicy: AdmissionPolicy, Sendable {
+    let asked = Mutex(0)
+
+    func check(_ request: PublishRequest) async -> PolicyRefusal? {
+        asked.withLock { $0 += 1 }
+        return nil
     }
 }
 

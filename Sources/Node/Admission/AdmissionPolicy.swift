@@ -25,6 +25,12 @@ protocol AdmissionPolicy: Sendable {
     /// Holds nothing: the request is still decided by `verdict` or `check`.
     func refusalWithoutWaiting(_ request: PublishRequest) -> PolicyRefusal?
     func refusalWithoutWaiting(_ request: PlayRequest) -> PolicyRefusal?
+    /// `refusalWithoutWaiting`, or a refusal this policy is sure of after asking someone
+    /// without consequences (`SessionAdmission.refusalWithoutSideEffects`): by default, only
+    /// the former. A policy whose asking has consequences (a hook is told, a slot is held, a
+    /// publisher elsewhere may be evicted) keeps the default.
+    func refusalWithoutSideEffects(_ request: PublishRequest) async -> PolicyRefusal?
+    func refusalWithoutSideEffects(_ request: PlayRequest) async -> PolicyRefusal?
 }
 
 extension AdmissionPolicy {
@@ -38,6 +44,8 @@ extension AdmissionPolicy {
     func ended(_ session: PublishSession) {}
     func refusalWithoutWaiting(_ request: PublishRequest) -> PolicyRefusal? { nil }
     func refusalWithoutWaiting(_ request: PlayRequest) -> PolicyRefusal? { nil }
+    func refusalWithoutSideEffects(_ request: PublishRequest) async -> PolicyRefusal? { refusalWithoutWaiting(request) }
+    func refusalWithoutSideEffects(_ request: PlayRequest) async -> PolicyRefusal? { refusalWithoutWaiting(request) }
 }
 
 /// What a policy says of a publish.

@@ -199,24 +199,49 @@ extension NodeAdmission {
     /// The first policy's refusal it is sure of without waiting, counted as `publish`'s
     /// would be. Not logged here: a handshake costs its caller little (SRT's are datagrams),
     /// so the protocol logs it with its own rate limit. A relay refuses every publisher.
-    func refusalWithoutWaiting(_ request: PublishRequest) -> RefusalWithoutWaiting? {
+    func refusalWithoutWaiting(_ request: PublishRequest) -> EarlyRefusal? {
         guard admission != nil else {
-            return RefusalWithoutWaiting(.badName("this node is a relay: publish to an ingest node"), reason: "this node is a relay")
+            return EarlyRefusal(.badName("this node is a relay: publish to an ingest node"), reason: "this node is a relay")
         }
         for policy in policies {
             if let refused = policy.refusalWithoutWaiting(request) {
                 NodeMetrics.refusedPublishes(reason: refused.metric)
-                return RefusalWithoutWaiting(refused.refusal, reason: refused.logged)
+                return EarlyRefusal(refused.refusal, reason: refused.logged)
             }
         }
         return nil
     }
 
-    func refusalWithoutWaiting(_ request: PlayRequest) -> RefusalWithoutWaiting? {
+    func refusalWithoutWaiting(_ request: PlayRequest) -> EarlyRefusal? {
         for policy in policies {
             if let refused = policy.refusalWithoutWaiting(request) {
                 NodeMetrics.refusedPlays(reason: refused.metric)
-                return RefusalWithoutWaiting(refused.refusal, reason: refused.logged)
+                return EarlyRefusal(refused.refusal, reason: refused.logged)
+            }
+        }
+        return nil
+    }
+
+    /// `refusalWithoutWaiting`, and what the policies can refuse by asking without
+    /// consequences (the coordinator of a key, a JWT's keys), counted as `publish`'s
+    /// refusals. The hook's policy and the cluster's one-publisher rule, whose asking has
+    /// consequences, add nothing to what they refuse at once.
+    func refusalWithoutSideEffects(_ request: PublishRequest) async -> EarlyRefusal? {
+        guard admission != nil else { return refusalWithoutWaiting(request) }
+        for policy in policies {
+            if let refused = await policy.refusalWithoutSideEffects(request) {
+                NodeMetrics.refusedPublishes(reason: refused.metric)
+                return EarlyRefusal(refused.refusal, reason: refused.logged)
+            }
+        }
+        return nil
+    }
+
+    func refusalWithoutSideEffects(_ request: PlayRequest) async -> EarlyRefusal? {
+        for policy in policies {
+            if let refused = await policy.refusalWithoutSideEffects(request) {
+                NodeMetrics.refusedPlays(reason: refused.metric)
+                return EarlyRefusal(refused.refusal, reason: refused.logged)
             }
         }
         return nil

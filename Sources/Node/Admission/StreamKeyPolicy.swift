@@ -15,6 +15,12 @@ struct StreamKeyPolicy: AdmissionPolicy {
         keys.decisionWithoutWaiting(request.path, key: request.query.streamKey).flatMap(refusal)
     }
 
+    /// The full check: asking the coordinator only fills the verifier's cache, which the
+    /// admission reads next.
+    func refusalWithoutSideEffects(_ request: PublishRequest) async -> PolicyRefusal? {
+        await check(request)
+    }
+
     private func refusal(_ decision: StreamKeyVerifier.Decision) -> PolicyRefusal? {
         guard case .refused(let why) = decision else { return nil }
         return PolicyRefusal(.denied(why), metric: "stream_key", logged: why)

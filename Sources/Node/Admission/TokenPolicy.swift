@@ -31,10 +31,23 @@ struct TokenPolicy: AdmissionPolicy {
         refusal(verifier.verdictWithoutWaiting(.play, path: request.path.primary.stream, query: request.query))
     }
 
+    /// The full verification (a JWT's signature, its JWKS fetched if need be), which holds
+    /// nothing: a valid token's expiry is watched only for the session `check` admits.
+    func refusalWithoutSideEffects(_ request: PublishRequest) async -> PolicyRefusal? {
+        refusal(await verifier.verify(.publish, path: request.path, query: request.query))
+    }
+
+    func refusalWithoutSideEffects(_ request: PlayRequest) async -> PolicyRefusal? {
+        refusal(await verifier.verify(.play, path: request.path.primary.stream, query: request.query))
+    }
+
     /// Only refusals: a valid token's expiry is watched for the session `check` admits.
     private func refusal(_ verdict: TokenVerdict?) -> PolicyRefusal? {
-        guard let verdict, case .refused = verdict else { return nil }
-        return decide(verdict, session: "")
+        guard let verdict else { return nil }
+        switch verdict {
+        case .refused, .unavailable: return decide(verdict, session: "")
+        case .notRequired, .valid: return nil
+        }
     }
 
     private func decide(_ verdict: TokenVerdict, session: String) -> PolicyRefusal? {
