@@ -72,10 +72,12 @@ public final class SRTListener: Sendable {
         public var refusalMemory: Duration = .seconds(10)
         /// How long the handshake may wait for what the admission can refuse by asking
         /// without consequences (a key the coordinator checks, a JWT's signature): each
-        /// handshake, and all of them in a second (`HandshakeWaitBudget`). libsrt's thread
-        /// that waits carries every caller's packets, so both are short; zero turns it off.
+        /// handshake, all of them in a second, and how many in a second (`HandshakeWaitBudget`).
+        /// libsrt's thread that waits carries every caller's packets, so all are small; zero
+        /// turns it off.
         public var handshakeWait: Duration = .milliseconds(100)
         public var handshakeWaitPerSecond: Duration = .milliseconds(250)
+        public var handshakeWaitsPerSecond = 100
 
         public init(host: String, port: Int) {
             self.host = host
@@ -162,7 +164,9 @@ public final class SRTListener: Sendable {
         self.isLive = isLive
         self.feeds = TSFeeds(writeTimeout: configuration.writeTimeout, logger: logger)
         self.refusals = SRTRefusalMemory(duration: configuration.refusalMemory)
-        self.handshakeWaits = HandshakeWaitBudget(perHandshake: configuration.handshakeWait, perSecond: configuration.handshakeWaitPerSecond)
+        self.handshakeWaits = HandshakeWaitBudget(
+            perHandshake: configuration.handshakeWait, perSecond: configuration.handshakeWaitPerSecond, countPerSecond: configuration.handshakeWaitsPerSecond
+        )
         func limiter(_ cap: Int) -> ConnectionLimiter {
             ConnectionLimiter(limits: ConnectionLimits(
                 maxConnections: cap, maxConnectionsPerAddress: configuration.maxCallersPerAddress, limitLoopback: configuration.limitLoopback

@@ -7,7 +7,7 @@ import Testing
 /// reads every caller's packets.
 @Suite struct HandshakeWaitBudgetTests {
     @Test func eachHandshakeWaitsAtMostItsShareAndAllOfThemAtMostTheSecondsBudget() {
-        let budget = HandshakeWaitBudget(perHandshake: .milliseconds(100), perSecond: .milliseconds(250))
+        let budget = HandshakeWaitBudget(perHandshake: .milliseconds(100), perSecond: .milliseconds(250), countPerSecond: 1000)
         let start = ContinuousClock.now
         #expect(budget.allowance(now: start) == .milliseconds(100))
         budget.spend(.milliseconds(100), now: start)
@@ -22,7 +22,7 @@ import Testing
     }
 
     @Test func answeredHandshakesCostOnlyWhatTheyWaited() {
-        let budget = HandshakeWaitBudget(perHandshake: .milliseconds(100), perSecond: .milliseconds(250))
+        let budget = HandshakeWaitBudget(perHandshake: .milliseconds(100), perSecond: .milliseconds(250), countPerSecond: 1000)
         let start = ContinuousClock.now
         // 150 handshakes answered in 1 ms each: each could still have waited 100 ms.
         for step in 0..<150 {
@@ -34,8 +34,19 @@ import Testing
         #expect(budget.allowance(now: start + .milliseconds(25)) == .milliseconds(99))
     }
 
+    @Test func atMostSoManyHandshakesWaitInASecondHoweverQuicklyTheyAreAnswered() {
+        let budget = HandshakeWaitBudget(perHandshake: .milliseconds(100), perSecond: .milliseconds(250), countPerSecond: 3)
+        let start = ContinuousClock.now
+        for _ in 0..<3 {
+            #expect(budget.allowance(now: start) != nil)
+            budget.spend(.microseconds(100), now: start)
+        }
+        #expect(budget.allowance(now: start + .milliseconds(500)) == nil)
+        #expect(budget.allowance(now: start + .seconds(1)) == .milliseconds(100))
+    }
+
     @Test func zeroTurnsWaitingOff() {
-        #expect(HandshakeWaitBudget(perHandshake: .zero, perSecond: .milliseconds(250)).allowance() == nil)
-        #expect(HandshakeWaitBudget(perHandshake: .milliseconds(100), perSecond: .zero).allowance() == nil)
+        #expect(HandshakeWaitBudget(perHandshake: .zero, perSecond: .milliseconds(250), countPerSecond: 100).allowance() == nil)
+        #expect(HandshakeWaitBudget(perHandshake: .milliseconds(100), perSecond: .zero, countPerSecond: 100).allowance() == nil)
     }
 }
