@@ -1,3 +1,4 @@
+import CSRT
 import Foundation
 import TestSupport
 import NIOCore
@@ -901,11 +902,15 @@ extension IntegrationTests.ClusterFailoverTests {
 extension IntegrationTests.ClusterFailoverTests {
     /// A coordinator and an ingest that requires stream keys, on one NATS server, and a key
     /// the coordinator issued for `live/<name>` (its secret and its id).
-    static func keyedCluster(_ scenario: Scenario, keyFor name: String) async throws -> (coordinator: NodeProcess, ingest: NodeProcess, key: String, id: Int) {
+    static func keyedCluster(
+        _ scenario: Scenario, keyFor name: String, ingestArguments: [String] = []
+    ) async throws -> (coordinator: NodeProcess, ingest: NodeProcess, key: String, id: Int) {
         let nats = try await NATSServerProcess.start(scenario)
         let bus = ["--nats", nats.url]
         let coordinator = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", Self.token] + bus)
-        let ingest = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1, requireStreamKeys: true), label: "ingest", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
+        let ingest = try await scenario.startNode(
+            NodeConfig(publisherGraceSeconds: 1, requireStreamKeys: true), label: "ingest", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus + ingestArguments
+        )
         let created = try await HTTPClient.request(
             "POST", port: coordinator.adminPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(Self.token)"],
             body: "{\"app\":\"live\",\"name\":\"\(name)\"}"
@@ -917,11 +922,12 @@ extension IntegrationTests.ClusterFailoverTests {
         return (coordinator, ingest, key, id)
     }
 
-    @Test("Publishing needs a stream key from the coordinator; a verified key keeps working while the coordinator is down, an unverified one does not")
+    @Test("Publishing needs a stream key from the coordinator; a verified key keeps working while the coordinator is down, an unverified one does not; over SRT, a wrong key is rejected with 1401 in the first handshake, the coordinator asked over the bus within it")
     func streamKeys() async throws {
         try await Scenario.run("cluster-stream-keys") { scenario in
             let media = try await MediaLibrary.shared.file(.small)
-            let (coordinator, ingest, key, _) = try await Self.keyedCluster(scenario, keyFor: "secure")
+            let srtPort = try await FreePorts.allocate(1)[0]
+            let (coordinator, ingest, key, _) = try await Self.keyedCluster(scenario, keyFor: "secure", ingestArguments: ["--srt-port", String(srtPort)])
             let listed = try await HTTPClient.get(port: coordinator.adminPort, path: "/api/v1/keys", headers: ["Authorization": "Bearer \(Self.token)"])
             scenario.check(listed.status == 200 && !listed.bodyText.contains(key), "the key list shows the secret, or fails: \(listed.status)")
 
@@ -937,6 +943,13 @@ extension IntegrationTests.ClusterFailoverTests {
             scenario.check(rightKey.succeeded, "publishing with the right key failed: \(rightKey)")
             let refusals = ingest.log.components(separatedBy: "publish refused").count - 1
             scenario.check(refusals == 2, "the ingest logged \(refusals) refusals, expected 2")
+            // Over SRT: a key the ingest has not seen is asked of the coordinator within the
+            // handshake, so a wrong one is rejected with 1401 on its first attempt, and the
+            // right one connects.
+            let srtWrong = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/secure,m=publish,key=also-not-the-key")
+            scenario.check(srtWrong == SRT_REJX_UNAUTHORIZED, "an SRT publish with a wrong key: rejection \(srtWrong), expected \(SRT_REJX_UNAUTHORIZED)")
+            let srtRight = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/secure,m=publish,key=\(key)", hold: .seconds(1))
+            scenario.check(srtRight == 0, "an SRT publish with the right key was rejected in the handshake (\(srtRight))")
 
             // The coordinator goes away: the verified key still works, an unverified one does not.
             await coordinator.kill()
@@ -944,6 +957,16 @@ extension IntegrationTests.ClusterFailoverTests {
             scenario.check(cached.succeeded, "a verified key was refused while the coordinator was down: \(cached)")
             let unverified = try await tryPublish(ingest.rtmpURL("live", "other") + "?key=\(key)", name: "publish-unverified")
             scenario.check(!unverified.succeeded, "a key never verified for live/other was accepted while the coordinator was down")
+            // Over SRT, the verified key still connects; an unverified one is refused, in the
+            // handshake if the bus says at once that no coordinator answers, or else after it.
+            let srtCached = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/secure,m=publish,key=\(key)", hold: .seconds(1))
+            scenario.check(srtCached == 0, "an SRT publish with a verified key was rejected while the coordinator was down (\(srtCached))")
+            let srtUnverified = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/other2,m=publish,key=\(key)", hold: .seconds(1))
+            let unverifiedRefused = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) {
+                ingest.log.contains("its publish of live/other2 is refused") || (ingest.log.contains("SRT publish of live/other2") && ingest.log.contains("refused"))
+            }
+            scenario.check(srtUnverified != 0 || unverifiedRefused, "an SRT publish with an unverified key got in while the coordinator was down")
+            scenario.check(unverifiedRefused, "the unverified SRT publish's refusal is not logged")
         }
     }
 }
