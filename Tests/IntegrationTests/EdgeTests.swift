@@ -164,3 +164,49 @@ extension IntegrationTests {
         }
     }
 }
+
+extension IntegrationTests.EdgeTests {
+    /// Issue 26: an edge outside a cluster has no coordinator to name a multitrack stream's
+    /// tracks; the origin lists them in the stream's metadata (Enhanced RTMP v2's
+    /// `videoTrackIdInfoMap` and `audioTrackIdInfoMap`), and the edge opens them too.
+    @Test("An edge outside a cluster learns a multitrack stream's tracks from the origin's metadata: the first master a player asks for lists the three video tracks at their resolutions and the second audio track as alternate audio, over an http:// and an rtmp:// upstream; viewers stay 30 s on track 1 over LL-HLS and on track 2 over HTTP-FLV, each at its own size with audio")
+    func multitrackTracksOnAnEdge() async throws {
+        try await Scenario.run("edge-multitrack") { scenario in
+            let media = try await MediaLibrary.shared.file(.multitrackAudioVideo)
+            let origin = try await scenario.startNode(NodeConfig(publisherGraceSeconds: 1), label: "origin")
+            let python = try TestEnvironment.python3()
+            let publisher = try scenario.launch(
+                executable: python, [try IntegrationTests.EnhancedRTMPTests.peer("pyav_publish.py"), media.url.path, origin.rtmpURL("live", "mt")], name: "pyav-multitrack-publisher"
+            )
+            try await scenario.waitUntilLive(origin, "live", "mt/track1", timeout: .seconds(20))
+            try await scenario.waitUntilLive(origin, "live", "mt/track2", timeout: .seconds(10))
+            try await scenario.waitUntilLive(origin, "live", "mt/audio1", timeout: .seconds(10))
+            // Not a cluster: the edges have no coordinator.
+            let httpEdge = try await scenario.startNode(label: "edge-http", arguments: ["--role", "edge", "--upstream", origin.httpBase])
+            let rtmpEdge = try await scenario.startNode(label: "edge-rtmp", arguments: ["--role", "edge", "--upstream", "rtmp://127.0.0.1:\(origin.rtmpPort)"])
+
+            // A player reads the master once: the first one must list every track.
+            for (edge, label) in [(httpEdge, "the http:// edge"), (rtmpEdge, "the rtmp:// edge")] {
+                let first = try await scenario.hlsGet(edge, "/live/mt/llhls.m3u8")
+                let body = first.bodyText
+                scenario.check(
+                    first.status == 200 && ["RESOLUTION=640x360", "RESOLUTION=426x240", "RESOLUTION=320x180", "track1/llhls.m3u8", "track2/llhls.m3u8", "audio1/llhls.m3u8"].allSatisfy(body.contains),
+                    "\(label)'s first LL-HLS master (\(first.status)) does not list the three tracks and the second audio: \(body)"
+                )
+                await IntegrationTests.EnhancedRTMPTests.checkMastersListTracks(scenario, edge, "live/mt", label)
+                await IntegrationTests.EnhancedRTMPTests.checkMastersListAlternateAudio(scenario, edge, "live/mt", label)
+            }
+
+            let watcher = try IntegrationTests.EnhancedRTMPTests.peer("pyav_watch.py")
+            let viewers = [
+                ("the edge's track 1 (LL-HLS)", 426, 240, IntegrationTests.EnhancedRTMPTests.hlsMaxWait,
+                 try scenario.launch(executable: python, [watcher, "\(httpEdge.httpBase)/live/mt/track1/llhls.m3u8", "30"], name: "edge-track1-hls")),
+                ("the edge's track 2 (HTTP-FLV)", 320, 180, 0.5, try scenario.launch(executable: python, [watcher, httpEdge.flvURL("live", "mt/track2"), "30"], name: "edge-track2")),
+            ]
+            for (label, width, height, maxWait, viewer) in viewers {
+                try await IntegrationTests.EnhancedRTMPTests.checkStayed(scenario, viewer, label, width: width, height: height, maxWait: maxWait)
+            }
+            scenario.check(publisher.isRunning, "the multitrack publisher was disconnected")
+        }
+    }
+}

@@ -1,8 +1,11 @@
 import Cluster
 import Logging
 import Media
+import RTMP
 import Relay
+import NIOCore
 import Session
+import Synchronization
 
 /// `relay`: HLS for every stream it plays (segmented from the first frame for streams
 /// published in this process, opened from the bus on a viewer's request otherwise), the
@@ -36,14 +39,13 @@ struct RelayAssembly {
         // Streams published in this process (and the rungs its transcoder publishes) are
         // segmented from their first frame.
         observers = [HLSSegmenting(hls: hls)]
+        // An edge outside a cluster has no coordinator to ask.
+        let alone = context.roles.contains(.edge) && context.nats == nil
         let openRemote = context.remote.map { _ in
             Self.openRemoteRenditions(
                 registry: registry, hls: hls,
-                rungs: RungDirectory(
-                    // An edge outside a cluster has no coordinator to ask.
-                    coordinator: context.roles.contains(.edge) && context.nats == nil ? nil : context.coordinator,
-                    ladders: context.live.ladders
-                )
+                rungs: RungDirectory(coordinator: alone ? nil : context.coordinator, ladders: context.live.ladders),
+                tracksFromMetadata: alone
             )
         }
         routes = HLSRoutes(service: hls, onRequest: openRemote, sessions: hlsSessions)
@@ -51,18 +53,16 @@ struct RelayAssembly {
 
     /// HLS asks for a stream by its source path. Opens the source and its rungs (as the
     /// coordinator's lookup names them) from the bus, and segments each as a rendition.
+    /// An edge outside a cluster (`tracksFromMetadata`) learns a multitrack stream's other
+    /// tracks from the source's metadata (`TrackIdInfoMaps`, which the origin writes) and
+    /// opens them too.
     private static func openRemoteRenditions(
-        registry: StreamRegistry, hls: HLSService, rungs: RungDirectory
+        registry: StreamRegistry, hls: HLSService, rungs: RungDirectory, tracksFromMetadata: Bool
     ) -> @Sendable (StreamPath) async -> Void {
         let absent = NegativeCache()
-        return { path in
-            var candidates = [RenditionPath.source(path)]
-            for rung in await rungs.names(of: path) {
-                if let rungPath = try? RenditionPath(stream: path, rendition: rung) {
-                    candidates.append(rungPath)
-                }
-            }
-            // Together: a cold request waits for the slowest lookup, not for their sum.
+        let readings = MetadataReadings()
+        // Together: a cold request waits for the slowest lookup, not for their sum.
+        let open: @Sendable ([RenditionPath]) async -> Void = { candidates in
             await withTaskGroup(of: Void.self) { group in
                 for candidate in candidates where !absent.contains(candidate) {
                     group.addTask {
@@ -75,5 +75,48 @@ struct RelayAssembly {
                 }
             }
         }
+        return { path in
+            var candidates = [RenditionPath.source(path)]
+            for rung in await rungs.names(of: path) {
+                if let rungPath = try? RenditionPath(stream: path, rendition: rung) {
+                    candidates.append(rungPath)
+                }
+            }
+            await open(candidates)
+            guard tracksFromMetadata, let source = await registry.hub(for: .source(path)) else { return }
+            let tracks = await Self.announcedTracks(of: source, readings: readings).compactMap { try? RenditionPath(stream: path, rendition: $0) }
+            await open(tracks.filter { !candidates.contains($0) })
+        }
+    }
+
+    /// The tracks a pulled stream's metadata lists (`track1`, `audio1`, …). Its upstream sends
+    /// the metadata first, so a stream just opened is waited for, until its metadata or its
+    /// first configuration record comes (then it has none), 1 s at most.
+    static func announcedTracks(of hub: StreamHub, readings: MetadataReadings) async -> [String] {
+        let deadline = ContinuousClock.now + .seconds(1)
+        while true {
+            let records = hub.configurationRecords
+            if let metadata = records.metadata { return readings.renditions(of: hub.path, metadata.payload) }
+            if records.video != nil || records.audio != nil || ContinuousClock.now >= deadline || hub.isEnded { return [] }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
+
+/// The tracks each pulled stream's metadata lists, read once per metadata: every HLS
+/// request of an edge asks (a player's parts come several times a second), and the
+/// metadata rarely changes. Bounded: the table is emptied when it reaches `capacity`.
+final class MetadataReadings: Sendable {
+    private let readings = Mutex<[RenditionPath: (metadata: ByteBuffer, renditions: [String])]>([:])
+    static let capacity = 4096
+
+    func renditions(of path: RenditionPath, _ metadata: ByteBuffer) -> [String] {
+        if let known = readings.withLock({ $0[path] }), known.metadata == metadata { return known.renditions }
+        let renditions = TrackIdInfoMaps.renditions(inMetadataBody: metadata)
+        readings.withLock { readings in
+            if readings.count >= Self.capacity, readings[path] == nil { readings.removeAll(keepingCapacity: true) }
+            readings[path] = (metadata, renditions)
+        }
+        return renditions
     }
 }

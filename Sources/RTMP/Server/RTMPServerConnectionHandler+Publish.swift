@@ -174,12 +174,15 @@ extension RTMPServerConnectionHandler {
             throw .mediaWithoutPublish
         }
         mediaSinceIdleCheck = true
+        publish.latestTimestamp = Int64(message.timestamp)
         let frame: MediaFrame
         switch MessageType(rawValue: message.typeID) {
         case .dataAMF0, .dataAMF3:
             // Only metadata is kept; other data messages (cue points, text) are dropped.
-            guard let body = metadataBody(message) else { return }
-            frame = MediaFrame(kind: .script, timestamp: Int64(message.timestamp), payload: body)
+            guard let metadata = metadataValue(message) else { return }
+            publish.publisherMetadata = metadata
+            guard let announced = announcedMetadata(publish) else { return }
+            frame = announced
         case .audio, .video:
             guard message.payload.readableBytes > 0 else { return }  // some encoders send empty keep-alives
             let kind: MediaKind = message.typeID == MediaKind.audio.rawValue ? .audio : .video
@@ -334,6 +337,7 @@ extension RTMPServerConnectionHandler {
         session.end(.left)
         publish[keyPath: kind.tracks][trackID] = nil
         publish.trackFramesAtCheck[.init(kind: kind, id: trackID)] = nil
+        tracksChanged(publish)
     }
 
     /// A frame of a track not open: while its rendition is asked for, an end forgets the
@@ -440,17 +444,45 @@ extension RTMPServerConnectionHandler {
             }
             publishOnStreamTimeline(header, to: session, publish: publish)
             session.hub.flush(force: true)
+            tracksChanged(publish)
         case .refused(let refusal):
             log(.warning, "\(kind) track \(trackID) not published: \(refusal.description)")
             publish[keyPath: kind.tracks][trackID] = .refused(at: .now())
         }
     }
 
-    /// The `onMetaData` body players get, or nil when the message carries none or breaks the
+    /// The stream's metadata as players get it: the publisher's, with a multitrack stream's
+    /// open tracks listed (`TrackIdInfoMaps`); nil when there is none to send, or it breaks
+    /// the metadata limits once encoded (then dropped with a warning, as the publisher's).
+    func announcedMetadata(_ publish: PublishContext) -> MediaFrame? {
+        let video = publish.tracks.compactMap { if case .open = $0.value { $0.key } else { nil } }
+        let audio = publish.audioTracks.compactMap { if case .open = $0.value { $0.key } else { nil } }
+        publish.listedTracks = (video.sorted(), audio.sorted())
+        guard let metadata = TrackIdInfoMaps.metadata(publish.publisherMetadata, videoTracks: video, audioTracks: audio),
+              let body = DataMessage(name: DataMessage.onMetaData, values: [metadata]).metadataBody() else { return nil }
+        let limit = configuration.maxMetadataBytes
+        if body.readableBytes > limit {
+            dropMetadata(reason: "too_large", "\(body.readableBytes) bytes once re-encoded, over the \(limit)-byte limit")
+            return nil
+        }
+        return MediaFrame(kind: .script, timestamp: publish.latestTimestamp, payload: body)
+    }
+
+    /// The open tracks changed: the stream's metadata says so to its players (and to the
+    /// nodes that pull it, which list the tracks in their masters).
+    func tracksChanged(_ publish: PublishContext) {
+        let video = publish.tracks.compactMap { if case .open = $0.value { $0.key } else { nil } }.sorted()
+        let audio = publish.audioTracks.compactMap { if case .open = $0.value { $0.key } else { nil } }.sorted()
+        guard video != publish.listedTracks.video || audio != publish.listedTracks.audio,
+              let frame = announcedMetadata(publish) else { return }
+        _ = publish.hub.publish(frame, publisher: publish.id)
+    }
+
+    /// The publisher's `onMetaData` value, or nil when the message carries none or breaks the
     /// metadata limits (then it is dropped with a warning, once per connection, and counted;
-    /// the stream goes on). Both the received size and the re-encoded size are checked:
-    /// repairing invalid UTF-8 triples a string.
-    func metadataBody(_ message: RTMPMessage) -> ByteBuffer? {
+    /// the stream goes on). Both the received size and the re-encoded size are checked
+    /// (`announcedMetadata`): repairing invalid UTF-8 triples a string.
+    func metadataValue(_ message: RTMPMessage) -> AMF0Value? {
         let limit = configuration.maxMetadataBytes
         if message.payload.readableBytes > limit {
             dropMetadata(reason: "too_large", "\(message.payload.readableBytes) bytes, over the \(limit)-byte limit")
@@ -465,12 +497,7 @@ extension RTMPServerConnectionHandler {
         } catch {
             return nil
         }
-        guard let body = data.metadataBody() else { return nil }
-        if body.readableBytes > limit {
-            dropMetadata(reason: "too_large", "\(body.readableBytes) bytes once re-encoded, over the \(limit)-byte limit")
-            return nil
-        }
-        return body
+        return data.metadata
     }
 
     func dropMetadata(reason: String, _ why: String) {

@@ -47,6 +47,13 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         /// Each open track's coded frames of its kind at the last idle check (a video
         /// track's hub also takes the publisher's audio).
         var trackFramesAtCheck: [TrackKey: Int] = [:]
+        /// The publisher's own `onMetaData` value (as it last sent it), and the timestamp of
+        /// its latest message: a multitrack stream's metadata is sent again with its open
+        /// tracks listed (`TrackIdInfoMaps`) whenever they change.
+        var publisherMetadata: AMF0Value?
+        var latestTimestamp: Int64 = 0
+        /// The track ids the stream's metadata lists now (video, audio).
+        var listedTracks: (video: [UInt8], audio: [UInt8]) = ([], [])
 
         struct TrackKey: Hashable {
             var kind: TrackKind

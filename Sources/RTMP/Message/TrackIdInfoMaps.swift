@@ -1,0 +1,45 @@
+import AMF0
+import NIOCore
+
+/// Enhanced RTMP v2's track maps in `onMetaData` (`videoTrackIdInfoMap`,
+/// `audioTrackIdInfoMap`: objects keyed by track id, "Enhancing onMetaData"), as the node
+/// writes them for a multitrack stream and as a node that pulls the stream reads them.
+///
+/// A multitrack publisher's other tracks are renditions of their own (`track1`, `audio1`,
+/// …). A player of the stream gets only track 0, and an edge outside a cluster has no
+/// coordinator to ask which others exist: the stream's metadata lists them, in the spec's
+/// terms, so that the edge can offer them in its HLS masters as the origin does.
+public enum TrackIdInfoMaps {
+    public static let videoKey = "videoTrackIdInfoMap"
+    public static let audioKey = "audioTrackIdInfoMap"
+    /// Track ids read from one map at most (the publisher side takes 7 of each).
+    public static let mostTracks = 15
+
+    /// `metadata` (the publisher's `onMetaData` value, or none) with both maps set to the
+    /// open tracks' ids, replacing any the publisher sent (they list what the node serves).
+    /// Without tracks, the publisher's metadata unchanged.
+    public static func metadata(_ metadata: AMF0Value?, videoTracks: [UInt8], audioTracks: [UInt8]) -> AMF0Value? {
+        guard !videoTracks.isEmpty || !audioTracks.isEmpty else { return metadata }
+        var properties = (metadata?.properties ?? []).filter { $0.name != videoKey && $0.name != audioKey }
+        func map(_ ids: [UInt8]) -> AMF0Value {
+            .object(ids.sorted().map { AMF0Property(String($0), .object([])) })
+        }
+        if !videoTracks.isEmpty { properties.append(AMF0Property(videoKey, map(videoTracks))) }
+        if !audioTracks.isEmpty { properties.append(AMF0Property(audioKey, map(audioTracks))) }
+        if case .object = metadata { return .object(properties) }
+        return .ecmaArray(properties)
+    }
+
+    /// The renditions an `onMetaData` body's maps name (`track1`, …, `audio1`, …), in order;
+    /// none when it is not metadata, has no maps, or does not decode. Bounded: at most
+    /// `mostTracks` of each kind, ids 1–255 (track 0 is the stream itself), the body decoded
+    /// with at most 512 values.
+    public static func renditions(inMetadataBody body: ByteBuffer) -> [String] {
+        guard let message = try? DataMessage(from: body, decoder: AMF0Decoder(maxValues: 512)), let metadata = message.metadata else { return [] }
+        func ids(_ key: String) -> [UInt8] {
+            let ids = (metadata[key]?.properties ?? []).compactMap { UInt8($0.name) }.filter { $0 > 0 }
+            return Array(Set(ids)).sorted().prefix(mostTracks).map { $0 }
+        }
+        return ids(videoKey).map { "track\($0)" } + ids(audioKey).map { "audio\($0)" }
+    }
+}
