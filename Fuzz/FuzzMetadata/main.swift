@@ -12,6 +12,9 @@
 // Asserted: nothing traps; the re-encoded body is within the bound and below 0xFFFFFF bytes;
 // it decodes again (same budget) to `onMetaData` and one value; and re-encoding that is a
 // fixed point (the same bytes), so metadata passed on again (relay, bus) does not drift.
+// The tracks an edge reads from the maps (`TrackIdInfoMaps`) are at most `mostTracks` of each
+// kind, named `track1`–`track255` / `audio1`–`audio255`, each once; and the node's own maps,
+// written into any metadata, read back as exactly the tracks it wrote.
 import AMF0
 import CLibFuzzer
 import Glibc
@@ -43,6 +46,18 @@ func fuzzMetadata(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     precondition(again.name == DataMessage.onMetaData && again.values.count == 1, "re-encoded metadata is not onMetaData and one value")
     guard let second = again.metadataBody() else { fatalError("re-encoded metadata carries no metadata") }
     precondition(second == body, "re-encoding metadata twice changed it")
+
+    let read = TrackIdInfoMaps.renditions(inMetadataBody: body)
+    precondition(Set(read).count == read.count, "a track read twice: \(read)")
+    for kind in ["track", "audio"] {
+        let ids = read.filter { $0.hasPrefix(kind) }.map { UInt8($0.dropFirst(5)) }
+        precondition(ids.count <= TrackIdInfoMaps.mostTracks, "\(ids.count) \(kind)s read, over \(TrackIdInfoMaps.mostTracks)")
+        precondition(ids.allSatisfy { ($0 ?? 0) > 0 }, "a \(kind) rendition that names no track: \(read)")
+    }
+    let written = TrackIdInfoMaps.metadata(again.metadata, videoTracks: [1, 2], audioTracks: [1])
+    let writtenBody = DataMessage(name: DataMessage.onMetaData, values: [written ?? .null]).metadataBody() ?? ByteBuffer()
+    let readBack = TrackIdInfoMaps.renditions(inMetadataBody: writtenBody)
+    precondition(readBack == ["track1", "track2", "audio1"], "the node's maps read back as \(readBack)")
     return 0
 }
 

@@ -33,9 +33,10 @@ public enum TrackIdInfoMaps {
     /// The renditions an `onMetaData` body's maps name (`track1`, …, `audio1`, …), in order;
     /// none when it is not metadata, has no maps, or does not decode. Bounded: at most
     /// `mostTracks` of each kind, ids 1–255 (track 0 is the stream itself), the body decoded
-    /// with at most 512 values.
+    /// with the values a publisher's metadata may have (`maxMetadataValues`) and the maps'.
     public static func renditions(inMetadataBody body: ByteBuffer) -> [String] {
-        guard let message = try? DataMessage(from: body, decoder: AMF0Decoder(maxValues: 512)), let metadata = message.metadata else { return [] }
+        let budget = RTMPServerConfiguration().maxMetadataValues + 4 + 2 * Int(UInt8.max)
+        guard let message = try? DataMessage(from: body, decoder: AMF0Decoder(maxValues: budget)), let metadata = message.metadata else { return [] }
         func ids(_ key: String) -> [UInt8] {
             let ids = (metadata[key]?.properties ?? []).compactMap { UInt8($0.name) }.filter { $0 > 0 }
             return Array(Set(ids)).sorted().prefix(mostTracks).map { $0 }

@@ -30,6 +30,13 @@ import Testing
         #expect(TrackIdInfoMaps.renditions(inMetadataBody: Self.body(alone)) == ["track3"])
     }
 
+    @Test func aPublishersMetadataAtTheValueLimitStillCarriesTheMaps() throws {
+        let limit = RTMPServerConfiguration().maxMetadataValues
+        let full: AMF0Value = .ecmaArray((0..<(limit - 2)).map { AMF0Property("k\($0)", .number(Double($0))) })
+        let announced = try #require(TrackIdInfoMaps.metadata(full, videoTracks: Array(1...7), audioTracks: Array(1...7)))
+        #expect(TrackIdInfoMaps.renditions(inMetadataBody: Self.body(announced)).count == 14)
+    }
+
     @Test func aPublishersOwnMapsAreReplacedByWhatTheNodeServes() throws {
         let claimed: AMF0Value = .object([
             AMF0Property("duration", .number(0)),
