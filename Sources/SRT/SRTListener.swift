@@ -311,6 +311,8 @@ public final class SRTListener: Sendable {
     /// when it did not come in time (or there was no budget left), which the admission then
     /// decides after the handshake.
     private func waitInHandshake(_ check: @escaping @Sendable () async -> EarlyRefusal?) -> EarlyRefusal? {
+        // Nothing to ask (no keys, no tokens): no task, no wait on the thread of every packet.
+        guard admission.asksWithoutSideEffects else { return nil }
         guard let allowance = handshakeWaits.allowance() else {
             Self.handshakeWaitNoBudget.increment()
             return nil

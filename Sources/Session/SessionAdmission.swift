@@ -49,6 +49,9 @@ public protocol SessionAdmission: Sendable {
     /// with a code on the first attempt.
     func refusalWithoutSideEffects(_ request: PublishRequest) async -> EarlyRefusal?
     func refusalWithoutSideEffects(_ request: PlayRequest) async -> EarlyRefusal?
+    /// Whether `refusalWithoutSideEffects` may refuse more than `refusalWithoutWaiting` (the
+    /// admission checks keys or tokens): where it cannot, a handshake does not wait for it.
+    var asksWithoutSideEffects: Bool { get }
 }
 
 extension SessionAdmission {
@@ -78,6 +81,7 @@ extension SessionAdmission {
     /// An admission that asks no one without consequences refuses what it refuses at once.
     public func refusalWithoutSideEffects(_ request: PublishRequest) async -> EarlyRefusal? { refusalWithoutWaiting(request) }
     public func refusalWithoutSideEffects(_ request: PlayRequest) async -> EarlyRefusal? { refusalWithoutWaiting(request) }
+    public var asksWithoutSideEffects: Bool { false }
 
     public func play(_ request: PlayRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PlayAnswer> {
         eventLoop.makeFutureWithTask { await self.play(request) }

@@ -61,6 +61,8 @@ public struct TimeLimitedAdmission: SessionAdmission {
         await inner.refusalWithoutSideEffects(request)
     }
 
+    public var asksWithoutSideEffects: Bool { inner.asksWithoutSideEffects }
+
     /// Local and quick (no policy is asked): not timed.
     public func publishRendition(_ request: RenditionRequest) async -> PublishAnswer {
         await inner.publishRendition(request)

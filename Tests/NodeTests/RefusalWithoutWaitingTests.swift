@@ -153,6 +153,9 @@ struct RefusalWithoutWaitingTests {
         let relay = NodeAdmission(admission: nil, playback: Playback(registry: registry), logger: NodeAdmissionTests.logger)
         #expect(relay.refusalWithoutWaiting(try Self.publish("live", "cam", ""))?.refusal.kind == .badName)
         #expect(relay.refusalWithoutWaiting(try Self.play("live", "cam", "")) == nil)
+        // No keys, no tokens: nothing to ask, so a handshake does not wait for the admission.
+        #expect(!relay.asksWithoutSideEffects)
+        #expect(try await Self.admission(keys: nil).asksWithoutSideEffects)
 
         let drain = NodeDrain(logger: NodeAdmissionTests.logger)
         let admission = try await Self.admission(keys: nil, draining: drain)

@@ -31,6 +31,9 @@ protocol AdmissionPolicy: Sendable {
     /// publisher elsewhere may be evicted) keeps the default.
     func refusalWithoutSideEffects(_ request: PublishRequest) async -> PolicyRefusal?
     func refusalWithoutSideEffects(_ request: PlayRequest) async -> PolicyRefusal?
+    /// Whether `refusalWithoutSideEffects` asks anyone (and so may refuse more than
+    /// `refusalWithoutWaiting`).
+    var asksWithoutSideEffects: Bool { get }
 }
 
 extension AdmissionPolicy {
@@ -46,6 +49,7 @@ extension AdmissionPolicy {
     func refusalWithoutWaiting(_ request: PlayRequest) -> PolicyRefusal? { nil }
     func refusalWithoutSideEffects(_ request: PublishRequest) async -> PolicyRefusal? { refusalWithoutWaiting(request) }
     func refusalWithoutSideEffects(_ request: PlayRequest) async -> PolicyRefusal? { refusalWithoutWaiting(request) }
+    var asksWithoutSideEffects: Bool { false }
 }
 
 /// What a policy says of a publish.

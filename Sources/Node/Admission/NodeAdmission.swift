@@ -237,6 +237,9 @@ extension NodeAdmission {
         return nil
     }
 
+    /// Whether any policy asks someone without consequences (keys, tokens).
+    var asksWithoutSideEffects: Bool { policies.contains { $0.asksWithoutSideEffects } }
+
     func refusalWithoutSideEffects(_ request: PlayRequest) async -> EarlyRefusal? {
         for policy in policies {
             if let refused = await policy.refusalWithoutSideEffects(request) {

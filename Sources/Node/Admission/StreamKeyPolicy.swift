@@ -21,6 +21,8 @@ struct StreamKeyPolicy: AdmissionPolicy {
         await check(request)
     }
 
+    var asksWithoutSideEffects: Bool { true }
+
     private func refusal(_ decision: StreamKeyVerifier.Decision) -> PolicyRefusal? {
         guard case .refused(let why) = decision else { return nil }
         return PolicyRefusal(.denied(why), metric: "stream_key", logged: why)

@@ -41,6 +41,8 @@ struct TokenPolicy: AdmissionPolicy {
         refusal(await verifier.verify(.play, path: request.path.primary.stream, query: request.query))
     }
 
+    var asksWithoutSideEffects: Bool { true }
+
     /// Only refusals: a valid token's expiry is watched for the session `check` admits.
     private func refusal(_ verdict: TokenVerdict?) -> PolicyRefusal? {
         guard let verdict else { return nil }
