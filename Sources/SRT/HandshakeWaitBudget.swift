@@ -5,46 +5,55 @@ import Synchronization
 ///
 /// The callback runs on the thread that reads every SRT packet of the listener's port, the
 /// publishers' media and the players' acknowledgements. While it waits, those packets queue
-/// in the socket's receive buffer and are read late, which SRT's latency window absorbs for
-/// tens of milliseconds, not for long. So each handshake waits at most `perHandshake`, and
-/// all of them together at most `perSecond` in any second, and at most `countPerSecond`
-/// handshakes wait in a second: a flood of handshakes with made-up keys costs the port's
-/// traffic that much, and the coordinator that many questions, and no more. A handshake that finds the
-/// budget spent is not refused for it; it completes, and the admission decides after it,
-/// closing the connection if it refuses (as before this budget existed).
+/// in the socket's receive buffer and are read late, which leaves less of SRT's latency for
+/// a lost packet's retransmission. So each handshake waits at most `perHandshake`; and the
+/// waits draw on two token buckets, of time (`perSecond` of waiting in any second, refilled
+/// continuously) and of count (`countPerSecond` waits): a flood of handshakes with made-up
+/// keys costs the port's traffic that much, and the coordinator that many questions, and no
+/// more. A handshake that finds a bucket empty is not refused for it; it completes, and the
+/// admission decides after it, closing the connection if it refuses.
 final class HandshakeWaitBudget: Sendable {
     let perHandshake: Duration
     let perSecond: Duration
     let countPerSecond: Int
-    /// The second the spending is counted in, and what was spent in it, in how many waits.
-    private let spent = Mutex<(since: ContinuousClock.Instant, total: Duration, waits: Int)>((.now, .zero, 0))
+    /// The buckets: waiting time and waits left, as of `at`.
+    private let buckets: Mutex<(time: Duration, count: Double, at: ContinuousClock.Instant)>
 
     /// The shortest wait worth starting: less cannot cover a round trip to anyone.
     static let shortest: Duration = .milliseconds(2)
 
-    init(perHandshake: Duration, perSecond: Duration, countPerSecond: Int) {
+    init(perHandshake: Duration, perSecond: Duration, countPerSecond: Int, now: ContinuousClock.Instant = .now) {
         self.perHandshake = perHandshake
         self.perSecond = perSecond
         self.countPerSecond = countPerSecond
+        buckets = Mutex((perSecond, Double(countPerSecond), now))
     }
 
-    /// How long the next handshake may wait (nil: the budget of this second is spent, or
-    /// waiting is turned off), counted as one wait. The caller reports what it waited with
-    /// `spend`.
+    /// How long the next handshake may wait (nil: a bucket is empty, or waiting is turned
+    /// off), taken from the count at once. The caller reports what it waited with `spend`.
     func allowance(now: ContinuousClock.Instant = .now) -> Duration? {
-        spent.withLock { spent in
-            if now - spent.since >= .seconds(1) { spent = (now, .zero, 0) }
-            let left = min(perHandshake, perSecond - spent.total)
-            guard left >= Self.shortest, spent.waits < countPerSecond else { return nil }
-            spent.waits += 1
+        buckets.withLock { buckets in
+            refill(&buckets, now: now)
+            let left = min(perHandshake, buckets.time)
+            guard left >= Self.shortest, buckets.count >= 1 else { return nil }
+            buckets.count -= 1
             return left
         }
     }
 
     func spend(_ waited: Duration, now: ContinuousClock.Instant = .now) {
-        spent.withLock { spent in
-            if now - spent.since >= .seconds(1) { spent = (now, .zero, 0) }
-            spent.total += waited
+        buckets.withLock { buckets in
+            refill(&buckets, now: now)
+            buckets.time = max(buckets.time - waited, .zero)
         }
+    }
+
+    private func refill(_ buckets: inout (time: Duration, count: Double, at: ContinuousClock.Instant), now: ContinuousClock.Instant) {
+        guard now > buckets.at else { return }
+        let (seconds, attoseconds) = (now - buckets.at).components
+        let elapsed = Double(seconds) + Double(attoseconds) / 1e18
+        buckets.time = min(perSecond, buckets.time + perSecond * elapsed)
+        buckets.count = min(Double(countPerSecond), buckets.count + Double(countPerSecond) * elapsed)
+        buckets.at = now
     }
 }

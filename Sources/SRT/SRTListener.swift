@@ -70,14 +70,20 @@ public final class SRTListener: Sendable {
         /// next attempt is rejected in the handshake with the refusal's code. Short: an
         /// operator who fixes a key or a hook waits at most this long for the encoder to get in.
         public var refusalMemory: Duration = .seconds(10)
-        /// How long the handshake may wait for what the admission can refuse by asking
-        /// without consequences (a key the coordinator checks, a JWT's signature): each
-        /// handshake, all of them in a second, and how many in a second (`HandshakeWaitBudget`).
-        /// libsrt's thread that waits carries every caller's packets, so all are small; zero
-        /// turns it off.
-        public var handshakeWait: Duration = .milliseconds(100)
-        public var handshakeWaitPerSecond: Duration = .milliseconds(250)
+        /// How long a handshake may wait for what the admission can refuse by asking without
+        /// consequences (a key the coordinator checks, a JWT's signature); nil: a quarter of
+        /// the latency, at most 100 ms; zero: never. libsrt's thread that waits carries every
+        /// caller's packets, and a packet read late has less of the latency left for its
+        /// retransmission. All waits together take at most `handshakeWaitPerSecond` of the
+        /// thread's time, at most `handshakeWaitsPerSecond` of them (`HandshakeWaitBudget`).
+        public var handshakeWait: Duration?
+        public var handshakeWaitPerSecond: Duration = .milliseconds(100)
         public var handshakeWaitsPerSecond = 100
+
+        /// `handshakeWait`, or its default from the latency.
+        var effectiveHandshakeWait: Duration {
+            handshakeWait ?? min(.milliseconds(latencyMilliseconds) / 4, .milliseconds(100))
+        }
 
         public init(host: String, port: Int) {
             self.host = host
@@ -165,7 +171,7 @@ public final class SRTListener: Sendable {
         self.feeds = TSFeeds(writeTimeout: configuration.writeTimeout, logger: logger)
         self.refusals = SRTRefusalMemory(duration: configuration.refusalMemory)
         self.handshakeWaits = HandshakeWaitBudget(
-            perHandshake: configuration.handshakeWait, perSecond: configuration.handshakeWaitPerSecond, countPerSecond: configuration.handshakeWaitsPerSecond
+            perHandshake: configuration.effectiveHandshakeWait, perSecond: configuration.handshakeWaitPerSecond, countPerSecond: configuration.handshakeWaitsPerSecond
         )
         func limiter(_ cap: Int) -> ConnectionLimiter {
             ConnectionLimiter(limits: ConnectionLimits(
@@ -277,6 +283,7 @@ public final class SRTListener: Sendable {
         if let refused = earlyRefusal(parsed, host: host) {
             let code = SRTRefusalMemory.code(for: refused.refusal)
             Self.rejectedByAdmission.increment()
+            refused.count()
             refusals.remember(SRTRefusalMemory.key(host: host, parsed), refused.refusal)
             logRejection("refused", "SRT caller from \(host) rejected (\(code)): its \(parsed.mode == .publish ? "publish" : "play") of \(parsed.path) is refused: \(refused.reason)")
             srt_setrejectreason(caller, code)
@@ -298,11 +305,13 @@ public final class SRTListener: Sendable {
         case .publish:
             let request = PublishRequest(path: streamID.path, query: query, remoteAddress: host, transport: .srt, evict: {})
             if let refused = admission.refusalWithoutWaiting(request) { return refused }
+            guard admission.asksWithoutSideEffects(request) else { return nil }
             return waitInHandshake { await admission.refusalWithoutSideEffects(request) }
         case .play:
             guard let requested = RequestedRendition(app: streamID.path.app, name: streamID.path.name) else { return nil }
             let request = PlayRequest(path: requested, query: query, remoteAddress: host, transport: .srt)
             if let refused = admission.refusalWithoutWaiting(request) { return refused }
+            guard admission.asksWithoutSideEffects(request) else { return nil }
             return waitInHandshake { await admission.refusalWithoutSideEffects(request) }
         }
     }
@@ -311,8 +320,6 @@ public final class SRTListener: Sendable {
     /// when it did not come in time (or there was no budget left), which the admission then
     /// decides after the handshake.
     private func waitInHandshake(_ check: @escaping @Sendable () async -> EarlyRefusal?) -> EarlyRefusal? {
-        // Nothing to ask (no keys, no tokens): no task, no wait on the thread of every packet.
-        guard admission.asksWithoutSideEffects else { return nil }
         guard let allowance = handshakeWaits.allowance() else {
             Self.handshakeWaitNoBudget.increment()
             return nil

@@ -7,10 +7,11 @@ import Synchronization
 /// (`SRT_REJX_UNAUTHORIZED` for a wrong key or token, …), instead of a second connection
 /// closed without a word.
 ///
-/// Why this is needed: libsrt's listen callback must answer at once, on the thread that
-/// carries every SRT connection's packets, so it cannot wait for the admission (a stream key
-/// asked of the coordinator, a hook's HTTP call). A caller is therefore admitted after the
-/// handshake, and a first refusal can only close the connection. Encoders retry (OBS every
+/// Why this is needed: libsrt's listen callback runs on the thread that carries every SRT
+/// connection's packets, so it waits for the admission only briefly, for what it can ask
+/// without consequences (a stream key asked of the coordinator, a JWT), and never for a
+/// hook's HTTP call. A caller is then admitted after the handshake, and a first refusal
+/// there can only close the connection. Encoders retry (OBS every
 /// few seconds, `srt-live-transmit -a`): from the second attempt on, they see why. It also
 /// spares the admission (and the operator's hooks) a caller retrying in a loop.
 ///

@@ -36,7 +36,7 @@ public protocol SessionAdmission: Sendable {
     /// acceptance: `publish` still decides. For a protocol whose handshake cannot wait and
     /// whose client is told only in the handshake (SRT's listen callback, on libsrt's
     /// thread), so that the usual mistakes are answered with a code on the first attempt.
-    /// Never blocks; a refusal is counted as `publish`'s would be, and logged by the protocol
+    /// Never blocks; a refusal is counted (`EarlyRefusal.count`) and logged by the protocol
     /// (with a rate limit: a handshake may cost its sender little).
     func refusalWithoutWaiting(_ request: PublishRequest) -> EarlyRefusal?
     func refusalWithoutWaiting(_ request: PlayRequest) -> EarlyRefusal?
@@ -46,12 +46,15 @@ public protocol SessionAdmission: Sendable {
     /// asks no other node of the cluster: nil is still not an acceptance, and `publish`
     /// decides as before. For SRT's handshake, which waits for it only briefly (libsrt's
     /// thread carries every caller's packets), so that a wrong key or a bad JWT is answered
-    /// with a code on the first attempt.
+    /// with a code on the first attempt. Neither this nor `refusalWithoutWaiting` counts
+    /// its refusal: the protocol calls `EarlyRefusal.count` when it answers with it.
     func refusalWithoutSideEffects(_ request: PublishRequest) async -> EarlyRefusal?
     func refusalWithoutSideEffects(_ request: PlayRequest) async -> EarlyRefusal?
-    /// Whether `refusalWithoutSideEffects` may refuse more than `refusalWithoutWaiting` (the
-    /// admission checks keys or tokens): where it cannot, a handshake does not wait for it.
-    var asksWithoutSideEffects: Bool { get }
+    /// Whether `refusalWithoutSideEffects` would ask anyone for `request` (a key not
+    /// answered for yet, a JWT): where it would not, it refuses no more than
+    /// `refusalWithoutWaiting`, and a handshake does not wait for it.
+    func asksWithoutSideEffects(_ request: PublishRequest) -> Bool
+    func asksWithoutSideEffects(_ request: PlayRequest) -> Bool
 }
 
 extension SessionAdmission {
@@ -81,7 +84,8 @@ extension SessionAdmission {
     /// An admission that asks no one without consequences refuses what it refuses at once.
     public func refusalWithoutSideEffects(_ request: PublishRequest) async -> EarlyRefusal? { refusalWithoutWaiting(request) }
     public func refusalWithoutSideEffects(_ request: PlayRequest) async -> EarlyRefusal? { refusalWithoutWaiting(request) }
-    public var asksWithoutSideEffects: Bool { false }
+    public func asksWithoutSideEffects(_ request: PublishRequest) -> Bool { false }
+    public func asksWithoutSideEffects(_ request: PlayRequest) -> Bool { false }
 
     public func play(_ request: PlayRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PlayAnswer> {
         eventLoop.makeFutureWithTask { await self.play(request) }
@@ -94,10 +98,15 @@ extension SessionAdmission {
 public struct EarlyRefusal: Sendable {
     public var refusal: SessionRefusal
     public var reason: String
+    /// Counts the refusal as the full path's would be counted. The protocol calls it when it
+    /// answers the client with this refusal: an answer that came too late for a handshake
+    /// is not counted here, the full admission counts its own.
+    public var count: @Sendable () -> Void
 
-    public init(_ refusal: SessionRefusal, reason: String) {
+    public init(_ refusal: SessionRefusal, reason: String, count: @escaping @Sendable () -> Void = {}) {
         self.refusal = refusal
         self.reason = reason
+        self.count = count
     }
 }
 

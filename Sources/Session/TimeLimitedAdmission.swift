@@ -61,7 +61,8 @@ public struct TimeLimitedAdmission: SessionAdmission {
         await inner.refusalWithoutSideEffects(request)
     }
 
-    public var asksWithoutSideEffects: Bool { inner.asksWithoutSideEffects }
+    public func asksWithoutSideEffects(_ request: PublishRequest) -> Bool { inner.asksWithoutSideEffects(request) }
+    public func asksWithoutSideEffects(_ request: PlayRequest) -> Bool { inner.asksWithoutSideEffects(request) }
 
     /// Local and quick (no policy is asked): not timed.
     public func publishRendition(_ request: RenditionRequest) async -> PublishAnswer {

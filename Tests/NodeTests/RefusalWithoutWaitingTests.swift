@@ -81,11 +81,15 @@ struct RefusalWithoutWaitingTests {
         let hook = CountingPolicy()
         let admission = try await Self.admission(keys: keys, last: hook)
 
+        #expect(admission.asksWithoutSideEffects(try Self.publish("other", "cam", "key=wrong")))
+        #expect(!admission.asksWithoutSideEffects(try Self.publish("other", "cam", "")))
         let wrong = try #require(await admission.refusalWithoutSideEffects(try Self.publish("other", "cam", "key=wrong")))
         #expect(wrong.refusal.kind == .denied)
         #expect(wrong.reason == "stream key refused")
         #expect(asked.withLock { $0 } == 1)
-        // The answer is the verifier's cache: the quick check and the admission read it.
+        // The answer is the verifier's cache: the quick check and the admission read it, and
+        // there is nothing left to ask.
+        #expect(!admission.asksWithoutSideEffects(try Self.publish("other", "cam", "key=wrong")))
         #expect(admission.refusalWithoutWaiting(try Self.publish("other", "cam", "key=wrong"))?.refusal.kind == .denied)
         #expect(await admission.refusalWithoutSideEffects(try Self.publish("other", "cam", "key=right")) == nil)
         #expect(asked.withLock { $0 } == 2)
@@ -117,6 +121,10 @@ struct RefusalWithoutWaitingTests {
         #expect(refused.refusal == .denied("token refused"))
         #expect(refused.reason.hasPrefix("token: "))
         #expect(await admission.refusalWithoutSideEffects(try Self.play("live", "cam", "token=\(valid)")) == nil)
+        // Only a JWT is worth waiting for: no token, or an HMAC one, is decided at once.
+        #expect(admission.asksWithoutSideEffects(try Self.play("live", "cam", "token=\(forged)")))
+        #expect(!admission.asksWithoutSideEffects(try Self.play("live", "cam", "")))
+        #expect(!admission.asksWithoutSideEffects(try Self.play("other", "cam", "")))
         // The claims count: a play token does not publish.
         #expect(await admission.refusalWithoutSideEffects(try Self.publish("live", "cam", "token=\(valid)"))?.refusal.kind == .denied)
         // What is refused at once is refused the same way.
@@ -153,9 +161,9 @@ struct RefusalWithoutWaitingTests {
         let relay = NodeAdmission(admission: nil, playback: Playback(registry: registry), logger: NodeAdmissionTests.logger)
         #expect(relay.refusalWithoutWaiting(try Self.publish("live", "cam", ""))?.refusal.kind == .badName)
         #expect(relay.refusalWithoutWaiting(try Self.play("live", "cam", "")) == nil)
-        // No keys, no tokens: nothing to ask, so a handshake does not wait for the admission.
-        #expect(!relay.asksWithoutSideEffects)
-        #expect(try await Self.admission(keys: nil).asksWithoutSideEffects)
+        // Nothing to ask: a handshake does not wait for the admission.
+        #expect(!relay.asksWithoutSideEffects(try Self.publish("live", "cam", "")))
+        #expect(!relay.asksWithoutSideEffects(try Self.play("live", "cam", "")))
 
         let drain = NodeDrain(logger: NodeAdmissionTests.logger)
         let admission = try await Self.admission(keys: nil, draining: drain)

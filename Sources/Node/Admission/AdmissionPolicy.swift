@@ -31,9 +31,10 @@ protocol AdmissionPolicy: Sendable {
     /// publisher elsewhere may be evicted) keeps the default.
     func refusalWithoutSideEffects(_ request: PublishRequest) async -> PolicyRefusal?
     func refusalWithoutSideEffects(_ request: PlayRequest) async -> PolicyRefusal?
-    /// Whether `refusalWithoutSideEffects` asks anyone (and so may refuse more than
-    /// `refusalWithoutWaiting`).
-    var asksWithoutSideEffects: Bool { get }
+    /// Whether `refusalWithoutSideEffects` would ask anyone for this request (and so may
+    /// refuse more than `refusalWithoutWaiting`).
+    func asksWithoutSideEffects(_ request: PublishRequest) -> Bool
+    func asksWithoutSideEffects(_ request: PlayRequest) -> Bool
 }
 
 extension AdmissionPolicy {
@@ -49,7 +50,8 @@ extension AdmissionPolicy {
     func refusalWithoutWaiting(_ request: PlayRequest) -> PolicyRefusal? { nil }
     func refusalWithoutSideEffects(_ request: PublishRequest) async -> PolicyRefusal? { refusalWithoutWaiting(request) }
     func refusalWithoutSideEffects(_ request: PlayRequest) async -> PolicyRefusal? { refusalWithoutWaiting(request) }
-    var asksWithoutSideEffects: Bool { false }
+    func asksWithoutSideEffects(_ request: PublishRequest) -> Bool { false }
+    func asksWithoutSideEffects(_ request: PlayRequest) -> Bool { false }
 }
 
 /// What a policy says of a publish.

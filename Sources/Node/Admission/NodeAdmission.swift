@@ -196,58 +196,55 @@ struct NodeAdmission: SessionAdmission {
 }
 
 extension NodeAdmission {
-    /// The first policy's refusal it is sure of without waiting, counted as `publish`'s
-    /// would be. Not logged here: a handshake costs its caller little (SRT's are datagrams),
-    /// so the protocol logs it with its own rate limit. A relay refuses every publisher.
+    /// The first policy's refusal it is sure of without waiting, counted (`EarlyRefusal.count`)
+    /// as `publish`'s would be when the protocol answers with it. Not logged here: a
+    /// handshake costs its caller little (SRT's are datagrams), so the protocol logs it with
+    /// its own rate limit. A relay refuses every publisher.
     func refusalWithoutWaiting(_ request: PublishRequest) -> EarlyRefusal? {
         guard admission != nil else {
             return EarlyRefusal(.badName("this node is a relay: publish to an ingest node"), reason: "this node is a relay")
         }
-        for policy in policies {
-            if let refused = policy.refusalWithoutWaiting(request) {
-                NodeMetrics.refusedPublishes(reason: refused.metric)
-                return EarlyRefusal(refused.refusal, reason: refused.logged)
-            }
-        }
-        return nil
+        return policies.lazy.compactMap { $0.refusalWithoutWaiting(request) }.first.map(Self.early(publish:))
     }
 
     func refusalWithoutWaiting(_ request: PlayRequest) -> EarlyRefusal? {
-        for policy in policies {
-            if let refused = policy.refusalWithoutWaiting(request) {
-                NodeMetrics.refusedPlays(reason: refused.metric)
-                return EarlyRefusal(refused.refusal, reason: refused.logged)
-            }
-        }
-        return nil
+        policies.lazy.compactMap { $0.refusalWithoutWaiting(request) }.first.map(Self.early(play:))
     }
 
     /// `refusalWithoutWaiting`, and what the policies can refuse by asking without
-    /// consequences (the coordinator of a key, a JWT's keys), counted as `publish`'s
-    /// refusals. The hook's policy and the cluster's one-publisher rule, whose asking has
-    /// consequences, add nothing to what they refuse at once.
+    /// consequences (the coordinator of a key, a JWT's keys). The hook's policy and the
+    /// cluster's one-publisher rule, whose asking has consequences, add nothing to what they
+    /// refuse at once.
     func refusalWithoutSideEffects(_ request: PublishRequest) async -> EarlyRefusal? {
         guard admission != nil else { return refusalWithoutWaiting(request) }
         for policy in policies {
-            if let refused = await policy.refusalWithoutSideEffects(request) {
-                NodeMetrics.refusedPublishes(reason: refused.metric)
-                return EarlyRefusal(refused.refusal, reason: refused.logged)
-            }
+            if let refused = await policy.refusalWithoutSideEffects(request) { return Self.early(publish: refused) }
         }
         return nil
     }
 
-    /// Whether any policy asks someone without consequences (keys, tokens).
-    var asksWithoutSideEffects: Bool { policies.contains { $0.asksWithoutSideEffects } }
-
     func refusalWithoutSideEffects(_ request: PlayRequest) async -> EarlyRefusal? {
         for policy in policies {
-            if let refused = await policy.refusalWithoutSideEffects(request) {
-                NodeMetrics.refusedPlays(reason: refused.metric)
-                return EarlyRefusal(refused.refusal, reason: refused.logged)
-            }
+            if let refused = await policy.refusalWithoutSideEffects(request) { return Self.early(play: refused) }
         }
         return nil
+    }
+
+    /// Whether a policy would ask anyone for this request (a key not answered for, a JWT).
+    func asksWithoutSideEffects(_ request: PublishRequest) -> Bool {
+        admission != nil && policies.contains { $0.asksWithoutSideEffects(request) }
+    }
+
+    func asksWithoutSideEffects(_ request: PlayRequest) -> Bool {
+        policies.contains { $0.asksWithoutSideEffects(request) }
+    }
+
+    private static func early(publish refused: PolicyRefusal) -> EarlyRefusal {
+        EarlyRefusal(refused.refusal, reason: refused.logged) { NodeMetrics.refusedPublishes(reason: refused.metric) }
+    }
+
+    private static func early(play refused: PolicyRefusal) -> EarlyRefusal {
+        EarlyRefusal(refused.refusal, reason: refused.logged) { NodeMetrics.refusedPlays(reason: refused.metric) }
     }
 
     /// A policy's refusal of a publisher: logged with its reason, counted, and what the client is told.

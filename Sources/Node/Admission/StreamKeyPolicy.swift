@@ -15,13 +15,16 @@ struct StreamKeyPolicy: AdmissionPolicy {
         keys.decisionWithoutWaiting(request.path, key: request.query.streamKey).flatMap(refusal)
     }
 
-    /// The full check: asking the coordinator only fills the verifier's cache, which the
-    /// admission reads next.
+    /// The full check: the coordinator is asked as the full path would ask it, and its answer
+    /// fills the verifier's cache, which the admission reads next.
     func refusalWithoutSideEffects(_ request: PublishRequest) async -> PolicyRefusal? {
         await check(request)
     }
 
-    var asksWithoutSideEffects: Bool { true }
+    /// A key the verifier has no answer for.
+    func asksWithoutSideEffects(_ request: PublishRequest) -> Bool {
+        keys.decisionWithoutWaiting(request.path, key: request.query.streamKey) == nil
+    }
 
     private func refusal(_ decision: StreamKeyVerifier.Decision) -> PolicyRefusal? {
         guard case .refused(let why) = decision else { return nil }

@@ -41,7 +41,14 @@ struct TokenPolicy: AdmissionPolicy {
         refusal(await verifier.verify(.play, path: request.path.primary.stream, query: request.query))
     }
 
-    var asksWithoutSideEffects: Bool { true }
+    /// A JWT to verify.
+    func asksWithoutSideEffects(_ request: PublishRequest) -> Bool {
+        verifier.verdictWithoutWaiting(.publish, path: request.path, query: request.query) == nil
+    }
+
+    func asksWithoutSideEffects(_ request: PlayRequest) -> Bool {
+        verifier.verdictWithoutWaiting(.play, path: request.path.primary.stream, query: request.query) == nil
+    }
 
     /// Only refusals: a valid token's expiry is watched for the session `check` admits.
     private func refusal(_ verdict: TokenVerdict?) -> PolicyRefusal? {

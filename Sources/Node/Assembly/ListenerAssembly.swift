@@ -93,6 +93,7 @@ struct ListenerAssembly {
             srt.maxPublishers = configuration.srtMaxPublishers
             srt.maxPlayers = configuration.srtMaxPlayers
             srt.maxCallersPerAddress = configuration.srtMaxCallersPerAddress
+            srt.handshakeWait = configuration.srtHandshakeWaitMilliseconds.map { .milliseconds($0) }
             srt.limitLoopback = configuration.rtmp.connectionLimits.limitLoopback
             // The node's own limit decides first (and ends a late decision's session); the
             // caller's thread waits a little longer than it.

@@ -96,7 +96,7 @@ struct RelayAssembly {
         let deadline = ContinuousClock.now + .seconds(1)
         while true {
             let records = hub.configurationRecords
-            if let metadata = records.metadata { return readings.renditions(of: hub.path, metadata.payload) }
+            if let metadata = records.metadata { return readings.renditions(of: hub, metadata.payload) }
             if records.video != nil || records.audio != nil || ContinuousClock.now >= deadline || hub.isEnded { return [] }
             try? await Task.sleep(for: .milliseconds(20))
         }
@@ -105,17 +105,34 @@ struct RelayAssembly {
 
 /// The tracks each pulled stream's metadata lists, read once per metadata: every HLS
 /// request of an edge asks (a player's parts come several times a second), and the
-/// metadata rarely changes. Bounded: the table is emptied when it reaches `capacity`.
+/// metadata rarely changes. A reading is known by the metadata's hub, size and hash (the
+/// metadata itself, up to `maxMetadataBytes`, is not kept). Bounded: at most `capacity`
+/// readings, the table emptied when full (a reading costs one metadata decode).
 final class MetadataReadings: Sendable {
-    private let readings = Mutex<[RenditionPath: (metadata: ByteBuffer, renditions: [String])]>([:])
-    static let capacity = 4096
+    private struct Reading {
+        var hub: ObjectIdentifier
+        var size: Int
+        var hash: Int
+        var renditions: [String]
+    }
 
-    func renditions(of path: RenditionPath, _ metadata: ByteBuffer) -> [String] {
-        if let known = readings.withLock({ $0[path] }), known.metadata == metadata { return known.renditions }
+    private let readings = Mutex<[RenditionPath: Reading]>([:])
+    static let capacity = 1024
+
+    func renditions(of hub: StreamHub, _ metadata: ByteBuffer) -> [String] {
+        let hash = metadata.withUnsafeReadableBytes { bytes in
+            var hasher = Hasher()
+            hasher.combine(bytes: bytes)
+            return hasher.finalize()
+        }
+        let identity = ObjectIdentifier(hub)
+        if let known = readings.withLock({ $0[hub.path] }), known.hub == identity, known.size == metadata.readableBytes, known.hash == hash {
+            return known.renditions
+        }
         let renditions = TrackIdInfoMaps.renditions(inMetadataBody: metadata)
         readings.withLock { readings in
-            if readings.count >= Self.capacity, readings[path] == nil { readings.removeAll(keepingCapacity: true) }
-            readings[path] = (metadata, renditions)
+            if readings.count >= Self.capacity, readings[hub.path] == nil { readings.removeAll(keepingCapacity: true) }
+            readings[hub.path] = Reading(hub: identity, size: metadata.readableBytes, hash: hash, renditions: renditions)
         }
         return renditions
     }

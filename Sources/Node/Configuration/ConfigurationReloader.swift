@@ -25,7 +25,7 @@ struct ConfigurationReloader: Service {
 
     /// Keys of the file that a running node does not take.
     static let restartOnlyKeys: Set<String> = [
-        "bindHost", "rtmpPort", "httpPort", "adminBind", "adminPort", "rtmpsPort", "httpsPort", "srtPort", "srtLatencyMilliseconds", "srtPassphrase", "srtMaxPublishers", "srtMaxPlayers", "srtMaxCallersPerAddress", "tls", "dataDir", "logLevel", "logFormat",
+        "bindHost", "rtmpPort", "httpPort", "adminBind", "adminPort", "rtmpsPort", "httpsPort", "srtPort", "srtLatencyMilliseconds", "srtPassphrase", "srtMaxPublishers", "srtMaxPlayers", "srtMaxCallersPerAddress", "srtHandshakeWaitMilliseconds", "tls", "dataDir", "logLevel", "logFormat",
         "nats", "nodeID", "advertiseHost", "coordinatorNode", "database", "upstreams", "adminToken",
         "httpIdleTimeoutSeconds", "socketSendBufferBytes", "maxReassemblyBytes",
         "hlsSegmentSeconds", "hlsPartSeconds", "hlsWindowSegments", "drainGraceSeconds", "drainReconnectTo",

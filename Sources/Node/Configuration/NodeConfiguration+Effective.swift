@@ -26,6 +26,7 @@ extension NodeConfiguration {
         file.srtMaxPublishers = srtMaxPublishers
         file.srtMaxPlayers = srtMaxPlayers
         file.srtMaxCallersPerAddress = srtMaxCallersPerAddress
+        file.srtHandshakeWaitMilliseconds = srtHandshakeWaitMilliseconds
         file.srtPassphrase = srtPassphrase
         file.dataDir = dataDir
         file.logLevel = resolved.logLevel ?? "info"
@@ -125,6 +126,7 @@ extension NodeConfiguration {
         kept.srtMaxPublishers = running.srtMaxPublishers
         kept.srtMaxPlayers = running.srtMaxPlayers
         kept.srtMaxCallersPerAddress = running.srtMaxCallersPerAddress
+        kept.srtHandshakeWaitMilliseconds = running.srtHandshakeWaitMilliseconds
         kept.srtPassphrase = running.srtPassphrase
         kept.tlsCertificateFile = running.tlsCertificateFile
         kept.tlsKeyFile = running.tlsKeyFile

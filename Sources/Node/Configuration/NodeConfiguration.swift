@@ -31,6 +31,9 @@ struct NodeConfiguration: Sendable {
     var srtMaxPublishers = 64
     var srtMaxPlayers = 256
     var srtMaxCallersPerAddress = 16
+    /// How long an SRT handshake may wait for a key or JWT check; nil: a quarter of the
+    /// latency, at most 100 ms (`SRTListener.Configuration.handshakeWait`).
+    var srtHandshakeWaitMilliseconds: Int?
     var srtPassphrase: String?
     /// PEM files of the TLS certificate chain and key.
     var tlsCertificateFile: String?
@@ -118,6 +121,12 @@ struct NodeConfiguration: Sendable {
         if let value = file.srtMaxPublishers { srtMaxPublishers = try positive(value, "srtMaxPublishers") }
         if let value = file.srtMaxPlayers { srtMaxPlayers = try positive(value, "srtMaxPlayers") }
         if let value = file.srtMaxCallersPerAddress { srtMaxCallersPerAddress = try positive(value, "srtMaxCallersPerAddress") }
+        if let value = file.srtHandshakeWaitMilliseconds {
+            guard (0...1000).contains(value) else {
+                throw ConfigurationError.invalidValue("srtHandshakeWaitMilliseconds must be within 0…1000, got \(value)")
+            }
+            srtHandshakeWaitMilliseconds = value
+        }
         if let value = file.srtLatencyMilliseconds {
             guard (20...8000).contains(value) else {
                 throw ConfigurationError.invalidValue("srtLatencyMilliseconds must be within 20…8000, got \(value)")

@@ -38,6 +38,9 @@ struct NodeConfigurationFile: Codable, Sendable {
     /// SRT publishers, and separately players, at once from one address (16 each; loopback
     /// exempt unless `limitLoopbackConnections`).
     var srtMaxCallersPerAddress: Int?
+    /// How long an SRT handshake may wait for a key or JWT check (0–1000 ms; 0: never; by
+    /// default a quarter of the latency, at most 100 ms).
+    var srtHandshakeWaitMilliseconds: Int?
     /// SRT's AES passphrase (10–79 characters): callers must give the same.
     var srtPassphrase: String?
     /// The certificate chain and key of RTMPS and HTTPS, PEM files: `{"certificateFile": "…", "keyFile": "…"}`.

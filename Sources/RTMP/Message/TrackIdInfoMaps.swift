@@ -16,10 +16,12 @@ public enum TrackIdInfoMaps {
     public static let mostTracks = 15
 
     /// `metadata` (the publisher's `onMetaData` value, or none) with both maps set to the
-    /// open tracks' ids, replacing any the publisher sent (they list what the node serves).
-    /// Without tracks, the publisher's metadata unchanged.
+    /// open tracks' ids, replacing any the publisher sent: they list what the node serves, and
+    /// a publisher must not make pulling nodes open renditions that do not exist. Without
+    /// tracks, and without maps of the publisher's, its metadata unchanged (byte for byte).
     public static func metadata(_ metadata: AMF0Value?, videoTracks: [UInt8], audioTracks: [UInt8]) -> AMF0Value? {
-        guard !videoTracks.isEmpty || !audioTracks.isEmpty else { return metadata }
+        let claimed = metadata?.properties?.contains { $0.name == videoKey || $0.name == audioKey } ?? false
+        guard !videoTracks.isEmpty || !audioTracks.isEmpty || claimed else { return metadata }
         var properties = (metadata?.properties ?? []).filter { $0.name != videoKey && $0.name != audioKey }
         func map(_ ids: [UInt8]) -> AMF0Value {
             .object(ids.sorted().map { AMF0Property(String($0), .object([])) })

@@ -457,8 +457,12 @@ extension RTMPServerConnectionHandler {
     func announcedMetadata(_ publish: PublishContext) -> MediaFrame? {
         let video = publish.tracks.compactMap { if case .open = $0.value { $0.key } else { nil } }
         let audio = publish.audioTracks.compactMap { if case .open = $0.value { $0.key } else { nil } }
+        let listedBefore = !publish.listedTracks.video.isEmpty || !publish.listedTracks.audio.isEmpty
         publish.listedTracks = (video.sorted(), audio.sorted())
-        guard let metadata = TrackIdInfoMaps.metadata(publish.publisherMetadata, videoTracks: video, audioTracks: audio),
+        // The last track ended and the publisher sent no metadata of its own: an empty one
+        // replaces the one that listed the tracks (players and pulling nodes keep the last).
+        let publisherMetadata = publish.publisherMetadata ?? (listedBefore ? .ecmaArray([]) : nil)
+        guard let metadata = TrackIdInfoMaps.metadata(publisherMetadata, videoTracks: video, audioTracks: audio),
               let body = DataMessage(name: DataMessage.onMetaData, values: [metadata]).metadataBody() else { return nil }
         let limit = configuration.maxMetadataBytes
         if body.readableBytes > limit {

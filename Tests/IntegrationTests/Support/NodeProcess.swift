@@ -34,6 +34,7 @@ struct NodeConfig: Encodable, Sendable {
     var srtMaxPublishers: Int?
     var srtMaxPlayers: Int?
     var srtMaxCallersPerAddress: Int?
+    var srtHandshakeWaitMilliseconds: Int?
     var maxTranscodes: Int?
     var maxStreams: Int?
     var maxMetadataBytes: Int?

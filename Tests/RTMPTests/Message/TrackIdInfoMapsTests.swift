@@ -42,6 +42,11 @@ import Testing
             AMF0Property("duration", .number(0)),
             AMF0Property(TrackIdInfoMaps.videoKey, .object([AMF0Property("5", .object([])), AMF0Property("6", .object([]))])),
         ])
+        // Without a track open, a publisher's own maps are dropped: a pulling node would open
+        // renditions that do not exist.
+        let none = try #require(TrackIdInfoMaps.metadata(claimed, videoTracks: [], audioTracks: []))
+        #expect(TrackIdInfoMaps.renditions(inMetadataBody: Self.body(none)) == [])
+        #expect(none["duration"] == .number(0))
         let announced = try #require(TrackIdInfoMaps.metadata(claimed, videoTracks: [1], audioTracks: []))
         #expect(announced[TrackIdInfoMaps.videoKey]?.properties?.map(\.name) == ["1"])
         #expect(announced.properties?.filter { $0.name == TrackIdInfoMaps.videoKey }.count == 1)
