@@ -433,7 +433,7 @@ extension IntegrationTests {
             }
         }
 
-        @Test("Tokens in the stream id (SRS's token= and expires=): an HMAC token publishes and a viewer holding a play token stays 30 s; a missing token, a tampered one, or one for the other action is rejected in the first handshake with 1401, seen by the caller and ffmpeg, logged and counted with RTMP's refusals; so is a bad JWT, verified within the handshake's wait, and a good one plays")
+        @Test("Tokens in the stream id (SRS's token= and expires=): an HMAC token publishes and a viewer holding a play token stays 30 s; a missing token, a tampered one, or one for the other action is rejected in the first handshake with 1401, seen by the caller and ffmpeg, logged and counted with RTMP's refusals; so is a bad JWT, verified within the handshake's wait, and a viewer with a good one stays 30 s beside the HMAC one")
         func tokens() async throws {
             try await Scenario.run("srt-tokens") { scenario in
                 let media = try await MediaLibrary.shared.file(.gopAudioVideo)
@@ -491,12 +491,17 @@ extension IntegrationTests {
                 let goodPlay = await SRTCaller.rejection(port: srtPort, streamID: "#!::r=live/tok,m=request,token=\(goodJWT)", hold: .seconds(1))
                 scenario.check(goodPlay == 0, "a good JWT's play was rejected in the handshake (\(goodPlay))")
 
-                // A viewer with its play token stays 30 s.
+                // A viewer with its HMAC play token, and one with its JWT (admitted through the
+                // handshake's wait), stay 30 s side by side.
                 let playToken = try await hmac("play", "live/tok")
                 let recording = scenario.file("srt-token.ts")
                 let viewer = try Self.recordOverSRT(scenario, port: srtPort, streamID: "%23!::r=live/tok,m=request,\(playToken)", into: recording, name: "srt-viewer")
+                let jwtRecording = scenario.file("srt-jwt.ts")
+                let jwtViewer = try Self.recordOverSRT(scenario, port: srtPort, streamID: "%23!::r=live/tok,m=request,token=\(goodJWT)", into: jwtRecording, name: "srt-jwt-viewer")
                 _ = await viewer.waitForExit(timeout: .seconds(60))
+                _ = await jwtViewer.waitForExit(timeout: .seconds(30))
                 try await Self.checkRecording(scenario, recording, "the token holder's SRT recording")
+                try await Self.checkRecording(scenario, jwtRecording, "the JWT holder's SRT recording")
 
                 let metrics = try await node.metrics()
                 // Seven by the admission in the handshake (the bad JWT's first attempt among

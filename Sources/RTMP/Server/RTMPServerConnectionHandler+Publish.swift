@@ -455,10 +455,9 @@ extension RTMPServerConnectionHandler {
     /// open tracks listed (`TrackIdInfoMaps`); nil when there is none to send, or it breaks
     /// the metadata limits once encoded (then dropped with a warning, as the publisher's).
     func announcedMetadata(_ publish: PublishContext) -> MediaFrame? {
-        let video = publish.tracks.compactMap { if case .open = $0.value { $0.key } else { nil } }
-        let audio = publish.audioTracks.compactMap { if case .open = $0.value { $0.key } else { nil } }
+        let (video, audio) = publish.openTrackIDs
         let listedBefore = !publish.listedTracks.video.isEmpty || !publish.listedTracks.audio.isEmpty
-        publish.listedTracks = (video.sorted(), audio.sorted())
+        publish.listedTracks = (video, audio)
         // The last track ended and the publisher sent no metadata of its own: an empty one
         // replaces the one that listed the tracks (players and pulling nodes keep the last).
         let publisherMetadata = publish.publisherMetadata ?? (listedBefore ? .ecmaArray([]) : nil)
@@ -475,10 +474,7 @@ extension RTMPServerConnectionHandler {
     /// The open tracks changed: the stream's metadata says so to its players (and to the
     /// nodes that pull it, which list the tracks in their masters).
     func tracksChanged(_ publish: PublishContext) {
-        let video = publish.tracks.compactMap { if case .open = $0.value { $0.key } else { nil } }.sorted()
-        let audio = publish.audioTracks.compactMap { if case .open = $0.value { $0.key } else { nil } }.sorted()
-        guard video != publish.listedTracks.video || audio != publish.listedTracks.audio,
-              let frame = announcedMetadata(publish) else { return }
+        guard publish.openTrackIDs != publish.listedTracks, let frame = announcedMetadata(publish) else { return }
         _ = publish.hub.publish(frame, publisher: publish.id)
     }
 

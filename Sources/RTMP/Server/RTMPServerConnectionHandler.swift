@@ -55,6 +55,14 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         /// The track ids the stream's metadata lists now (video, audio).
         var listedTracks: (video: [UInt8], audio: [UInt8]) = ([], [])
 
+        /// The open tracks' ids, in order (video, audio): what the metadata should list.
+        var openTrackIDs: (video: [UInt8], audio: [UInt8]) {
+            func open(_ tracks: [UInt8: TrackState]) -> [UInt8] {
+                tracks.compactMap { if case .open = $0.value { $0.key } else { nil } }.sorted()
+            }
+            return (open(tracks), open(audioTracks))
+        }
+
         struct TrackKey: Hashable {
             var kind: TrackKind
             var id: UInt8
