@@ -16,6 +16,10 @@ import NIOConcurrencyHelpers
 /// - A refused key is remembered for `refusedFor` (5 s), so a misconfigured encoder
 ///   retrying in a loop does not flood the coordinator.
 ///
+/// - Publishes of one key at the same moment share one question (an encoder's retries, SRT's
+///   handshake and the admission after it): the coordinator is asked once per key at a
+///   time, and the questions in flight are at most the connections waiting for them.
+///
 /// Keys are held only as SHA-256 digests.
 public final class StreamKeyVerifier: Sendable {
     public enum Decision: Equatable, Sendable {
@@ -41,9 +45,22 @@ public final class StreamKeyVerifier: Sendable {
         var at: ContinuousClock.Instant
     }
 
+    /// A question to the coordinator in flight, which later checks of the same key await.
+    private struct Question {
+        var path: StreamPath
+        var id: UInt64
+        var answer: Task<Bool, any Error>
+    }
+
+    private struct State {
+        var cache: [[UInt8]: Entry] = [:]
+        var questions: [[UInt8]: Question] = [:]
+        var nextQuestion: UInt64 = 0
+    }
+
     private let configuration: Configuration
     private let verify: @Sendable (StreamPath, String) async throws -> Bool
-    private let cache = NIOLockedValueBox<[[UInt8]: Entry]>([:])
+    private let state = NIOLockedValueBox(State())
     private let logger: Logger
 
     /// `verify` asks the coordinator; it throws when it cannot get an answer.
@@ -58,10 +75,9 @@ public final class StreamKeyVerifier: Sendable {
         guard let key else { return .refused(Self.missing(path)) }
         let digest = Self.digest(path, key)
         let now = ContinuousClock.now
-        let cached = cache.withLockedValue { $0[digest] }
+        let cached = state.withLockedValue { $0.cache[digest] }
         do {
-            let accepted = try await verify(path, key)
-            remember(Entry(path: path, accepted: accepted, at: now), as: digest)
+            let accepted = try await answer(path, key, digest)
             return accepted ? .accepted : .refused("stream key refused")
         } catch {
             if let cached, cached.accepted, now - cached.at < configuration.staleIfUnreachable {
@@ -78,10 +94,45 @@ public final class StreamKeyVerifier: Sendable {
     public func decisionWithoutWaiting(_ path: StreamPath, key: String?) -> Decision? {
         guard let key, !key.isEmpty else { return .refused(Self.missing(path)) }
         let now = ContinuousClock.now
-        guard let cached = cache.withLockedValue({ $0[Self.digest(path, key)] }) else { return nil }
+        guard let cached = state.withLockedValue({ $0.cache[Self.digest(path, key)] }) else { return nil }
         if cached.accepted, now - cached.at < configuration.freshFor { return .accepted }
         if !cached.accepted, now - cached.at < configuration.refusedFor { return .refused("stream key refused") }
         return nil
+    }
+
+    /// The coordinator's answer for `key`: the question in flight for it, or a new one. The
+    /// answer is remembered when it comes, unless the stream was forgotten meanwhile (a
+    /// revocation): an answer asked for before it must not be trusted after it.
+    private func answer(_ path: StreamPath, _ key: String, _ digest: [UInt8]) async throws -> Bool {
+        let question = state.withLockedValue { state -> Task<Bool, any Error> in
+            if let asked = state.questions[digest] { return asked.answer }
+            state.nextQuestion &+= 1
+            let id = state.nextQuestion
+            let asked = ContinuousClock.now
+            let answer = Task { [verify, path, key] in
+                do {
+                    let accepted = try await verify(path, key)
+                    self.settle(digest, id, remembering: Entry(path: path, accepted: accepted, at: asked))
+                    return accepted
+                } catch {
+                    self.settle(digest, id, remembering: nil)
+                    throw error
+                }
+            }
+            state.questions[digest] = Question(path: path, id: id, answer: answer)
+            return answer
+        }
+        return try await question.value
+    }
+
+    /// The question `id` for `digest` is answered: it is no longer in flight, and its answer is
+    /// remembered if the question was not dropped meanwhile (`forget`, `isStillValid`).
+    private func settle(_ digest: [UInt8], _ id: UInt64, remembering entry: Entry?) {
+        state.withLockedValue { state in
+            guard state.questions[digest]?.id == id else { return }
+            state.questions[digest] = nil
+            if let entry { remember(entry, as: digest, in: &state) }
+        }
     }
 
     private static func missing(_ path: StreamPath) -> String {
@@ -93,10 +144,12 @@ public final class StreamKeyVerifier: Sendable {
     /// Returns how many entries were dropped.
     @discardableResult
     public func forget(_ path: StreamPath) -> Int {
-        cache.withLockedValue { cache in
-            let before = cache.count
-            cache = cache.filter { $0.value.path != path }
-            return before - cache.count
+        state.withLockedValue { state in
+            // Questions asked before the revocation are still awaited, but not remembered.
+            state.questions = state.questions.filter { $0.value.path != path }
+            let before = state.cache.count
+            state.cache = state.cache.filter { $0.value.path != path }
+            return before - state.cache.count
         }
     }
 
@@ -104,9 +157,13 @@ public final class StreamKeyVerifier: Sendable {
     /// false as it answers, nil when it cannot be asked. Used after a revocation, where only
     /// a definite "no" may disconnect a publisher.
     public func isStillValid(_ path: StreamPath, key: String) async -> Bool? {
+        let digest = Self.digest(path, key)
+        // A question in flight was asked before the revocation: its answer is not remembered.
+        state.withLockedValue { _ = $0.questions.removeValue(forKey: digest) }
         do {
             let accepted = try await verify(path, key)
-            remember(Entry(path: path, accepted: accepted, at: ContinuousClock.now), as: Self.digest(path, key))
+            let entry = Entry(path: path, accepted: accepted, at: ContinuousClock.now)
+            state.withLockedValue { remember(entry, as: digest, in: &$0) }
             return accepted
         } catch {
             logger.warning("coordinator unreachable while re-checking a stream key after a revocation", metadata: ["stream": "\(path)", "error": "\(error)"])
@@ -117,25 +174,26 @@ public final class StreamKeyVerifier: Sendable {
     /// Stores an answer. Bounded: answers past their use are dropped on the way (acceptances
     /// after `staleIfUnreachable`, refusals after `refusedFor`), then the oldest beyond
     /// `maxEntries`.
-    private func remember(_ entry: Entry, as digest: [UInt8]) {
+    private func remember(_ entry: Entry, as digest: [UInt8], in state: inout State) {
         let configuration = self.configuration
-        cache.withLockedValue { cache in
-            let now = entry.at
-            cache = cache.filter { now - $0.value.at < ($0.value.accepted ? configuration.staleIfUnreachable : configuration.refusedFor) }
-            let limit = max(configuration.maxEntries, 1)
-            if cache[digest] == nil, cache.count >= limit {
-                // The oldest tenth at once, so a flood sorts once per limit/10 answers.
-                let excess = cache.count - limit + 1 + limit / 10
-                for (oldest, _) in cache.sorted(by: { $0.value.at < $1.value.at }).prefix(excess) {
-                    cache[oldest] = nil
-                }
+        let now = entry.at
+        state.cache = state.cache.filter { now - $0.value.at < ($0.value.accepted ? configuration.staleIfUnreachable : configuration.refusedFor) }
+        let limit = max(configuration.maxEntries, 1)
+        if state.cache[digest] == nil, state.cache.count >= limit {
+            // The oldest tenth at once, so a flood sorts once per limit/10 answers.
+            let excess = state.cache.count - limit + 1 + limit / 10
+            for (oldest, _) in state.cache.sorted(by: { $0.value.at < $1.value.at }).prefix(excess) {
+                state.cache[oldest] = nil
             }
-            cache[digest] = entry
         }
+        state.cache[digest] = entry
     }
 
     /// The number of cached answers (for tests and status).
-    public var cachedAnswers: Int { cache.withLockedValue { $0.count } }
+    public var cachedAnswers: Int { state.withLockedValue { $0.cache.count } }
+
+    /// The questions to the coordinator in flight (for tests).
+    var questionsInFlight: Int { state.withLockedValue { $0.questions.count } }
 
     private static func digest(_ path: StreamPath, _ key: String) -> [UInt8] {
         Array(SHA256.hash(data: Array("\(path.app)/\(path.name)\u{0}\(key)".utf8)))

@@ -115,6 +115,69 @@ struct StreamKeyVerifierTests {
         #expect(coordinator.asked == 0)
     }
 
+    /// A slow coordinator (200 ms an answer): what is asked while a question is in flight.
+    private func slowVerifier(_ coordinator: Coordinator) -> StreamKeyVerifier {
+        StreamKeyVerifier(logger: Logger(label: "test")) { path, key in
+            let answer = try coordinator.verify(path, key)
+            try await Task.sleep(for: .milliseconds(200))
+            return answer
+        }
+    }
+
+    @Test func publishesOfOneKeyAtOnceShareOneQuestion() async throws {
+        let coordinator = Coordinator()
+        coordinator.allow("k1")
+        let keys = slowVerifier(coordinator)
+        // An encoder's retries, or SRT's handshake and the admission after it, at the same moment.
+        let decisions = await withTaskGroup(of: (String, StreamKeyVerifier.Decision).self) { group in
+            for key in ["k1", "k1", "k1", "k1", "wrong", "wrong"] {
+                group.addTask { (key, await keys.check(cam, key: key)) }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(decisions.filter { $0.0 == "k1" }.allSatisfy { $0.1 == .accepted })
+        #expect(decisions.filter { $0.0 == "wrong" }.allSatisfy { $0.1 == .refused("stream key refused") })
+        #expect(coordinator.asked == 2, "the coordinator was asked \(coordinator.asked) times for two keys")
+        #expect(keys.questionsInFlight == 0)
+        #expect(keys.cachedAnswers == 2)
+        // A question that fails fails every check that shared it, and is not kept.
+        coordinator.setReachable(false)
+        async let first = keys.check(cam, key: "k2")
+        async let second = keys.check(cam, key: "k2")
+        #expect(await [first, second] == [.refused("the stream key cannot be verified now"), .refused("the stream key cannot be verified now")])
+        #expect(coordinator.asked == 3)
+        #expect(keys.questionsInFlight == 0)
+        coordinator.setReachable(true)
+        coordinator.allow("k2")
+        #expect(await keys.check(cam, key: "k2") == .accepted)
+        #expect(coordinator.asked == 4)
+    }
+
+    @Test func anAnswerAskedForBeforeARevocationIsNotRemembered() async throws {
+        let coordinator = Coordinator()
+        coordinator.allow("k1")
+        let keys = slowVerifier(coordinator)
+        // Asked, then revoked (and pushed) while the answer is on its way.
+        async let before = keys.check(cam, key: "k1")
+        try await Task.sleep(for: .milliseconds(50))
+        coordinator.revoke("k1")
+        keys.forget(cam)
+        #expect(await before == .accepted, "the check in flight gets its answer")
+        #expect(keys.cachedAnswers == 0, "an answer from before the revocation was cached")
+        // The next publish asks again, in a question of its own, and is refused.
+        #expect(await keys.check(cam, key: "k1") == .refused("stream key refused"))
+        #expect(coordinator.asked == 2)
+
+        // The same for a re-check after a revocation: it asks past the question in flight.
+        coordinator.allow("k3")
+        async let stale = keys.check(cam, key: "k3")
+        try await Task.sleep(for: .milliseconds(50))
+        coordinator.revoke("k3")
+        #expect(await keys.isStillValid(cam, key: "k3") == false)
+        #expect(await stale == .accepted)
+        #expect(keys.decisionWithoutWaiting(cam, key: "k3") == .refused("stream key refused"), "the stale answer overwrote the re-check's")
+    }
+
     @Test func theOwnerOfAKeyedPublishNamesItsKey() {
         #expect(PublishAdmission.key(ofOwner: "key:abc:def") == "abc:def")
         #expect(PublishAdmission.key(ofOwner: "address:127.0.0.1") == nil)

@@ -101,6 +101,28 @@ struct RefusalWithoutWaitingTests {
     }
 
     /// An HS256 JWT signed with `secret`, as a backend would issue it.
+    /// A coordinator slower than SRT's handshake waits: the handshake gives up on its check,
+    /// the caller is connected, and the full admission awaits the same question instead of
+    /// asking again.
+    @Test func aKeyCheckThatOutlastsTheHandshakeIsSharedWithTheAdmission() async throws {
+        let asked = Mutex(0)
+        let keys = StreamKeyVerifier(logger: NodeAdmissionTests.logger) { _, key in
+            asked.withLock { $0 += 1 }
+            try await Task.sleep(for: .milliseconds(300))
+            return key == "right"
+        }
+        let admission = try await Self.admission(keys: keys)
+        for key in ["wrong", "right"] {
+            let handshake = Task { await admission.refusalWithoutSideEffects(try Self.publish("other", "cam", "key=\(key)")) }
+            try await Task.sleep(for: .milliseconds(50))  // the handshake's wait ends here
+            let admitted = await admission.publish(try Self.publish("other", "cam", "key=\(key)"))
+            #expect((admitted.result.failure?.kind == .denied) == (key == "wrong"), "\(key)")
+            #expect((try await handshake.value != nil) == (key == "wrong"), "\(key)")
+            admitted.session?.end(.left)
+        }
+        #expect(asked.withLock { $0 } == 2, "the coordinator was asked \(asked.withLock { $0 }) times for two keys")
+    }
+
     static func jwt(_ claims: String, secret: String) -> String {
         func base64URL(_ bytes: some Sequence<UInt8>) -> String {
             Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
