@@ -30,6 +30,7 @@ public protocol SessionAdmission: Sendable {
     /// `EmbeddedChannel` replays the same way every time.
     func publish(_ request: PublishRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PublishAnswer>
     func play(_ request: PlayRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PlayAnswer>
+    func publishTrack(of publisher: PublishSession, rendition: String, on eventLoop: any EventLoop) -> EventLoopFuture<PublishAnswer>
     /// A refusal of `request` the admission is sure of without waiting for anything (no
     /// hook, no coordinator, no key fetch): a missing key or token, an HMAC token that does
     /// not match, a draining node. nil when nothing refuses it at once, which is not an
@@ -66,6 +67,10 @@ extension SessionAdmission {
     /// An admission that hands out no hubs of its own (a test's) takes no tracks.
     public func publishTrack(of publisher: PublishSession, rendition: String) async -> PublishAnswer {
         .refused(.unavailable("tracks are not published here"))
+    }
+
+    public func publishTrack(of publisher: PublishSession, rendition: String, on eventLoop: any EventLoop) -> EventLoopFuture<PublishAnswer> {
+        eventLoop.makeFutureWithTask { await self.publishTrack(of: publisher, rendition: rendition) }
     }
 
     /// An admission that keeps no sessions of its own (a test's) lists no forwards.
@@ -126,6 +131,8 @@ public enum PlayAnswer: Sendable {
 public protocol ImmediateSessionAdmission: SessionAdmission {
     func publishImmediately(_ request: PublishRequest) -> PublishAnswer
     func playImmediately(_ request: PlayRequest) -> PlayAnswer
+    /// By default, no tracks (as `SessionAdmission.publishTrack`).
+    func publishTrackImmediately(of publisher: PublishSession, rendition: String) -> PublishAnswer
 }
 
 extension ImmediateSessionAdmission {
@@ -143,6 +150,18 @@ extension ImmediateSessionAdmission {
 
     public func play(_ request: PlayRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PlayAnswer> {
         eventLoop.submit { self.playImmediately(request) }
+    }
+
+    public func publishTrackImmediately(of publisher: PublishSession, rendition: String) -> PublishAnswer {
+        .refused(.unavailable("tracks are not published here"))
+    }
+
+    public func publishTrack(of publisher: PublishSession, rendition: String) async -> PublishAnswer {
+        publishTrackImmediately(of: publisher, rendition: rendition)
+    }
+
+    public func publishTrack(of publisher: PublishSession, rendition: String, on eventLoop: any EventLoop) -> EventLoopFuture<PublishAnswer> {
+        eventLoop.submit { self.publishTrackImmediately(of: publisher, rendition: rendition) }
     }
 }
 

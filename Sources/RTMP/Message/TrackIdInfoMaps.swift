@@ -15,6 +15,24 @@ public enum TrackIdInfoMaps {
     /// Track ids read from one map at most (the publisher side takes 7 of each).
     public static let mostTracks = 15
 
+    /// The most bytes both maps add to a metadata body, with `mostTracks` three-digit ids in
+    /// each: per map its key (a 2-byte length and the name), an object marker and end (4),
+    /// and per id its key (2 + 3) and an empty object (4). The node writes the maps, not the
+    /// publisher, so they do not count against the publisher's `maxMetadataBytes`.
+    public static let mostEncodedBytes = [videoKey, audioKey].reduce(0) { bytes, key in
+        bytes + 2 + key.utf8.count + 4 + mostTracks * (2 + 3 + 4)
+    }
+
+    /// Values a metadata decode may meet before giving up, for a body of `bytes`: at least a
+    /// node's default `maxMetadataValues` and the maps', and, since every AMF0 value takes a
+    /// byte, as many as a body within the default byte limit can hold. An origin that raised
+    /// its `maxMetadataValues` is read whole by a node that did not.
+    static func valueBudget(forBodyOf bytes: Int) -> Int {
+        let defaults = RTMPServerConfiguration()
+        let maps = 4 + 2 * Int(UInt8.max)
+        return max(defaults.maxMetadataValues + maps, min(bytes, defaults.maxMetadataBytes + mostEncodedBytes))
+    }
+
     /// `metadata` (the publisher's `onMetaData` value, or none) with both maps set to the
     /// open tracks' ids, replacing any the publisher sent: they list what the node serves, and
     /// a publisher must not make pulling nodes open renditions that do not exist. Without
@@ -35,9 +53,9 @@ public enum TrackIdInfoMaps {
     /// The renditions an `onMetaData` body's maps name (`track1`, …, `audio1`, …), in order;
     /// none when it is not metadata, has no maps, or does not decode. Bounded: at most
     /// `mostTracks` of each kind, ids 1–255 (track 0 is the stream itself), the body decoded
-    /// with the values a publisher's metadata may have (`maxMetadataValues`) and the maps'.
+    /// with at most `valueBudget(forBodyOf:)` values.
     public static func renditions(inMetadataBody body: ByteBuffer) -> [String] {
-        let budget = RTMPServerConfiguration().maxMetadataValues + 4 + 2 * Int(UInt8.max)
+        let budget = valueBudget(forBodyOf: body.readableBytes)
         guard let message = try? DataMessage(from: body, decoder: AMF0Decoder(maxValues: budget)), let metadata = message.metadata else { return [] }
         func ids(_ key: String) -> [UInt8] {
             let ids = (metadata[key]?.properties ?? []).compactMap { UInt8($0.name) }.filter { $0 > 0 }

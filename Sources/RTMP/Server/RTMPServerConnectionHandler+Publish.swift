@@ -119,7 +119,7 @@ extension RTMPServerConnectionHandler {
                 log(.warning, "\(kind) track \(trackID) sent nothing since the last idle check while the publisher went on: ended until it sends again")
                 endTrack(kind, trackID, session, publish: publish)
                 if let header = kind == .video ? records.video : records.audio {
-                    publish.silencedTracks[key] = header
+                    publish.keptTrackConfigurations[key] = header
                 }
             }
         }
@@ -347,34 +347,40 @@ extension RTMPServerConnectionHandler {
         switch publish[keyPath: kind.tracks][trackID] {
         case .open:
             return
-        case .opening:
+        case .opening(_, let refusals):
             if ends {
                 publish[keyPath: kind.tracks][trackID] = nil
             } else if frame.isSequenceHeader {
-                publish[keyPath: kind.tracks][trackID] = .opening(sequenceHeader: frame)
+                publish[keyPath: kind.tracks][trackID] = .opening(sequenceHeader: frame, refusals: refusals)
             }
-        case .refused(let at):
-            askForTrack(kind, trackID, resumedConfiguration(kind, trackID, frame, publish: publish) ?? frame, publish: publish, refusedAt: at)
+        case .refused(let at, let refusals):
+            if ends {
+                // The encoder ended the track: nothing to ask for again.
+                publish[keyPath: kind.tracks][trackID] = nil
+                publish.keptTrackConfigurations[.init(kind: kind, id: trackID)] = nil
+                return
+            }
+            askForTrack(kind, trackID, resumedConfiguration(kind, trackID, frame, publish: publish) ?? frame, publish: publish, refused: (at, refusals))
         case nil:
             if ends {
-                publish.silencedTracks[.init(kind: kind, id: trackID)] = nil
+                publish.keptTrackConfigurations[.init(kind: kind, id: trackID)] = nil
             } else {
                 askForTrack(kind, trackID, resumedConfiguration(kind, trackID, frame, publish: publish) ?? frame, publish: publish)
             }
         }
     }
 
-    /// For a track ended for silence that sends again (a keyframe; audio: any frame), its
-    /// kept configuration at this frame's time, to ask for it with: encoders do not send a
-    /// track's configuration twice. It is kept until a session opens (a refusal asks again
-    /// with it); a new configuration replaces it.
+    /// For a track ended for silence, or refused, that sends on (a keyframe; audio: any
+    /// frame), its kept configuration at this frame's time, to ask for it with: encoders do
+    /// not send a track's configuration twice. It is kept until a session opens (a refusal
+    /// asks again with it); a new configuration replaces it.
     private func resumedConfiguration(_ kind: TrackKind, _ trackID: UInt8, _ frame: MediaFrame, publish: PublishContext) -> MediaFrame? {
         let key = PublishContext.TrackKey(kind: kind, id: trackID)
         if frame.isSequenceHeader {
-            publish.silencedTracks[key] = nil
+            publish.keptTrackConfigurations[key] = nil
             return nil
         }
-        guard var header = publish.silencedTracks[key], kind == .audio || frame.isKeyframe else { return nil }
+        guard var header = publish.keptTrackConfigurations[key], kind == .audio || frame.isKeyframe else { return nil }
         header.timestamp = frame.timestamp
         return header
     }
@@ -395,12 +401,14 @@ extension RTMPServerConnectionHandler {
         var rendition: String { self == .video ? "track" : "audio" }
     }
 
-    /// A track not open yet (or refused at `refusedAt`): its sequence start asks the
-    /// admission for its rendition (again at most once a second after a refusal), within the
-    /// most tracks a publisher may add; frames before it decode to nothing and are dropped.
-    private func askForTrack(_ kind: TrackKind, _ trackID: UInt8, _ frame: MediaFrame, publish: PublishContext, refusedAt: NIODeadline? = nil) {
-        if let refusedAt {
-            guard frame.isSequenceHeader, NIODeadline.now() - refusedAt >= .seconds(1) else { return }
+    /// A track not open yet (or `refused` before): its sequence start asks the admission for
+    /// its rendition, within the most tracks a publisher may add; frames before it decode to
+    /// nothing and are dropped. After a refusal it is asked again once `retryDelay` has
+    /// passed, so a track refused for a capacity opens when a slot frees, and a hook that
+    /// says no is not asked at the encoder's frame rate.
+    private func askForTrack(_ kind: TrackKind, _ trackID: UInt8, _ frame: MediaFrame, publish: PublishContext, refused: (at: NIODeadline, refusals: Int)? = nil) {
+        if let refused {
+            guard frame.isSequenceHeader, now - refused.at >= Self.retryDelay(after: refused.refusals) else { return }
             publish[keyPath: kind.tracks][trackID] = nil
         }
         guard publish[keyPath: kind.tracks].count < kind.most else {
@@ -411,21 +419,28 @@ extension RTMPServerConnectionHandler {
             return
         }
         guard frame.isSequenceHeader, let context else { return }
-        publish[keyPath: kind.tracks][trackID] = .opening(sequenceHeader: frame)
-        let admission = admission
-        let session = publish.session
-        context.eventLoop.makeFutureWithTask {
-            await admission.publishTrack(of: session, rendition: "\(kind.rendition)\(trackID)")
-        }.assumeIsolated().whenSuccess { answer in
-            self.resolveTrack(kind, trackID, answer, publish: publish)
-        }
+        publish[keyPath: kind.tracks][trackID] = .opening(sequenceHeader: frame, refusals: refused?.refusals ?? 0)
+        admission.publishTrack(of: publish.session, rendition: "\(kind.rendition)\(trackID)", on: context.eventLoop)
+            .assumeIsolated().whenSuccess { answer in
+                self.resolveTrack(kind, trackID, answer, publish: publish)
+            }
+    }
+
+    /// The loop's time (an `EmbeddedEventLoop`'s in tests, which the test advances).
+    private var now: NIODeadline { context?.eventLoop.now ?? .now() }
+
+    /// The wait before a refused track is asked for again: a second after its first refusal,
+    /// doubling with each refusal after it, 30 s at most.
+    static func retryDelay(after refusals: Int) -> TimeAmount {
+        .seconds(Int64(min(30, 1 << min(max(refusals - 1, 0), 5))))
     }
 
     /// The admission's answer for a track: open, it gets its sequence start (and a video
-    /// track the main audio's configuration, ahead of its first keyframe); refused, it is
-    /// asked for again on a later sequence start.
+    /// track the main audio's configuration, ahead of its first keyframe); refused, its
+    /// sequence start is kept and it is asked for again on a later keyframe (audio: frame),
+    /// after `retryDelay`.
     func resolveTrack(_ kind: TrackKind, _ trackID: UInt8, _ answer: PublishAnswer, publish: PublishContext) {
-        guard let current = machine.publishing, current === publish, case .opening(let header) = publish[keyPath: kind.tracks][trackID] else {
+        guard let current = machine.publishing, current === publish, case .opening(let header, let refusals) = publish[keyPath: kind.tracks][trackID] else {
             // The publisher left while we waited.
             if case .accepted(let session) = answer { session.end(.left) }
             return
@@ -433,7 +448,7 @@ extension RTMPServerConnectionHandler {
         switch answer {
         case .accepted(let session):
             log(.info, "publishing \(kind) track \(trackID) as \(session.hub.path)")
-            publish.silencedTracks[.init(kind: kind, id: trackID)] = nil
+            publish.keptTrackConfigurations[.init(kind: kind, id: trackID)] = nil
             // A video track starts at its first keyframe; every audio frame is a start.
             publish[keyPath: kind.tracks][trackID] = .open(session, started: kind == .audio)
             // What a player of a video track needs before its first keyframe: the audio's
@@ -446,14 +461,18 @@ extension RTMPServerConnectionHandler {
             session.hub.flush(force: true)
             tracksChanged(publish)
         case .refused(let refusal):
-            log(.warning, "\(kind) track \(trackID) not published: \(refusal.description)")
-            publish[keyPath: kind.tracks][trackID] = .refused(at: .now())
+            let delay = Self.retryDelay(after: refusals + 1)
+            log(.warning, "\(kind) track \(trackID) not published: \(refusal.description); asked for again in \(delay.nanoseconds / 1_000_000_000) s or later")
+            publish.keptTrackConfigurations[.init(kind: kind, id: trackID)] = header
+            publish[keyPath: kind.tracks][trackID] = .refused(at: now, refusals: refusals + 1)
         }
     }
 
     /// The stream's metadata as players get it: the publisher's, with a multitrack stream's
     /// open tracks listed (`TrackIdInfoMaps`); nil when there is none to send, or it breaks
     /// the metadata limits once encoded (then dropped with a warning, as the publisher's).
+    /// The maps are the node's, bounded on their own (`TrackIdInfoMaps.mostEncodedBytes`):
+    /// they do not count against the publisher's limit.
     func announcedMetadata(_ publish: PublishContext) -> MediaFrame? {
         let (video, audio) = publish.openTrackIDs
         let listedBefore = !publish.listedTracks.video.isEmpty || !publish.listedTracks.audio.isEmpty
@@ -463,9 +482,10 @@ extension RTMPServerConnectionHandler {
         let publisherMetadata = publish.publisherMetadata ?? (listedBefore ? .ecmaArray([]) : nil)
         guard let metadata = TrackIdInfoMaps.metadata(publisherMetadata, videoTracks: video, audioTracks: audio),
               let body = DataMessage(name: DataMessage.onMetaData, values: [metadata]).metadataBody() else { return nil }
-        let limit = configuration.maxMetadataBytes
+        let listsTracks = !video.isEmpty || !audio.isEmpty
+        let limit = configuration.maxMetadataBytes + (listsTracks ? TrackIdInfoMaps.mostEncodedBytes : 0)
         if body.readableBytes > limit {
-            dropMetadata(reason: "too_large", "\(body.readableBytes) bytes once re-encoded, over the \(limit)-byte limit")
+            dropMetadata(reason: "too_large", "\(body.readableBytes) bytes once re-encoded, over the \(limit)-byte limit\(listsTracks ? " (the track maps included)" : "")")
             return nil
         }
         return MediaFrame(kind: .script, timestamp: publish.latestTimestamp, payload: body)

@@ -41,9 +41,10 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         /// Audio track ids past `maxAudioTracks`, dropped (each counted and logged once).
         var droppedAudioTracks: Set<UInt8> = []
         /// The configuration of each track ended for silence while the connection went on,
-        /// by kind and id: a keyframe (an audio frame) of it opens it again, as encoders do
-        /// not send a track's configuration twice.
-        var silencedTracks: [TrackKey: MediaFrame] = [:]
+        /// or refused by the admission, by kind and id: a keyframe (an audio frame) of it asks
+        /// for it again, as encoders do not send a track's configuration twice. At most one
+        /// per kind and id, a track's sequence start.
+        var keptTrackConfigurations: [TrackKey: MediaFrame] = [:]
         /// Each open track's coded frames of its kind at the last idle check (a video
         /// track's hub also takes the publisher's audio).
         var trackFramesAtCheck: [TrackKey: Int] = [:]
@@ -71,12 +72,14 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         enum TrackState {
             /// Asked of the admission; the track's latest sequence start waits for the answer
             /// (its coded frames until then are dropped: a player starts at a keyframe anyway).
-            case opening(sequenceHeader: MediaFrame)
+            /// `refusals`: how often it was refused before (for the wait before the next ask).
+            case opening(sequenceHeader: MediaFrame, refusals: Int)
             /// `started` once a keyframe went in: frames before it (the track opened mid-GOP)
             /// would make a player's first picture undecodable.
             case open(PublishSession, started: Bool)
-            /// Asked again on a sequence start a second or more after this.
-            case refused(at: NIODeadline)
+            /// Refused for the `refusals`th time at `at`: asked again, with its sequence start
+            /// or its kept configuration, once `retryDelay(after:)` has passed.
+            case refused(at: NIODeadline, refusals: Int)
         }
 
         /// The open video tracks' sessions. Lazily, without an array: it is walked for every

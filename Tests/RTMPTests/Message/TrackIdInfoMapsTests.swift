@@ -37,6 +37,26 @@ import Testing
         #expect(TrackIdInfoMaps.renditions(inMetadataBody: Self.body(announced)).count == 14)
     }
 
+    /// The most the maps can add, with every id three digits long: what `mostEncodedBytes`
+    /// lets past a publisher's byte limit.
+    @Test func theMapsAtTheirLargestFitTheirOwnBound() throws {
+        let ids = (0..<TrackIdInfoMaps.mostTracks).map { UInt8(255 - $0) }
+        let bare = Self.body(.ecmaArray([])).readableBytes
+        let full = Self.body(TrackIdInfoMaps.metadata(.ecmaArray([]), videoTracks: ids, audioTracks: ids)).readableBytes
+        #expect(full - bare == TrackIdInfoMaps.mostEncodedBytes)
+    }
+
+    /// An origin that raised `maxMetadataValues` sends metadata with more values than a node's
+    /// default allows: the node that pulls it still reads its tracks.
+    @Test func metadataPastTheDefaultValueLimitStillNamesItsTracks() throws {
+        let values = 3 * RTMPServerConfiguration().maxMetadataValues
+        let large: AMF0Value = .ecmaArray((0..<values).map { AMF0Property("k\($0)", .boolean(true)) })
+        let announced = try #require(TrackIdInfoMaps.metadata(large, videoTracks: [1, 2], audioTracks: [1]))
+        let body = Self.body(announced)
+        #expect(body.readableBytes <= RTMPServerConfiguration().maxMetadataBytes)
+        #expect(TrackIdInfoMaps.renditions(inMetadataBody: body) == ["track1", "track2", "audio1"])
+    }
+
     @Test func aPublishersOwnMapsAreReplacedByWhatTheNodeServes() throws {
         let claimed: AMF0Value = .object([
             AMF0Property("duration", .number(0)),
