@@ -18,7 +18,10 @@ import NIOConcurrencyHelpers
 ///
 /// - Publishes of one key at the same moment share one question (an encoder's retries, SRT's
 ///   handshake and the admission after it): the coordinator is asked once per key at a
-///   time, and the questions in flight are at most the connections waiting for them.
+///   time, unless a revocation dropped the question in flight (its waiters then ask anew).
+///   A question runs to its answer even when its waiters leave: `verify` has a timeout of
+///   its own (the bus call's), so questions in flight are bounded by the publishes that
+///   started them within it.
 ///
 /// Keys are held only as SHA-256 digests.
 public final class StreamKeyVerifier: Sendable {
@@ -49,7 +52,14 @@ public final class StreamKeyVerifier: Sendable {
     private struct Question {
         var path: StreamPath
         var id: UInt64
-        var answer: Task<Bool, any Error>
+        var answer: Task<Answer, any Error>
+    }
+
+    /// The coordinator's answer, and whether its question was still current when it came
+    /// (not dropped by a revocation meanwhile).
+    private struct Answer: Sendable {
+        var accepted: Bool
+        var current: Bool
     }
 
     private struct State {
@@ -74,13 +84,13 @@ public final class StreamKeyVerifier: Sendable {
         if let decided = decisionWithoutWaiting(path, key: key) { return decided }
         guard let key else { return .refused(Self.missing(path)) }
         let digest = Self.digest(path, key)
-        let now = ContinuousClock.now
-        let cached = state.withLockedValue { $0.cache[digest] }
         do {
             let accepted = try await answer(path, key, digest)
             return accepted ? .accepted : .refused("stream key refused")
         } catch {
-            if let cached, cached.accepted, now - cached.at < configuration.staleIfUnreachable {
+            // Read after the failure: a revocation meanwhile has emptied the stream's answers.
+            let cached = state.withLockedValue { $0.cache[digest] }
+            if let cached, cached.accepted, ContinuousClock.now - cached.at < configuration.staleIfUnreachable {
                 logger.notice("coordinator unreachable; accepting a recently verified stream key", metadata: ["stream": "\(path)", "error": "\(error)"])
                 return .acceptedFromCache
             }
@@ -102,9 +112,10 @@ public final class StreamKeyVerifier: Sendable {
 
     /// The coordinator's answer for `key`: the question in flight for it, or a new one. The
     /// answer is remembered when it comes, unless the stream was forgotten meanwhile (a
-    /// revocation): an answer asked for before it must not be trusted after it.
-    private func answer(_ path: StreamPath, _ key: String, _ digest: [UInt8]) async throws -> Bool {
-        let question = state.withLockedValue { state -> Task<Bool, any Error> in
+    /// revocation): an answer asked for before it must not be trusted after it, so its
+    /// waiters ask once more, in a question of their own.
+    private func answer(_ path: StreamPath, _ key: String, _ digest: [UInt8], again: Bool = false) async throws -> Bool {
+        let question = state.withLockedValue { state -> Task<Answer, any Error> in
             if let asked = state.questions[digest] { return asked.answer }
             state.nextQuestion &+= 1
             let id = state.nextQuestion
@@ -112,26 +123,30 @@ public final class StreamKeyVerifier: Sendable {
             let answer = Task { [verify, path, key] in
                 do {
                     let accepted = try await verify(path, key)
-                    self.settle(digest, id, remembering: Entry(path: path, accepted: accepted, at: asked))
-                    return accepted
+                    let current = self.settle(digest, id, remembering: Entry(path: path, accepted: accepted, at: asked))
+                    return Answer(accepted: accepted, current: current)
                 } catch {
-                    self.settle(digest, id, remembering: nil)
+                    _ = self.settle(digest, id, remembering: nil)
                     throw error
                 }
             }
             state.questions[digest] = Question(path: path, id: id, answer: answer)
             return answer
         }
-        return try await question.value
+        let answer = try await question.value
+        if !answer.current, !again { return try await self.answer(path, key, digest, again: true) }
+        return answer.accepted
     }
 
     /// The question `id` for `digest` is answered: it is no longer in flight, and its answer is
     /// remembered if the question was not dropped meanwhile (`forget`, `isStillValid`).
-    private func settle(_ digest: [UInt8], _ id: UInt64, remembering entry: Entry?) {
+    /// Returns whether it was still current.
+    private func settle(_ digest: [UInt8], _ id: UInt64, remembering entry: Entry?) -> Bool {
         state.withLockedValue { state in
-            guard state.questions[digest]?.id == id else { return }
+            guard state.questions[digest]?.id == id else { return false }
             state.questions[digest] = nil
             if let entry { remember(entry, as: digest, in: &state) }
+            return true
         }
     }
 

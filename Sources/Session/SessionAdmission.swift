@@ -131,7 +131,9 @@ public enum PlayAnswer: Sendable {
 public protocol ImmediateSessionAdmission: SessionAdmission {
     func publishImmediately(_ request: PublishRequest) -> PublishAnswer
     func playImmediately(_ request: PlayRequest) -> PlayAnswer
-    /// By default, no tracks (as `SessionAdmission.publishTrack`).
+    /// By default, no tracks (as `SessionAdmission.publishTrack`). An immediate admission
+    /// that takes tracks implements this one: protocols on an event loop ask it, not the
+    /// async `publishTrack`.
     func publishTrackImmediately(of publisher: PublishSession, rendition: String) -> PublishAnswer
 }
 

@@ -100,7 +100,6 @@ struct RefusalWithoutWaitingTests {
         #expect(hook.asked.withLock { $0 } == 1)
     }
 
-    /// An HS256 JWT signed with `secret`, as a backend would issue it.
     /// A coordinator slower than SRT's handshake waits: the handshake gives up on its check,
     /// the caller is connected, and the full admission awaits the same question instead of
     /// asking again.
@@ -123,6 +122,7 @@ struct RefusalWithoutWaitingTests {
         #expect(asked.withLock { $0 } == 2, "the coordinator was asked \(asked.withLock { $0 }) times for two keys")
     }
 
+    /// An HS256 JWT signed with `secret`, as a backend would issue it.
     static func jwt(_ claims: String, secret: String) -> String {
         func base64URL(_ bytes: some Sequence<UInt8>) -> String {
             Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")

@@ -28,10 +28,10 @@ public enum TrackIdInfoMaps {
     /// byte, as many as a body within the default byte limit can hold. An origin that raised
     /// its `maxMetadataValues` is read whole by a node that did not.
     static func valueBudget(forBodyOf bytes: Int) -> Int {
-        let defaults = RTMPServerConfiguration()
-        let maps = 4 + 2 * Int(UInt8.max)
-        return max(defaults.maxMetadataValues + maps, min(bytes, defaults.maxMetadataBytes + mostEncodedBytes))
+        max(leastValueBudget, min(bytes, mostValueBudget))
     }
+    private static let leastValueBudget = RTMPServerConfiguration().maxMetadataValues + 4 + 2 * Int(UInt8.max)
+    private static let mostValueBudget = RTMPServerConfiguration().maxMetadataBytes + mostEncodedBytes
 
     /// `metadata` (the publisher's `onMetaData` value, or none) with both maps set to the
     /// open tracks' ids, replacing any the publisher sent: they list what the node serves, and

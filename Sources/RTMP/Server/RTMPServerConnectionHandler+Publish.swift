@@ -119,7 +119,7 @@ extension RTMPServerConnectionHandler {
                 log(.warning, "\(kind) track \(trackID) sent nothing since the last idle check while the publisher went on: ended until it sends again")
                 endTrack(kind, trackID, session, publish: publish)
                 if let header = kind == .video ? records.video : records.audio {
-                    publish.keptTrackConfigurations[key] = header
+                    publish.keep(header, for: key)
                 }
             }
         }
@@ -342,25 +342,32 @@ extension RTMPServerConnectionHandler {
 
     /// A frame of a track not open: while its rendition is asked for, an end forgets the
     /// ask (its answer, when it comes, ends the session) and a newer sequence start is kept;
-    /// otherwise a sequence start asks (again after a refusal, at most once a second).
+    /// otherwise a sequence start asks, and after a refusal a sequence start or a keyframe
+    /// with the kept configuration asks again once `retryDelay` has passed. An end forgets
+    /// the kept configuration but not the refusals: ending and restarting a track does not
+    /// ask faster than the back-off.
     private func unopenedTrack(_ kind: TrackKind, _ trackID: UInt8, _ frame: MediaFrame, ends: Bool, publish: PublishContext) {
+        let key = PublishContext.TrackKey(kind: kind, id: trackID)
         switch publish[keyPath: kind.tracks][trackID] {
         case .open:
             return
         case .opening(_, let refusals):
             if ends {
-                publish[keyPath: kind.tracks][trackID] = nil
+                publish[keyPath: kind.tracks][trackID] = refusals > 0 ? .refused(at: now, refusals: refusals) : nil
+                publish.keptTrackConfigurations[key] = nil
             } else if frame.isSequenceHeader {
                 publish[keyPath: kind.tracks][trackID] = .opening(sequenceHeader: frame, refusals: refusals)
             }
         case .refused(let at, let refusals):
             if ends {
-                // The encoder ended the track: nothing to ask for again.
-                publish[keyPath: kind.tracks][trackID] = nil
-                publish.keptTrackConfigurations[.init(kind: kind, id: trackID)] = nil
+                // The encoder ended the track: nothing to ask for again until it starts it anew.
+                publish.keptTrackConfigurations[key] = nil
                 return
             }
-            askForTrack(kind, trackID, resumedConfiguration(kind, trackID, frame, publish: publish) ?? frame, publish: publish, refused: (at, refusals))
+            let resumed = resumedConfiguration(kind, trackID, frame, publish: publish)
+            // A new configuration during the back-off is the one to ask with when it ends.
+            if frame.isSequenceHeader { publish.keep(frame, for: key) }
+            askForTrack(kind, trackID, resumed ?? frame, publish: publish, refused: (at, refusals))
         case nil:
             if ends {
                 publish.keptTrackConfigurations[.init(kind: kind, id: trackID)] = nil
@@ -404,8 +411,9 @@ extension RTMPServerConnectionHandler {
     /// A track not open yet (or `refused` before): its sequence start asks the admission for
     /// its rendition, within the most tracks a publisher may add; frames before it decode to
     /// nothing and are dropped. After a refusal it is asked again once `retryDelay` has
-    /// passed, so a track refused for a capacity opens when a slot frees, and a hook that
-    /// says no is not asked at the encoder's frame rate.
+    /// passed: a track whose rendition was still held (its publisher's previous connection,
+    /// within the grace period) or unavailable opens once it is free, and the admission is
+    /// not asked at the encoder's frame rate.
     private func askForTrack(_ kind: TrackKind, _ trackID: UInt8, _ frame: MediaFrame, publish: PublishContext, refused: (at: NIODeadline, refusals: Int)? = nil) {
         if let refused {
             guard frame.isSequenceHeader, now - refused.at >= Self.retryDelay(after: refused.refusals) else { return }
@@ -463,7 +471,7 @@ extension RTMPServerConnectionHandler {
         case .refused(let refusal):
             let delay = Self.retryDelay(after: refusals + 1)
             log(.warning, "\(kind) track \(trackID) not published: \(refusal.description); asked for again in \(delay.nanoseconds / 1_000_000_000) s or later")
-            publish.keptTrackConfigurations[.init(kind: kind, id: trackID)] = header
+            publish.keep(header, for: .init(kind: kind, id: trackID))
             publish[keyPath: kind.tracks][trackID] = .refused(at: now, refusals: refusals + 1)
         }
     }

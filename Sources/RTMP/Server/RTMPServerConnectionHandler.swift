@@ -42,9 +42,28 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
         var droppedAudioTracks: Set<UInt8> = []
         /// The configuration of each track ended for silence while the connection went on,
         /// or refused by the admission, by kind and id: a keyframe (an audio frame) of it asks
-        /// for it again, as encoders do not send a track's configuration twice. At most one
-        /// per kind and id, a track's sequence start.
+        /// for it again, as encoders do not send a track's configuration twice. Bounded
+        /// (`keep`): at most `mostKeptConfigurations`, each a sequence start of at most
+        /// `mostKeptConfigurationBytes`.
         var keptTrackConfigurations: [TrackKey: MediaFrame] = [:]
+        static let mostKeptConfigurations = 16
+        static let mostKeptConfigurationBytes = 64 * 1024
+
+        /// Keeps `header` as track `key`'s configuration. A header larger than any real
+        /// configuration record is not kept (its track then waits for a new sequence start);
+        /// past `mostKeptConfigurations` another track's is forgotten, as its track would
+        /// have to send its configuration again.
+        func keep(_ header: MediaFrame, for key: TrackKey) {
+            guard header.payload.readableBytes <= Self.mostKeptConfigurationBytes else {
+                keptTrackConfigurations[key] = nil
+                return
+            }
+            if keptTrackConfigurations[key] == nil, keptTrackConfigurations.count >= Self.mostKeptConfigurations,
+               let other = keptTrackConfigurations.keys.first {
+                keptTrackConfigurations[other] = nil
+            }
+            keptTrackConfigurations[key] = header
+        }
         /// Each open track's coded frames of its kind at the last idle check (a video
         /// track's hub also takes the publisher's audio).
         var trackFramesAtCheck: [TrackKey: Int] = [:]

@@ -135,6 +135,41 @@ import Testing
         connection.disconnect()
     }
 
+    /// An encoder that sends its track's configuration again while the track waits out its
+    /// back-off: that configuration is the one asked with when the wait ends, on a keyframe.
+    @Test func aConfigurationSentDuringTheBackOffIsKeptForTheNextAsk() throws {
+        let admission = TrackAdmission(refusing: ["track1": 1])
+        let connection = try Self.publisher(admission)
+        Self.send(Self.sequenceStart, on: connection, at: 0)
+        #expect(admission.asked("track1") == 1)
+        connection.advance(.milliseconds(500))
+        Self.send(Self.sequenceStart, on: connection, at: 500)
+        #expect(admission.asked("track1") == 1, "asked again within the back-off")
+        connection.advance(.milliseconds(600))
+        Self.send(Self.keyframe, on: connection, at: 1100)
+        #expect(admission.asked("track1") == 2, "the configuration sent during the back-off was lost")
+        #expect(admission.trackHub("track1")?.configurationRecords.video != nil)
+        connection.disconnect()
+    }
+
+    /// Kept configurations are bounded in count and size: a publisher that cycles through
+    /// track ids, or sends a huge "configuration", cannot make the connection hold more.
+    @Test func keptConfigurationsAreBounded() throws {
+        let path = try StreamPath(app: "live", name: "cam")
+        let hub = StreamHub(path: .source(path), serializers: [])
+        let publish = RTMPServerConnectionHandler.PublishContext(session: PublishSession(path: path, hub: hub, id: 1, transport: .rtmp, remoteAddress: "192.0.2.7"))
+        let header = try MediaFrame.classified(kind: .video, timestamp: 0, payload: ByteBuffer(bytes: [0x17, 0x00, 0x00, 0x00, 0x00, 0x01]))
+        for id in UInt8(1)...UInt8(100) {
+            publish.keep(header, for: .init(kind: id % 2 == 0 ? .video : .audio, id: id))
+        }
+        #expect(publish.keptTrackConfigurations.count == RTMPServerConnectionHandler.PublishContext.mostKeptConfigurations)
+        let huge = MediaFrame(kind: .video, timestamp: 0, isKeyframe: true, payload: ByteBuffer(repeating: 0, count: 65 * 1024))
+        let key = RTMPServerConnectionHandler.PublishContext.TrackKey(kind: .video, id: 100)
+        #expect(publish.keptTrackConfigurations[key] != nil)
+        publish.keep(huge, for: key)
+        #expect(publish.keptTrackConfigurations[key] == nil, "a 65 KiB configuration was kept")
+    }
+
     @Test func aRefusedTrackTheEncoderEndsIsNotAskedForAgain() throws {
         let admission = TrackAdmission(refusing: ["track1": 1])
         let connection = try Self.publisher(admission)
