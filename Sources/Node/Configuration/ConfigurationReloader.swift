@@ -28,7 +28,7 @@ struct ConfigurationReloader: Service {
         "bindHost", "rtmpPort", "httpPort", "adminBind", "adminPort", "rtmpsPort", "httpsPort", "srtPort", "srtLatencyMilliseconds", "srtPassphrase", "srtMaxPublishers", "srtMaxPlayers", "srtMaxCallersPerAddress", "srtHandshakeWaitMilliseconds", "tls", "dataDir", "logLevel", "logFormat",
         "nats", "nodeID", "advertiseHost", "coordinatorNode", "database", "upstreams", "adminToken",
         "httpIdleTimeoutSeconds", "socketSendBufferBytes", "maxReassemblyBytes",
-        "hlsSegmentSeconds", "hlsPartSeconds", "hlsWindowSegments", "drainGraceSeconds", "drainReconnectTo",
+        "hlsSegmentSeconds", "hlsPartSeconds", "hlsWindowSegments", "hlsMaxBytes", "drainGraceSeconds", "drainReconnectTo",
     ]
 
     /// Nil without a configuration file.

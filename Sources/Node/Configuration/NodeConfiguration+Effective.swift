@@ -64,6 +64,7 @@ extension NodeConfiguration {
         file.hlsSegmentSeconds = seconds(hls.targetSegmentDuration)
         file.hlsPartSeconds = seconds(hls.partTargetDuration)
         file.hlsWindowSegments = hls.windowSegments
+        file.hlsMaxBytes = hls.maxNodeBytes
         file.maxTranscodes = maxTranscodes
         file.maxStreams = maxStreams
         file.upstreams = resolved.upstreams ?? []

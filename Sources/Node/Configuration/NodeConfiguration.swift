@@ -206,6 +206,10 @@ struct NodeConfiguration: Sendable {
             hls.partTargetDuration = try seconds(value, "hlsPartSeconds")
         }
         if let value = file.hlsWindowSegments { hls.windowSegments = try positive(value, "hlsWindowSegments") }
+        if let value = file.hlsMaxBytes {
+            guard value >= 1 << 20 else { throw ConfigurationError.invalidValue("hlsMaxBytes must be 1 MiB (1048576) or more, got \(value)") }
+            hls.maxNodeBytes = value
+        }
         if let value = file.maxTranscodes { maxTranscodes = try positive(value, "maxTranscodes") }
         if let value = file.maxStreams { maxStreams = try positive(value, "maxStreams") }
         if let value = file.forwards {

@@ -108,6 +108,9 @@ struct NodeConfigurationFile: Codable, Sendable {
     var hlsSegmentSeconds: Double?
     var hlsPartSeconds: Double?
     var hlsWindowSegments: Int?
+    /// Bytes of HLS media the node keeps over every rendition (the smaller of 2 GiB and a
+    /// quarter of the machine's memory, at least 256 MiB; 1 MiB or more).
+    var hlsMaxBytes: Int?
     /// Streams transcoded at once (4); publishes into a ladder's application beyond it are refused.
     var maxTranscodes: Int?
     /// Streams published at once (1000); publishes of new streams beyond it are refused.

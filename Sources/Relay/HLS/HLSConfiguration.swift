@@ -1,3 +1,5 @@
+import Foundation
+
 /// How streams are segmented for HLS and LL-HLS.
 public struct HLSConfiguration: Sendable, Equatable {
     /// Segments are cut at the first keyframe after this much media. 2 s keeps classic HLS
@@ -11,6 +13,14 @@ public struct HLSConfiguration: Sendable, Equatable {
     /// A rendition keeps at most this many bytes of segments (both variants); older
     /// segments go first, whatever the window says.
     public var maxRenditionBytes: Int = 64 << 20
+    /// Every rendition of the node together keeps at most this many bytes, windows and open
+    /// segments (`HLSByteBudget`): the smaller of 2 GiB and a quarter of the machine's
+    /// memory, at least 256 MiB.
+    public var maxNodeBytes: Int = HLSConfiguration.defaultMaxNodeBytes
+    public static let defaultMaxNodeBytes: Int = {
+        let quarter = Int(clamping: ProcessInfo.processInfo.physicalMemory / 4)
+        return max(256 << 20, min(2 << 30, quarter))
+    }()
     /// The most the open (unfinished) segment may hold, both variants together: its LL-HLS
     /// parts and what the MPEG-TS muxer buffers until the segment completes. Segments end
     /// only at keyframes, so without a bound a publisher that stops sending them (or sends

@@ -39,6 +39,9 @@ public actor HLSRendition {
         public var duration: Double?
         /// Wall-clock time of the segment's first frame (EXT-X-PROGRAM-DATE-TIME), seconds since 1970.
         public var programDateTime: Double
+        /// What the segmenter charged the node's HLS budget for it, given back as it leaves
+        /// the window.
+        var charged = 0
 
         var byteCount: Int { parts.reduce(0) { $0 + $1.data.readableBytes } + (transportStream?.readableBytes ?? 0) }
     }
@@ -75,6 +78,8 @@ public actor HLSRendition {
         case tooLarge = "too_large"
         /// It would have spanned more than `HLSConfiguration.maxOpenSegmentDuration`.
         case tooLong = "too_long"
+        /// The node's HLS budget (`HLSConfiguration.maxNodeBytes`) had no room for its next frame.
+        case nodeBudget = "node_budget"
     }
     /// Open segments abandoned so far, by reason.
     public private(set) var abandonedSegments: [AbandonReason: Int] = [:]
@@ -89,9 +94,13 @@ public actor HLSRendition {
     private var waiters: [Waiter] = []
     private var nextWaiterID: UInt64 = 0
 
-    public init(name: String, configuration: HLSConfiguration) {
+    /// This rendition's share of the node's HLS budget, which its segmenter charges too.
+    nonisolated let account: HLSByteBudget.Account
+
+    public init(name: String, configuration: HLSConfiguration, account: HLSByteBudget.Account? = nil) {
         self.name = name
         self.configuration = configuration
+        self.account = account ?? HLSByteBudget(limit: configuration.maxNodeBytes).account()
     }
 
     // MARK: Segmenter side
@@ -134,11 +143,16 @@ public actor HLSRendition {
         }
     }
 
-    /// Closes the open segment with its duration and its MPEG-TS bytes.
-    public func completeSegment(duration: Double, transportStream: ByteBuffer?) {
-        guard let last = segments.indices.last, segments[last].duration == nil else { return }
+    /// Closes the open segment with its duration and its MPEG-TS bytes; `charged` is what
+    /// its segmenter charged the node's budget for it, which the window gives back.
+    public func completeSegment(duration: Double, transportStream: ByteBuffer?, charged: Int = 0) {
+        guard let last = segments.indices.last, segments[last].duration == nil else {
+            account.release(charged)
+            return
+        }
         segments[last].duration = duration
         segments[last].transportStream = transportStream
+        segments[last].charged = charged
         trimWindow()
         updateBitrates()
         wakeWaiters()
@@ -152,7 +166,7 @@ public actor HLSRendition {
         case .beginSegment(let sequence, let initSection, let discontinuity, let time):
             beginSegment(sequence, initSection: initSection, discontinuity: discontinuity, programDateTime: time)
         case .part(let part): addPart(part)
-        case .completeSegment(let duration, let ts): completeSegment(duration: duration, transportStream: ts)
+        case .completeSegment(let duration, let ts, let charged): completeSegment(duration: duration, transportStream: ts, charged: charged)
         case .abandonSegment(let reason): abandonSegment(reason: reason)
         case .end: end()
         }
@@ -170,19 +184,24 @@ public actor HLSRendition {
         wakeWaiters()
     }
 
+    /// Drops the oldest complete segments past the window (the shortest live window while
+    /// the node's HLS budget is under pressure) or past the rendition's bytes.
     private func trimWindow() {
         let complete = segments.filter { $0.duration != nil }.count
-        var excess = complete - configuration.windowSegments
+        let window = account.isUnderPressure ? min(configuration.windowSegments, HLSByteBudget.minimumWindow) : configuration.windowSegments
+        var excess = complete - window
         var bytes = segments.reduce(0) { $0 + $1.byteCount }
         while let first = segments.first, first.duration != nil, excess > 0 || bytes > configuration.maxRenditionBytes {
             if first.discontinuity { discontinuitySequence += 1 }
             bytes -= first.byteCount
+            account.release(first.charged)
             segments.removeFirst()
             excess -= 1
             if segments.count <= 1 { break }
         }
         let liveSections = Set(segments.map(\.initSection))
         initSections = initSections.filter { liveSections.contains($0.key) }
+        HLSMetrics.bytesHeld(account.nodeBytesInUse)
     }
 
     private func updateBitrates() {

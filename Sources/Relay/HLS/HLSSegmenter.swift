@@ -17,8 +17,9 @@ final class HLSSegmenter {
         case initSection(Int, ByteBuffer)
         case beginSegment(sequence: Int, initSection: Int, discontinuity: Bool, programDateTime: Double)
         case part(HLSRendition.Part)
-        /// The MPEG-TS bytes are nil for a rendition MPEG-TS cannot carry (AV1).
-        case completeSegment(duration: Double, transportStream: ByteBuffer?)
+        /// The MPEG-TS bytes are nil for a rendition MPEG-TS cannot carry (AV1). `charged`:
+        /// what the segment's frames were charged to the node's HLS budget.
+        case completeSegment(duration: Double, transportStream: ByteBuffer?, charged: Int)
         /// The open segment grew past its bounds without a keyframe to end it: drop it.
         case abandonSegment(HLSRendition.AbandonReason)
         case end
@@ -27,6 +28,10 @@ final class HLSSegmenter {
     private let configuration: HLSConfiguration
     private let events: AsyncStream<Event>.Continuation
     private var logger: Logger
+    /// The rendition's share of the node's HLS budget: each frame of the open segment is
+    /// charged as it is muxed (`cost(of:)`), and the charge goes with the segment to the
+    /// window, or back to the budget when the segment is abandoned.
+    private let account: HLSByteBudget.Account
 
     private var videoConfiguration: MediaFrame?
     private var audioConfiguration: MediaFrame?
@@ -53,11 +58,15 @@ final class HLSSegmenter {
     private var abandonsSinceLog = 0
     static let abandonLogInterval: Duration = .seconds(60)
 
-    init(configuration: HLSConfiguration, events: AsyncStream<Event>.Continuation, logger: Logger) {
+    init(configuration: HLSConfiguration, events: AsyncStream<Event>.Continuation, logger: Logger, account: HLSByteBudget.Account? = nil) {
         self.configuration = configuration
         self.events = events
         self.logger = logger
+        self.account = account ?? HLSByteBudget(limit: configuration.maxNodeBytes).account()
     }
+
+    /// The node's HLS budget had no room for a frame of the open segment.
+    struct NodeBudgetSpent: Error {}
 
     /// Feeds a batch drained from the hub.
     func process(_ batch: FrameSubscription.Batch) {
@@ -93,6 +102,8 @@ final class HLSSegmenter {
         guard frame.kind != .script, !failed else { return }
         do {
             try write(frame)
+        } catch is NodeBudgetSpent {
+            abandonOpenSegment(.nodeBudget, at: frame.timestamp, segmentStart: segmentStart ?? frame.timestamp)
         } catch {
             // One bad frame must not take HLS down for good: start over at the next keyframe.
             logger.warning("HLS segmenter reset: \(error)")
@@ -199,9 +210,13 @@ final class HLSSegmenter {
         abandonsSinceLog += 1
         let now = ContinuousClock().now
         if lastAbandonLog.map({ now - $0 >= Self.abandonLogInterval }) ?? true {
-            let limit = reason == .tooLarge ? "\(configuration.maxOpenSegmentBytes) bytes" : "\(configuration.maxOpenSegmentDuration)"
+            let why = switch reason {
+            case .tooLarge: "no keyframe within \(configuration.maxOpenSegmentBytes) bytes"
+            case .tooLong: "no keyframe within \(configuration.maxOpenSegmentDuration)"
+            case .nodeBudget: "the node's HLS budget (\(account.nodeLimit) bytes, hlsMaxBytes) is spent"
+            }
             logger.warning(
-                "HLS segment abandoned (\(reason.rawValue)): no keyframe within \(limit) (\(openSegmentBytes) bytes over \(timestamp - start) ms); waiting for the next keyframe; \(abandonsSinceLog) abandoned since the last report"
+                "HLS segment abandoned (\(reason.rawValue)): \(why) (\(openSegmentBytes) bytes over \(timestamp - start) ms); waiting for the next keyframe; \(abandonsSinceLog) abandoned since the last report"
             )
             lastAbandonLog = now
             abandonsSinceLog = 0
@@ -218,8 +233,10 @@ final class HLSSegmenter {
             }
             lastStepTimestamp = frame.timestamp
         }
+        let cost = Self.cost(of: frame)
+        guard account.reserve(cost) else { throw NodeBudgetSpent() }
         if !partHasFrames { partIndependent = independent || partIndependent }
-        segmentBytes += Self.cost(of: frame)
+        segmentBytes += cost
         try transportStream?.write(frame)
         try fragmented?.write(frame)
         partHasFrames = true
@@ -272,6 +289,7 @@ final class HLSSegmenter {
 
     private func beginSegment(at timestamp: Int64, discontinuity: Bool) throws {
         segmentStart = timestamp
+        account.release(segmentBytes)  // nothing: the segment before was closed or dropped
         segmentBytes = 0
         partStart = timestamp
         partHasFrames = false
@@ -291,7 +309,8 @@ final class HLSSegmenter {
         guard let start = segmentStart else { return }
         try closePart(at: timestamp)
         let ts = try transportStream?.takeOutput()
-        events.yield(.completeSegment(duration: Double(timestamp - start) / 1000, transportStream: ts))
+        events.yield(.completeSegment(duration: Double(timestamp - start) / 1000, transportStream: ts, charged: segmentBytes))
+        segmentBytes = 0
         sequence += 1
         segmentStart = nil
         partStart = nil
@@ -300,6 +319,8 @@ final class HLSSegmenter {
     private func resetMuxers() {
         transportStream = nil
         fragmented = nil
+        // The open segment's frames go with it (the rendition drops its parts).
+        account.release(segmentBytes)
         segmentBytes = 0
         if segmentStart != nil {
             // The open segment cannot be completed consistently; the next one is a discontinuity.
@@ -315,6 +336,8 @@ final class HLSSegmenter {
         }
         transportStream = nil
         fragmented = nil
+        account.release(segmentBytes)
+        segmentBytes = 0
         events.yield(.end)
         events.finish()
     }
@@ -332,5 +355,12 @@ enum HLSMetrics {
     /// Open segments dropped because no keyframe ended them within their bounds.
     static func abandonedSegment(reason: HLSRendition.AbandonReason) {
         Counter(label: "estuary_hls_segments_abandoned_total", dimensions: [("reason", reason.rawValue)]).increment()
+    }
+
+    private static let bytesGauge = Gauge(label: "estuary_hls_bytes")
+
+    /// The node's HLS bytes (`HLSByteBudget`), recorded as windows change.
+    static func bytesHeld(_ bytes: Int) {
+        bytesGauge.record(bytes)
     }
 }

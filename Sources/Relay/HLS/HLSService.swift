@@ -14,11 +14,14 @@ public actor HLSService {
     private let logger: Logger
     private var streams: [StreamPath: [String: HLSRendition]] = [:]
     private var attachedHubs: Set<ObjectIdentifier> = []
+    /// Every rendition's bytes together (`HLSConfiguration.maxNodeBytes`).
+    public nonisolated let budget: HLSByteBudget
 
     public init(configuration: HLSConfiguration, group: any EventLoopGroup, logger: Logger) {
         self.configuration = configuration
         self.group = group
         self.logger = logger
+        self.budget = HLSByteBudget(limit: configuration.maxNodeBytes)
     }
 
     /// Starts segmenting `hub` as its rendition of its stream (a source is rendition `src`,
@@ -31,7 +34,8 @@ public actor HLSService {
         attachedHubs.insert(hubID)
         let path = hub.stream
         let rendition = hub.path.renditionName
-        let target = HLSRendition(name: rendition, configuration: configuration)
+        let account = budget.account()
+        let target = HLSRendition(name: rendition, configuration: configuration, account: account)
         streams[path, default: [:]][rendition] = target
 
         let (events, continuation) = AsyncStream.makeStream(of: HLSSegmenter.Event.self)
@@ -40,7 +44,7 @@ public actor HLSService {
         logger[metadataKey: "rendition"] = "\(rendition)"
         let loop = group.next()
         let segmenter = NIOLoopBoundBox.makeBoxSendingValue(
-            HLSSegmenter(configuration: configuration, events: continuation, logger: logger),
+            HLSSegmenter(configuration: configuration, events: continuation, logger: logger, account: account),
             eventLoop: loop
         )
         // Frames, not bytes: the segmenter muxes them itself, on its loop. It drains there,

@@ -44,6 +44,7 @@ struct NodeConfig: Encodable, Sendable {
     var hlsSegmentSeconds: Double?
     var hlsPartSeconds: Double?
     var hlsWindowSegments: Int?
+    var hlsMaxBytes: Int?
     /// Ingest in a cluster: publishing needs a stream key.
     var requireStreamKeys: Bool?
     /// Transcoding ladders by application (nil: the node's default, `abr` only).

@@ -38,8 +38,8 @@ import Testing
     /// Applies the (finished) stream of events to a new rendition, as HLSService does.
     /// Returns the rendition, the most bytes it held after any event, and how many parts
     /// the open segment had when each abandonment dropped it.
-    static func replay(_ events: AsyncStream<HLSSegmenter.Event>, configuration: HLSConfiguration) async -> (rendition: HLSRendition, mostHeld: Int, droppedParts: [Int]) {
-        let rendition = HLSRendition(name: "src", configuration: configuration)
+    static func replay(_ events: AsyncStream<HLSSegmenter.Event>, configuration: HLSConfiguration, account: HLSByteBudget.Account? = nil) async -> (rendition: HLSRendition, mostHeld: Int, droppedParts: [Int]) {
+        let rendition = HLSRendition(name: "src", configuration: configuration, account: account)
         var mostHeld = 0
         var droppedParts: [Int] = []
         for await event in events {

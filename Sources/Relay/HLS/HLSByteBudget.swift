@@ -1,0 +1,105 @@
+import Synchronization
+
+/// Bytes of HLS media held across every rendition of a node: the segments in the windows,
+/// and the open segments as their frames are muxed.
+///
+/// Each rendition bounds its own window (`HLSConfiguration.maxRenditionBytes`) and its open
+/// segment (`maxOpenSegmentBytes`); this bounds their sum, which `maxStreams` alone leaves
+/// far above a machine's memory. Who gives way when it runs short:
+/// - Past `pressureThreshold` (seven eighths of the limit), a rendition that completes a
+///   segment keeps only the shortest live window RFC 8216 allows (three segments): players
+///   still find the live edge, with less behind it.
+/// - Only a frame that would take the node past `limit` itself is refused: its rendition
+///   abandons the open segment (`estuary_hls_segments_abandoned_total{reason="node_budget"}`)
+///   and starts again, marked as a discontinuity, at a keyframe once there is room.
+///
+/// Lock-free: a rendition's segmenter charges each frame (one atomic add), its window gives
+/// back a segment's bytes as the segment leaves.
+public final class HLSByteBudget: Sendable {
+    /// The most bytes held at once.
+    public let limit: Int
+    /// Above this many bytes held, windows shrink to `minimumWindow` segments.
+    public let pressureThreshold: Int
+    /// The shortest window a rendition keeps under pressure (RFC 8216, 6.2.2).
+    public static let minimumWindow = 3
+
+    private let used = Atomic<Int>(0)
+
+    public init(limit: Int) {
+        self.limit = max(0, limit)
+        self.pressureThreshold = self.limit - self.limit / 8
+    }
+
+    /// Bytes held now.
+    public var inUse: Int { used.load(ordering: .relaxed) }
+
+    /// Whether windows should keep only `minimumWindow` segments.
+    public var isUnderPressure: Bool { inUse > pressureThreshold }
+
+    /// A new rendition's account.
+    public func account() -> Account { Account(budget: self) }
+
+    fileprivate func reserve(_ bytes: Int) -> Bool {
+        var current = used.load(ordering: .relaxed)
+        while true {
+            guard current + bytes <= limit else { return false }
+            let (exchanged, original) = used.compareExchange(expected: current, desired: current + bytes, ordering: .relaxed)
+            if exchanged { return true }
+            current = original
+        }
+    }
+
+    fileprivate func release(_ bytes: Int) {
+        used.subtract(bytes, ordering: .relaxed)
+    }
+
+    /// What one rendition holds: charged by its segmenter as frames go into the open
+    /// segment, given back by the segmenter (an abandoned segment) or the window (a segment
+    /// that leaves it). Whatever is still held when the rendition and its segmenter are both
+    /// gone is given back then, so no path can leak the node's budget.
+    public final class Account: Sendable {
+        private let budget: HLSByteBudget
+        private let held = Atomic<Int>(0)
+
+        fileprivate init(budget: HLSByteBudget) {
+            self.budget = budget
+        }
+
+        /// Bytes this rendition holds.
+        public var bytesHeld: Int { held.load(ordering: .relaxed) }
+
+        /// Whether the node's budget is under pressure (see `HLSByteBudget`).
+        public var isUnderPressure: Bool { budget.isUnderPressure }
+        /// Bytes the whole node holds, and its limit.
+        public var nodeBytesInUse: Int { budget.inUse }
+        public var nodeLimit: Int { budget.limit }
+
+        /// Charges `bytes`; false, charging nothing, when they would take the node past its limit.
+        public func reserve(_ bytes: Int) -> Bool {
+            guard bytes > 0 else { return true }
+            guard budget.reserve(bytes) else { return false }
+            held.add(bytes, ordering: .relaxed)
+            return true
+        }
+
+        /// Gives back `bytes` (at most what is held).
+        public func release(_ bytes: Int) {
+            guard bytes > 0 else { return }
+            var current = held.load(ordering: .relaxed)
+            while true {
+                let amount = min(bytes, current)
+                guard amount > 0 else { return }
+                let (exchanged, original) = held.compareExchange(expected: current, desired: current - amount, ordering: .relaxed)
+                if exchanged {
+                    budget.release(amount)
+                    return
+                }
+                current = original
+            }
+        }
+
+        deinit {
+            budget.release(held.load(ordering: .relaxed))
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import Logging
+import Media
+import NIOCore
+import TestSupport
+import Testing
+
+@testable import Relay
+
+/// The node's HLS budget (`HLSByteBudget`, `hlsMaxBytes`): the sum over every rendition of
+/// its window and its segment in progress. Under pressure windows shrink to three segments;
+/// past the limit a rendition's segment in progress is abandoned and segmenting resumes at a
+/// keyframe once there is room; no path keeps bytes charged after its rendition is gone.
+@Suite struct HLSByteBudgetTests {
+    @Test func reservationsStopAtTheLimitAndAccountsGiveBackWhatTheyHold() {
+        let budget = HLSByteBudget(limit: 1000)
+        #expect(budget.pressureThreshold == 875)
+        let first = budget.account()
+        #expect(first.reserve(600))
+        var second: HLSByteBudget.Account? = budget.account()
+        #expect(second?.reserve(400) == true)
+        #expect(second?.reserve(1) == false, "a reservation past the limit was taken")
+        #expect(budget.inUse == 1000)
+        #expect(budget.isUnderPressure)
+        // A release gives back at most what the account holds.
+        first.release(10_000)
+        #expect(first.bytesHeld == 0)
+        #expect(budget.inUse == 400)
+        #expect(!budget.isUnderPressure)
+        // An account that goes away gives back what it still held.
+        second = nil
+        #expect(budget.inUse == 0)
+    }
+
+    @Test func underPressureAWindowKeepsThreeSegmentsAndGivesTheRestBack() async {
+        var configuration = HLSConfiguration()
+        configuration.windowSegments = 6
+        let budget = HLSByteBudget(limit: 10_000)
+        let rendition = HLSRendition(name: "src", configuration: configuration, account: budget.account())
+        func segment(_ sequence: Int) async {
+            #expect(rendition.account.reserve(100))
+            await rendition.beginSegment(sequence, initSection: 0, discontinuity: false, programDateTime: 0)
+            await rendition.completeSegment(duration: 2, transportStream: ByteBuffer(bytes: [0x47]), charged: 100)
+        }
+        for sequence in 0..<8 { await segment(sequence) }
+        #expect(await rendition.segments.map(\.sequence) == Array(2..<8))
+        #expect(rendition.account.bytesHeld == 600, "the window's segments are what it holds")
+
+        // Another rendition takes the node past seven eighths: this window keeps three.
+        let other = budget.account()
+        #expect(other.reserve(8_500))
+        await segment(8)
+        #expect(await rendition.segments.map(\.sequence) == [6, 7, 8])
+        #expect(rendition.account.bytesHeld == 300)
+        #expect(budget.inUse == 8_800)
+
+        // The pressure gone, the window grows back to six.
+        other.release(8_500)
+        for sequence in 9..<13 { await segment(sequence) }
+        #expect(await rendition.segments.map(\.sequence) == Array(7..<13))
+    }
+
+    @Test func pastTheLimitTheSegmentInProgressIsAbandonedAndSegmentingResumesWhenThereIsRoom() async throws {
+        var configuration = HLSConfiguration()
+        configuration.maxNodeBytes = 1 << 20
+        let budget = HLSByteBudget(limit: configuration.maxNodeBytes)
+        let account = budget.account()
+        let (events, continuation) = AsyncStream.makeStream(of: HLSSegmenter.Event.self)
+        let segmenter = HLSSegmenter(configuration: configuration, events: continuation, logger: Logger(label: "HLSByteBudgetTests"), account: account)
+        segmenter.process(try MediaFrame.classified(kind: .video, timestamp: 0, payload: ByteBuffer(bytes: HLSOpenSegmentTests.avcSequenceHeader)))
+
+        // Other renditions hold all but 50 KB of the node's budget.
+        let others = budget.account()
+        #expect(others.reserve(budget.limit - 50_000))
+        // A GOP of a keyframe and 63 frames of 2,000 bytes (about 280 KB counted): abandoned.
+        var timestamp: Int64 = 0
+        segmenter.process(HLSOpenSegmentTests.videoFrame(keyframe: true, timestamp: timestamp, size: 1000))
+        for _ in 1..<64 {
+            timestamp += 33
+            segmenter.process(HLSOpenSegmentTests.videoFrame(keyframe: false, timestamp: timestamp, size: 2000))
+        }
+        #expect(budget.inUse <= budget.limit)
+        #expect(segmenter.openSegmentBytes == 0, "the segment in progress was not given up")
+        #expect(account.bytesHeld == 0, "an abandoned segment's bytes stayed charged")
+
+        // Room again: segmenting resumes at the next keyframe, as a discontinuity.
+        others.release(budget.limit)
+        HLSOpenSegmentTests.feedGOPs(3, framesPerGOP: 64, into: segmenter, after: &timestamp)
+        continuation.finish()
+        let (rendition, _, droppedParts) = await HLSOpenSegmentTests.replay(events, configuration: configuration, account: account)
+        #expect(await rendition.abandonedSegments == [.nodeBudget: 1])
+        #expect(droppedParts.count == 1)
+        let segments = await rendition.segments
+        #expect(segments.compactMap(\.duration) == [2.112, 2.112])
+        #expect(segments.first?.discontinuity == true)
+        // What the node holds is what the window and the segment in progress were charged.
+        let charged = segments.reduce(0) { $0 + $1.charged }
+        #expect(charged > 0)
+        #expect(account.bytesHeld == charged + segmenter.openSegmentBytes)
+        #expect(budget.inUse == account.bytesHeld)
+    }
+}
