@@ -6,15 +6,16 @@ import Synchronization
 /// Each rendition bounds its own window (`HLSConfiguration.maxRenditionBytes`) and its open
 /// segment (`maxOpenSegmentBytes`); this bounds their sum, which `maxStreams` alone leaves
 /// far above a machine's memory. Who gives way when it runs short:
-/// - Past `pressureThreshold` (seven eighths of the limit), a rendition that completes a
+/// - Past `pressureThreshold` (three quarters of the limit), a rendition that completes a
 ///   segment keeps only the shortest live window RFC 8216 allows (three segments): players
-///   still find the live edge, with less behind it.
+///   still find the live edge, with less behind it. The quarter left is for the segments in
+///   progress, and for the moment between a segment's end and its window's trim.
 /// - Only a frame that would take the node past `limit` itself is refused: its rendition
 ///   abandons the open segment (`estuary_hls_segments_abandoned_total{reason="node_budget"}`)
 ///   and starts again, marked as a discontinuity, at a keyframe once there is room.
 ///
-/// Lock-free: a rendition's segmenter charges each frame (one atomic add), its window gives
-/// back a segment's bytes as the segment leaves.
+/// Lock-free: a rendition's segmenter charges each frame (a compare-and-swap on the node's
+/// count, an add on its own), its window gives back a segment's bytes as the segment leaves.
 public final class HLSByteBudget: Sendable {
     /// The most bytes held at once.
     public let limit: Int
@@ -27,7 +28,7 @@ public final class HLSByteBudget: Sendable {
 
     public init(limit: Int) {
         self.limit = max(0, limit)
-        self.pressureThreshold = self.limit - self.limit / 8
+        self.pressureThreshold = self.limit - self.limit / 4
     }
 
     /// Bytes held now.
@@ -100,6 +101,7 @@ public final class HLSByteBudget: Sendable {
 
         deinit {
             budget.release(held.load(ordering: .relaxed))
+            HLSMetrics.bytesHeld(budget.inUse)
         }
     }
 }

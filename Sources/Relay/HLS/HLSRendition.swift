@@ -80,6 +80,8 @@ public actor HLSRendition {
         case tooLong = "too_long"
         /// The node's HLS budget (`HLSConfiguration.maxNodeBytes`) had no room for its next frame.
         case nodeBudget = "node_budget"
+        /// A muxer failed on a frame; segmenting starts over at the next keyframe.
+        case muxerError = "muxer_error"
     }
     /// Open segments abandoned so far, by reason.
     public private(set) var abandonedSegments: [AbandonReason: Int] = [:]
@@ -130,17 +132,21 @@ public actor HLSRendition {
         wakeWaiters()
     }
 
-    /// Drops the open segment: no keyframe came before it grew past its bounds, and its
-    /// parts would otherwise stay until the next keyframe, which a broken publisher may
-    /// never send. The segmenter starts the next segment, a discontinuity, at the next
-    /// keyframe. Requests waiting on parts of the dropped segment are not answered here:
-    /// like any wait for media that does not come, each ends at `blockingTimeout` (a part
-    /// is then answered 404, a blocking reload with the playlist as it is).
+    /// Drops the open segment, which the segmenter gave up on (`AbandonReason`): its parts
+    /// would otherwise stay until the next keyframe, which a broken publisher may never
+    /// send. The segmenter starts the next segment, a discontinuity, at the next keyframe.
+    /// Requests waiting on the dropped segment or its parts are answered once a newer
+    /// segment begins (`has`: a sequence older than the newest is there or gone for good),
+    /// or at `blockingTimeout`. Dropped for the node's budget, the window also shrinks to
+    /// the shortest live window, giving back what it can before the next try.
     public func abandonSegment(reason: AbandonReason) {
         abandonedSegments[reason, default: 0] += 1
         if let last = segments.last, last.duration == nil {
             segments.removeLast()
         }
+        if reason == .nodeBudget { trimWindow(to: HLSByteBudget.minimumWindow) }
+        HLSMetrics.bytesHeld(account.nodeBytesInUse)
+        wakeWaiters()
     }
 
     /// Closes the open segment with its duration and its MPEG-TS bytes; `charged` is what
@@ -185,10 +191,12 @@ public actor HLSRendition {
     }
 
     /// Drops the oldest complete segments past the window (the shortest live window while
-    /// the node's HLS budget is under pressure) or past the rendition's bytes.
-    private func trimWindow() {
+    /// the node's HLS budget is under pressure, or `shortest` when given) or past the
+    /// rendition's bytes.
+    private func trimWindow(to shortest: Int? = nil) {
         let complete = segments.filter { $0.duration != nil }.count
-        let window = account.isUnderPressure ? min(configuration.windowSegments, HLSByteBudget.minimumWindow) : configuration.windowSegments
+        let underPressure = shortest != nil || account.isUnderPressure
+        let window = underPressure ? min(configuration.windowSegments, shortest ?? HLSByteBudget.minimumWindow) : configuration.windowSegments
         var excess = complete - window
         var bytes = segments.reduce(0) { $0 + $1.byteCount }
         while let first = segments.first, first.duration != nil, excess > 0 || bytes > configuration.maxRenditionBytes {
@@ -238,8 +246,9 @@ public actor HLSRendition {
     /// True when segment `sequence` (or its part `part`) exists.
     func has(sequence: Int, part: Int?) -> Bool {
         guard let segment = segments.first(where: { $0.sequence == sequence }) else {
-            // Older than the window counts as present; newer does not.
-            return segments.first.map { sequence < $0.sequence } ?? false
+            // Older than the newest segment counts as present: it left the window, or was
+            // abandoned and skipped, and will not come. Newer does not.
+            return segments.last.map { sequence < $0.sequence } ?? false
         }
         if let part { return segment.parts.count > part || segment.duration != nil }
         return segment.duration != nil

@@ -20,7 +20,7 @@ final class HLSSegmenter {
         /// The MPEG-TS bytes are nil for a rendition MPEG-TS cannot carry (AV1). `charged`:
         /// what the segment's frames were charged to the node's HLS budget.
         case completeSegment(duration: Double, transportStream: ByteBuffer?, charged: Int)
-        /// The open segment grew past its bounds without a keyframe to end it: drop it.
+        /// The segmenter gave up on the open segment (`AbandonReason`): drop it.
         case abandonSegment(HLSRendition.AbandonReason)
         case end
     }
@@ -31,7 +31,7 @@ final class HLSSegmenter {
     /// The rendition's share of the node's HLS budget: each frame of the open segment is
     /// charged as it is muxed (`cost(of:)`), and the charge goes with the segment to the
     /// window, or back to the budget when the segment is abandoned.
-    private let account: HLSByteBudget.Account
+    let account: HLSByteBudget.Account
 
     private var videoConfiguration: MediaFrame?
     private var audioConfiguration: MediaFrame?
@@ -58,11 +58,11 @@ final class HLSSegmenter {
     private var abandonsSinceLog = 0
     static let abandonLogInterval: Duration = .seconds(60)
 
-    init(configuration: HLSConfiguration, events: AsyncStream<Event>.Continuation, logger: Logger, account: HLSByteBudget.Account? = nil) {
+    init(configuration: HLSConfiguration, events: AsyncStream<Event>.Continuation, logger: Logger, account: HLSByteBudget.Account) {
         self.configuration = configuration
         self.events = events
         self.logger = logger
-        self.account = account ?? HLSByteBudget(limit: configuration.maxNodeBytes).account()
+        self.account = account
     }
 
     /// The node's HLS budget had no room for a frame of the open segment.
@@ -106,7 +106,13 @@ final class HLSSegmenter {
             abandonOpenSegment(.nodeBudget, at: frame.timestamp, segmentStart: segmentStart ?? frame.timestamp)
         } catch {
             // One bad frame must not take HLS down for good: start over at the next keyframe.
+            // The rendition drops the open segment's parts now, as their bytes go back to
+            // the node's budget (`resetMuxers`).
             logger.warning("HLS segmenter reset: \(error)")
+            if segmentStart != nil {
+                HLSMetrics.abandonedSegment(reason: .muxerError)
+                events.yield(.abandonSegment(.muxerError))
+            }
             resetMuxers()
         }
     }
@@ -200,8 +206,8 @@ final class HLSSegmenter {
         return nil
     }
 
-    /// Gives up on the open segment, which no keyframe ended in time: the rendition drops
-    /// its parts, and resetting the muxers frees what they buffered (the TS segment so far,
+    /// Gives up on the open segment, which no keyframe ended in time or the node's HLS
+    /// budget had no room for: the rendition drops its parts, and resetting the muxers frees what they buffered (the TS segment so far,
     /// the fMP4 part in progress). Like any reset, the next keyframe opens new muxers and
     /// a segment marked as a discontinuity (with a new init section); frames until then
     /// are skipped. Counted in `estuary_hls_segments_abandoned_total{reason}`.
@@ -214,6 +220,7 @@ final class HLSSegmenter {
             case .tooLarge: "no keyframe within \(configuration.maxOpenSegmentBytes) bytes"
             case .tooLong: "no keyframe within \(configuration.maxOpenSegmentDuration)"
             case .nodeBudget: "the node's HLS budget (\(account.nodeLimit) bytes, hlsMaxBytes) is spent"
+            case .muxerError: "a muxer failed"
             }
             logger.warning(
                 "HLS segment abandoned (\(reason.rawValue)): \(why) (\(openSegmentBytes) bytes over \(timestamp - start) ms); waiting for the next keyframe; \(abandonsSinceLog) abandoned since the last report"
@@ -352,7 +359,8 @@ extension HLSSegmenter: Sendable {}
 
 /// Counters of HLS segmenting. Labels have bounded cardinality (no stream names).
 enum HLSMetrics {
-    /// Open segments dropped because no keyframe ended them within their bounds.
+    /// Open segments dropped: no keyframe ended them within their bounds, the node's HLS
+    /// budget had no room, or a muxer failed.
     static func abandonedSegment(reason: HLSRendition.AbandonReason) {
         Counter(label: "estuary_hls_segments_abandoned_total", dimensions: [("reason", reason.rawValue)]).increment()
     }

@@ -13,7 +13,7 @@ import Testing
 @Suite struct HLSByteBudgetTests {
     @Test func reservationsStopAtTheLimitAndAccountsGiveBackWhatTheyHold() {
         let budget = HLSByteBudget(limit: 1000)
-        #expect(budget.pressureThreshold == 875)
+        #expect(budget.pressureThreshold == 750)
         let first = budget.account()
         #expect(first.reserve(600))
         var second: HLSByteBudget.Account? = budget.account()
@@ -45,7 +45,7 @@ import Testing
         #expect(await rendition.segments.map(\.sequence) == Array(2..<8))
         #expect(rendition.account.bytesHeld == 600, "the window's segments are what it holds")
 
-        // Another rendition takes the node past seven eighths: this window keeps three.
+        // Another rendition takes the node past three quarters: this window keeps three.
         let other = budget.account()
         #expect(other.reserve(8_500))
         await segment(8)
@@ -57,6 +57,32 @@ import Testing
         other.release(8_500)
         for sequence in 9..<13 { await segment(sequence) }
         #expect(await rendition.segments.map(\.sequence) == Array(7..<13))
+    }
+
+    /// A rendition whose segment in progress the budget refused gives back its window down to
+    /// three segments at once (it may complete none for a while), and a request waiting on
+    /// the abandoned segment is answered as soon as the next one begins, not at the timeout.
+    @Test func anAbandonForTheBudgetShrinksTheWindowAndReleasesItsWaiters() async throws {
+        var configuration = HLSConfiguration()
+        configuration.blockingTimeout = .seconds(30)
+        let budget = HLSByteBudget(limit: 1 << 20)
+        let rendition = HLSRendition(name: "src", configuration: configuration, account: budget.account())
+        for sequence in 0..<6 {
+            #expect(rendition.account.reserve(100))
+            await rendition.beginSegment(sequence, initSection: 0, discontinuity: false, programDateTime: 0)
+            await rendition.completeSegment(duration: 2, transportStream: ByteBuffer(bytes: [0x47]), charged: 100)
+        }
+        await rendition.beginSegment(6, initSection: 0, discontinuity: false, programDateTime: 0)
+        let waiting = Task { await rendition.waitFor(sequence: 6, part: 1) }
+        try await Task.sleep(for: .milliseconds(50))
+        await rendition.abandonSegment(reason: .nodeBudget)
+        #expect(await rendition.segments.map(\.sequence) == [3, 4, 5])
+        #expect(rendition.account.bytesHeld == 300)
+        // The segmenter skips sequence 6 and begins 7 at the next keyframe.
+        let began = ContinuousClock.now
+        await rendition.beginSegment(7, initSection: 1, discontinuity: true, programDateTime: 0)
+        #expect(await waiting.value, "the wait for the abandoned segment's part was not answered")
+        #expect(ContinuousClock.now - began < .seconds(5))
     }
 
     @Test func pastTheLimitTheSegmentInProgressIsAbandonedAndSegmentingResumesWhenThereIsRoom() async throws {

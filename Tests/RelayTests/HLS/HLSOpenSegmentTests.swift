@@ -30,7 +30,8 @@ import Testing
     /// A segmenter that has seen the video sequence header, and the stream of its events.
     static func segmenter(_ configuration: HLSConfiguration) throws -> (HLSSegmenter, AsyncStream<HLSSegmenter.Event>, AsyncStream<HLSSegmenter.Event>.Continuation) {
         let (events, continuation) = AsyncStream.makeStream(of: HLSSegmenter.Event.self)
-        let segmenter = HLSSegmenter(configuration: configuration, events: continuation, logger: Logger(label: "HLSOpenSegmentTests"))
+        let account = HLSByteBudget(limit: configuration.maxNodeBytes).account()
+        let segmenter = HLSSegmenter(configuration: configuration, events: continuation, logger: Logger(label: "HLSOpenSegmentTests"), account: account)
         segmenter.process(try MediaFrame.classified(kind: .video, timestamp: 0, payload: ByteBuffer(bytes: Self.avcSequenceHeader)))
         return (segmenter, events, continuation)
     }
@@ -52,6 +53,13 @@ import Testing
             mostHeld = max(mostHeld, segments.reduce(0) { $0 + $1.byteCount })
         }
         return (rendition, mostHeld, droppedParts)
+    }
+
+    /// What the node's HLS budget holds for the rendition is what its window and its open
+    /// segment were charged: abandoned segments gave theirs back.
+    static func checkAccount(_ segmenter: HLSSegmenter, _ rendition: HLSRendition, sourceLocation: SourceLocation = #_sourceLocation) async {
+        let charged = await rendition.segments.reduce(0) { $0 + $1.charged }
+        #expect(segmenter.account.bytesHeld == charged + segmenter.openSegmentBytes, sourceLocation: sourceLocation)
     }
 
     /// Well-behaved media after the broken part: `count` GOPs of a keyframe and
@@ -94,7 +102,8 @@ import Testing
         Self.feedGOPs(3, framesPerGOP: 64, into: segmenter, after: &timestamp)
         continuation.finish()
 
-        let (rendition, mostHeld, droppedParts) = await Self.replay(events, configuration: configuration)
+        let (rendition, mostHeld, droppedParts) = await Self.replay(events, configuration: configuration, account: segmenter.account)
+        await Self.checkAccount(segmenter, rendition)
         #expect(await rendition.abandonedSegments == [.tooLarge: 1])
         // The abandoned segment's parts were dropped at once, not left until the next keyframe.
         #expect(droppedParts.count == 1)
@@ -149,7 +158,8 @@ import Testing
         Self.feedGOPs(3, framesPerGOP: 16, into: segmenter, after: &timestamp)
         continuation.finish()
 
-        let (rendition, _, droppedParts) = await Self.replay(events, configuration: configuration)
+        let (rendition, _, droppedParts) = await Self.replay(events, configuration: configuration, account: segmenter.account)
+        await Self.checkAccount(segmenter, rendition)
         #expect(await rendition.abandonedSegments == [.tooLong: 1])
         #expect(droppedParts.count == 1)
         let segments = await rendition.segments
@@ -182,7 +192,8 @@ import Testing
         #expect(segmenter.openSegmentBytes == 2 * 10000 + HLSSegmenter.perFrameOverhead)
         continuation.finish()
 
-        let (rendition, _, droppedParts) = await Self.replay(events, configuration: configuration)
+        let (rendition, _, droppedParts) = await Self.replay(events, configuration: configuration, account: segmenter.account)
+        await Self.checkAccount(segmenter, rendition)
         #expect(await rendition.abandonedSegments.isEmpty)
         #expect(droppedParts.isEmpty)
         let segments = await rendition.segments
