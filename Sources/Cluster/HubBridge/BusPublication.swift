@@ -66,12 +66,13 @@ public final class BusPublication: Sendable {
                 return
             }
             if let handover, !handover.answersGOPRequests(for: rung) { return }
-            // An ended hub's responder lingers until `BusPublications` sweeps it: it must
-            // not answer beside a live hub elsewhere, nor open a mirror of nothing.
+            // A request that crossed the hub's end: the responder is being cancelled, and it
+            // must not answer beside a live hub elsewhere, nor open a mirror of nothing.
             if hub.isEnded { return }
             try? bus.respond(to: message, payload: MediaBusGOP.encode(hub.startFrames(), maxBytes: bus.maxPayload))
         }
-        self.gopResponder = NIOLockedValueBox(responder)
+        let gopResponder = NIOLockedValueBox<BusSubscription?>(responder)
+        self.gopResponder = gopResponder
         self.subscription = FrameSubscription.start(on: hub, delivery: .inline { batch in
             for frame in batch.frames {
                 if let handover {
@@ -84,6 +85,15 @@ public final class BusPublication: Sendable {
                 var payload = ByteBuffer()
                 payload.writeInteger(epoch)
                 try? bus.publish(subject: endSubject, payload: payload)
+                // The responder goes with the hub, not at `BusPublications`' next sweep: an
+                // ended hub answers no GOP request, and a subject nobody answers is told so
+                // by NATS at once ("no responders"), where a silent subscriber makes the
+                // asker wait its whole timeout (a publisher that starts the stream again
+                // on another ingest, `continueTimelineFromElsewhere`).
+                gopResponder.withLockedValue { responder in
+                    responder?.cancel()
+                    responder = nil
+                }
             }
         })
     }
@@ -91,7 +101,10 @@ public final class BusPublication: Sendable {
     /// Stops forwarding and answering.
     public func cancel() {
         subscription?.cancel()
-        gopResponder.withLockedValue { $0 }?.cancel()
+        gopResponder.withLockedValue { responder in
+            responder?.cancel()
+            responder = nil
+        }
     }
 }
 

@@ -8,8 +8,9 @@ import NIOCore
 public actor BusPublications {
     private let bus: any Bus
     private let logger: Logger
-    /// Ended hubs' publications (and their GOP-responder subscriptions) are dropped by an
-    /// `attach`, not when the hub ends: a hub has no end callback to prune from. An attach
+    /// Ended hubs' entries are dropped by an `attach`, not when the hub ends (a hub has no
+    /// end callback to prune from); their GOP responders are gone already, cancelled by the
+    /// publication when it sees the end, so an entry costs memory only. An attach
     /// sweeps once the table has doubled since the last sweep, so a publish costs amortized
     /// O(1) rather than a walk of every hub; the table holds at most twice the most hubs
     /// live at once (every hub published here passes through `attach`).
@@ -64,7 +65,7 @@ public actor BusPublications {
     /// (`MediaBusPublisherCheck`), or nil when a publisher of it is here (this node's hub
     /// decides, as on one node) or no other node answers within `timeout` (a new stream,
     /// or an ingest that died; with no responder NATS answers at once, and an ended hub's
-    /// responder, until the next sweep, stays silent for the whole timeout).
+    /// publication takes its responder away when it ends).
     public func checkPublisherElsewhere(_ path: StreamPath, owner: String, timeout: Duration = .milliseconds(500)) async -> MediaBusPublisherCheck.Reply? {
         let rendition = RenditionPath.source(path)
         if let id = byPath[rendition], let entry = publications[id], !entry.hub.isEnded, entry.hub.hasPublisher { return nil }
