@@ -105,8 +105,11 @@ struct NodeRuntime {
         )
         try AdminAPIRoutes.register(adminAPI, on: context.adminRouter, token: configuration.adminToken, logger: logger)
         let drainService = DrainService(drain: context.drain, onSigterm: sigtermDrains ? drainDefaults : nil, logger: logger)
+        // A group stops its services in the reverse of this order: the beacon first here,
+        // so it stops last and its leave comes after everything else has wound down.
         let services: [ServiceGroupConfiguration.ServiceConfiguration] =
-            [.init(service: HTTPListener(
+            [.init(service: LivenessBeaconService(beacon: LivenessBeacon(bus: context.bus, nodeID: configuration.nodeID)))]
+            + [.init(service: HTTPListener(
                 name: "HTTP", address: "\(configuration.bindHost):\(configuration.httpPort)", flag: "--http-port",
                 application: NodeHTTP.application(router: context.router, configuration: configuration, logger: logger, live: context.live)
             ))]
@@ -125,7 +128,6 @@ struct NodeRuntime {
             + (coordinator?.services ?? []) + (listeners?.services ?? []) + (link?.services ?? [])
             + [.init(service: StreamShutdown(registry: context.registry))]
             + [.init(service: StreamMetricsSampler(registry: context.registry, sessions: context.sessions))]
-            + [.init(service: LivenessBeaconService(beacon: LivenessBeacon(bus: context.bus, nodeID: configuration.nodeID)))]
             + [.init(service: drainService, successTerminationBehavior: .gracefullyShutdownGroup)]
         let serviceGroup = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: sigtermDrains ? [.sigint] : [.sigterm, .sigint], logger: logger))
         let listens = listeners != nil ? "RTMP :\(configuration.rtmp.port), " : ""

@@ -63,7 +63,17 @@ extension IntegrationTests.ClusterFailoverTests {
                 (try? await Self.transcoder(of: "abr", "hand", coordinator: coordinator)) == survivor
             }
             scenario.check(moved, "the coordinator does not show the job on \(survivor)")
-            scenario.check(!coordinator.log.contains("Node \(owner) is dead") || exitedAfter != nil, "the coordinator declared \(owner) dead while it drained")
+            scenario.check(!coordinator.log.contains("Node \(owner) is dead"), "the coordinator declared \(owner) dead: it drained and exited")
+            // Its exit is recorded as a departure, not a death (no page for a rolling restart).
+            var state = "?"
+            let left = await eventually(timeout: .seconds(3), interval: .milliseconds(200)) {
+                let (_, nodes) = (try? await Self.admin(coordinator, "/api/v1/nodes")) ?? (0, [:])
+                state = (nodes["nodes"] as? [[String: Any]] ?? []).first { $0["id"] as? String == owner }?["state"] as? String ?? "?"
+                return state == "left"
+            }
+            scenario.check(left && coordinator.log.contains("Node \(owner) left"), "the coordinator lists the drained \(owner) as \(state), not left")
+            let deaths = (try? await coordinator.metrics().sum("estuary_coordinator_dead_nodes_total")) ?? -1
+            scenario.check(deaths == 0, "the coordinator counted \(deaths) dead nodes")
             scenario.check(!relay.log.contains("its publisher ended it"), "a rendition ended on the relay during the handover")
 
             for ((label, viewer), wait) in zip(viewers, waits) {

@@ -61,18 +61,46 @@ public final class LivenessBeacon: Sendable {
             subscription = nil
         }
     }
+
+    /// Stops the beacon and tells the coordinator that the node leaves on its own (a drain,
+    /// a signal), so it is recorded as having left, not as dead: an operator alerting on
+    /// dead nodes is not paged by a rolling restart. A request, not a publish, so the
+    /// message is on the server (and taken) before the node closes its connection; at
+    /// most `timeout`, and a coordinator that does not answer leaves the node to be found
+    /// gone by its probe, as before. Returns whether the coordinator took it.
+    @discardableResult
+    public func leave(timeout: Duration = .milliseconds(500)) async -> Bool {
+        stop()
+        do {
+            _ = try await bus.request(subject: LivenessSubject.leave(nodeID), payload: ByteBuffer(), timeout: timeout)
+            return true
+        } catch {
+            return false
+        }
+    }
 }
 
 /// The subjects of the liveness beacon and its probe.
 public enum LivenessSubject {
     public static func beacon(_ nodeID: String) -> String { "liveness.beacon.\(nodeID)" }
     public static func probe(_ nodeID: String) -> String { "liveness.probe.\(nodeID)" }
+    /// A node's word that it leaves (`LivenessBeacon.leave`), answered by the coordinator.
+    public static func leave(_ nodeID: String) -> String { "liveness.leave.\(nodeID)" }
     /// What the coordinator subscribes to.
     public static let allBeacons = "liveness.beacon.*"
+    public static let allLeaves = "liveness.leave.*"
 
     /// The node id of a beacon's subject, or nil for anything else.
     public static func nodeID(ofBeacon subject: String) -> String? {
-        let prefix = "liveness.beacon."
+        nodeID(of: subject, after: "liveness.beacon.")
+    }
+
+    /// The node id of a leave's subject, or nil for anything else.
+    public static func nodeID(ofLeave subject: String) -> String? {
+        nodeID(of: subject, after: "liveness.leave.")
+    }
+
+    private static func nodeID(of subject: String, after prefix: String) -> String? {
         guard subject.hasPrefix(prefix) else { return nil }
         let id = subject.dropFirst(prefix.count)
         guard !id.isEmpty, id.count <= 64, !id.contains(".") else { return nil }

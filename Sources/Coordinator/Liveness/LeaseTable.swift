@@ -14,8 +14,11 @@ import Synchronization
 /// Beacons are recorded on the bus's delivery thread, with no task and no database write, so
 /// a busy coordinator does not age them; and the coordinator judges only while its own
 /// node's beacon, which makes the same round trip through the server, is fresh: when its own
-/// intake stalls, every lease is extended rather than every node declared dead. The table
-/// holds at most `maxNodes` nodes; beacons of others are ignored.
+/// intake stalls, every lease is extended rather than every node declared dead. A node that
+/// says it leaves (`LivenessBeacon.leave`, at the end of a drain or on a signal) is reported
+/// as having left at the next look, whatever the coordinator's own beacon, and is neither
+/// probed nor expired. The table holds at most `maxNodes` nodes; beacons of others are
+/// ignored.
 public final class LeaseTable: Sendable {
     public struct Settings: Sendable {
         /// A node whose last beacon is older than this is dead.
@@ -33,11 +36,18 @@ public final class LeaseTable: Sendable {
         public var expired: [String] = []
         /// Nodes to probe, once each per silence.
         public var suspects: [String] = []
+        /// Nodes that said they leave.
+        public var left: [String] = []
     }
 
     private struct Entry {
         var lastSeen: UInt64
         var probed = false
+        /// When the node said it leaves. A beacon within `suspectAfter` after is one its
+        /// thread sent as the node stopped it; a later one (a restart under the same id)
+        /// starts a new lease.
+        var leftAt: UInt64?
+        var leaving: Bool { leftAt != nil }
     }
 
     public let settings: Settings
@@ -57,9 +67,20 @@ public final class LeaseTable: Sendable {
     /// Records a beacon of `nodeID` (on the bus's delivery thread).
     public func beat(_ nodeID: String) {
         let now = clock()
+        let suspectAfter = Self.nanoseconds(settings.suspectAfter)
         entries.withLock { entries in
+            if let leftAt = entries[nodeID]?.leftAt, now &- min(leftAt, now) < suspectAfter { return }
             guard entries[nodeID] != nil || entries.count < settings.maxNodes else { return }
             entries[nodeID] = Entry(lastSeen: now)
+        }
+    }
+
+    /// Records that `nodeID` leaves (on the bus's delivery thread).
+    public func leave(_ nodeID: String) {
+        let now = clock()
+        entries.withLock { entries in
+            guard entries[nodeID] != nil || entries.count < settings.maxNodes else { return }
+            entries[nodeID] = Entry(lastSeen: now, leftAt: now)
         }
     }
 
@@ -80,13 +101,14 @@ public final class LeaseTable: Sendable {
         let lease = Self.nanoseconds(settings.lease)
         let suspectAfter = Self.nanoseconds(settings.suspectAfter)
         return entries.withLock { entries in
+            // A node's own word needs no judging.
+            var judgement = Judgement(left: entries.filter { $0.value.leaving && $0.key != localNodeID }.keys.sorted())
             if let localNodeID {
                 guard let own = entries[localNodeID], now &- min(own.lastSeen, now) <= suspectAfter else {
-                    return Judgement()
+                    return judgement
                 }
             }
-            var judgement = Judgement()
-            for (nodeID, entry) in entries where nodeID != localNodeID {
+            for (nodeID, entry) in entries where nodeID != localNodeID && !entry.leaving {
                 let age = now &- min(entry.lastSeen, now)
                 if age > lease {
                     judgement.expired.append(nodeID)
@@ -101,7 +123,7 @@ public final class LeaseTable: Sendable {
         }
     }
 
-    /// Drops `nodeID` (declared dead): its next beacon starts a new lease.
+    /// Drops `nodeID` (declared dead, or recorded as left): its next beacon starts a new lease.
     public func forget(_ nodeID: String) {
         _ = entries.withLock { $0.removeValue(forKey: nodeID) }
     }

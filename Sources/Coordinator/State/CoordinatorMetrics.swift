@@ -5,6 +5,8 @@ import Metrics
 enum CoordinatorMetrics {
     /// Nodes declared dead after `deadAfter` without a heartbeat.
     static let deadNodes = Counter(label: "estuary_coordinator_dead_nodes_total")
+    /// Nodes that said they leave (a drain's end, a signal): not deaths.
+    static let nodesLeft = Counter(label: "estuary_coordinator_nodes_left_total")
     /// Transcode jobs moved off dead transcoders.
     static let transcodeMoves = Counter(label: "estuary_coordinator_transcode_moves_total")
     /// Publishes refused for a wrong, revoked or missing stream key.

@@ -52,7 +52,7 @@ extension CoordinatorState {
         let load = load.isFinite ? max(0, load) : 0
         let instructions: [NodeInstruction]? = try await store.write { db in
             guard var node = try NodeRecord.fetchOne(db, key: nodeID) else { return nil }
-            let revived = node.state == .dead
+            let revived = node.state != .alive
             node.state = .alive
             node.load = load
             node.lastHeartbeatAt = time
@@ -100,10 +100,11 @@ extension CoordinatorState {
         return moves.map { "\($0.app)/\($0.name)" }
     }
 
-    /// Nodes whose lease ran out, or whose connection a probe found gone: judged from the
-    /// lease table (`LeaseTable.judge`), without the database. Empty without beacons.
-    func judgeLeases() async -> Set<String> {
-        guard let liveness else { return [] }
+    /// Nodes whose lease ran out, or whose connection a probe found gone, and nodes that
+    /// said they leave: judged from the lease table (`LeaseTable.judge`), without the
+    /// database. Empty without beacons.
+    func judgeLeases() async -> Departures {
+        guard let liveness else { return Departures() }
         let judgement = liveness.leases.judge(localNodeID: configuration.localNodeID)
         var gone = Set(judgement.expired)
         if !judgement.suspects.isEmpty {
@@ -117,18 +118,21 @@ extension CoordinatorState {
                 }
             }
         }
-        return gone
+        return Departures(gone: gone, left: Set(judgement.left))
     }
 
     /// Declares dead every alive node that has lost its lease (`gone`, from `judgeLeases`),
-    /// or, for a node that sends no beacons, that has been silent for `deadAfter`: ends the
-    /// streams it ingested and moves its transcode jobs. A node whose lease holds is alive
+    /// or, for a node that sends no beacons, that has been silent for `deadAfter`, and
+    /// records as left every alive node that said it leaves (`left`): either way, ends the
+    /// streams it ingested and moves its transcode jobs. A node that left is logged at
+    /// notice, as `node.left`, and not counted in `estuary_coordinator_dead_nodes_total`
+    /// (a rolling restart is no death); it comes back alive when it registers again. A node whose lease holds is alive
     /// however late its heartbeats (it is busy), up to `wedgedAfter`; the coordinator's own
     /// node is never declared. Also handles nodes found stale at load that did not
     /// come back within `deadAfter`, places jobs left unplaced, and writes the
     /// `key.refused` events of refusals folded in a window that is over. Returns the moves.
     @discardableResult
-    public func sweep(gone: Set<String> = []) async throws -> [TranscodeMove] {
+    public func sweep(gone: Set<String> = [], left: Set<String> = []) async throws -> [TranscodeMove] {
         let time = now()
         let cutoff = time.addingTimeInterval(-configuration.deadAfter.timeInterval)
         let wedgedCutoff = time.addingTimeInterval(-configuration.wedgedAfter.timeInterval)
@@ -138,10 +142,18 @@ extension CoordinatorState {
         // Taken out before the write: should it fail, these counts are lost (the counter
         // has them), never told twice.
         let refusals = refusedKeys.flush(at: time)
-        let (died, moves, placed) = try await store.write { db in
+        let (died, departed, moves, placed) = try await store.write { db in
             try Self.recordRefusals(db, refusals, time: time)
             var died: [String] = []
+            var departed: [String] = []
             for var node in try NodeRecord.all().alive().fetchAll(db) where node.id != localNodeID {
+                if left.contains(node.id) {
+                    node.state = .left
+                    try node.update(db)
+                    try EventRecord.record(db, time: time, kind: "node.left", subject: node.id, detail: "said it leaves (a drain's end, a signal)")
+                    departed.append(node.id)
+                    continue
+                }
                 let detail: String
                 if gone.contains(node.id) {
                     detail = "lost its lease (no beacon for \(leases?.settings.lease ?? .zero), or its connection is gone)"
@@ -161,8 +173,9 @@ extension CoordinatorState {
             // Stale nodes that heartbeated again are alive now and no longer listed.
             let stillDead = try NodeRecord.filter(keys: unreconciled).fetchAll(db).filter { $0.state == .dead }.map(\.id)
             var moves: [TranscodeMove] = []
-            for nodeID in (died + stillDead).sorted() {
-                try Reconciliation.endStreams(db, ingestedBy: nodeID, time: time, reason: "ingest \(nodeID) dead")
+            for nodeID in (died + departed + stillDead).sorted() {
+                let reason = departed.contains(nodeID) ? "ingest \(nodeID) left" : "ingest \(nodeID) dead"
+                try Reconciliation.endStreams(db, ingestedBy: nodeID, time: time, reason: reason)
                 let moved = try Placement.moveJobs(db, off: nodeID)
                 for move in moved {
                     try EventRecord.record(db, time: time, kind: "transcode.moved", subject: "\(move.app)/\(move.name)", detail: "\(move.from) → \(move.to ?? "unplaced")")
@@ -170,7 +183,7 @@ extension CoordinatorState {
                 moves += moved
             }
             let placed = try Placement.placeUnplacedJobs(db)
-            return (died + stillDead, moves, placed)
+            return (died + stillDead, departed, moves, placed)
         }
         // The new transcoders start the moved jobs now rather than at their next heartbeat.
         pushJobs(of: (moves.filter { $0.to != nil }.map { StreamKey(app: $0.app, name: $0.name) }
@@ -178,11 +191,16 @@ extension CoordinatorState {
         if !unreconciled.isEmpty {
             awaitingReconciliation.removeAll()
         }
-        for nodeID in gone { leases?.forget(nodeID) }
+        for nodeID in gone.union(left) { leases?.forget(nodeID) }
         CoordinatorMetrics.deadNodes.increment(by: died.count)
+        CoordinatorMetrics.nodesLeft.increment(by: departed.count)
         CoordinatorMetrics.transcodeMoves.increment(by: moves.count)
-        for nodeID in died {
-            logger.warning("Node \(nodeID) is dead")
+        for nodeID in died + departed {
+            if departed.contains(nodeID) {
+                logger.notice("Node \(nodeID) left")
+            } else {
+                logger.warning("Node \(nodeID) is dead")
+            }
             for key in viewers.keys {
                 viewers[key]?[nodeID] = nil
             }

@@ -50,6 +50,15 @@ public actor CoordinatorState {
 
     /// The beacon side of liveness: the lease table the bus fills, and a probe that says
     /// whether a node's connection is gone (true) or it merely did not answer (false).
+    /// Nodes whose lease ended, as the lease table judged it (`judgeLeases`).
+    struct Departures: Sendable, Equatable {
+        /// Lost their lease, or a probe found their connection gone.
+        var gone: Set<String> = []
+        /// Said they leave.
+        var left: Set<String> = []
+        var isEmpty: Bool { gone.isEmpty && left.isEmpty }
+    }
+
     public struct Liveness: Sendable {
         public let leases: LeaseTable
         public let probe: @Sendable (String) async -> Bool
@@ -153,10 +162,10 @@ public actor CoordinatorState {
             do {
                 try await Task.sleep(for: tick)
                 sinceSweep += tick
-                let gone = await judgeLeases()
-                guard !gone.isEmpty || sinceSweep >= configuration.sweepInterval else { continue }
+                let departures = await judgeLeases()
+                guard !departures.isEmpty || sinceSweep >= configuration.sweepInterval else { continue }
                 sinceSweep = .zero
-                let moves = try await sweep(gone: gone)
+                let moves = try await sweep(gone: departures.gone, left: departures.left)
                 for move in moves {
                     logger.info("Transcode job moved: \(move)")
                 }

@@ -32,13 +32,13 @@ enum HistoryPruning {
         let renditions = try delete("DELETE FROM renditions WHERE stream_id IN (\(oldSessions))", [sessionsBefore, limit])
         let streams = try delete("DELETE FROM streams WHERE id IN (\(oldSessions))", [sessionsBefore, limit])
 
-        // Dead nodes nothing refers to any more.
+        // Dead nodes, and nodes that left, that nothing refers to any more.
         let nodesBefore = now.addingTimeInterval(-retention.deadNodes.timeInterval)
         let nodes = try delete(
             """
             DELETE FROM nodes WHERE id IN (
                 SELECT n.id FROM nodes AS n
-                WHERE n.state = 'dead' AND n.last_heartbeat_at < ?
+                WHERE n.state IN ('dead', 'left') AND n.last_heartbeat_at < ?
                     AND NOT EXISTS (SELECT 1 FROM streams AS s WHERE s.ingest_node = n.id)
                     AND NOT EXISTS (SELECT 1 FROM renditions AS r WHERE r.transcoder_node = n.id)
                 ORDER BY n.id LIMIT ?)

@@ -154,6 +154,25 @@ enum CoordinatorMigrations {
                 table.add(column: "tracks", .text)
             }
         }
+        // A node that says it leaves is `left`, not `dead` (a rolling restart is no death):
+        // the state's CHECK grows, so the table is rebuilt as in v3.
+        migrator.registerMigration("v7-left-nodes") { db in
+            try db.create(table: "nodes_v7") { table in
+                table.primaryKey("id", .text)
+                table.column("role", .text).notNull()
+                    .check(sql: "role IN ('ingest', 'transcode', 'relay', 'coordinator', 'edge', 'all')")
+                table.column("advertise_host", .text).notNull()
+                table.column("state", .text).notNull().check(sql: "state IN ('alive', 'dead', 'left')")
+                table.column("load", .double).notNull().defaults(to: 0)
+                table.column("registered_at", .datetime).notNull()
+                table.column("last_heartbeat_at", .datetime).notNull()
+                table.column("draining", .boolean).notNull().defaults(to: false)
+            }
+            let columns = "id, role, advertise_host, state, load, registered_at, last_heartbeat_at, draining"
+            try db.execute(sql: "INSERT INTO nodes_v7 (\(columns)) SELECT \(columns) FROM nodes")
+            try db.drop(table: "nodes")
+            try db.rename(table: "nodes_v7", to: "nodes")
+        }
         return migrator
     }
 }

@@ -17,6 +17,8 @@ struct CoordinatorAssembly {
     let services: [ServiceGroupConfiguration.ServiceConfiguration]
     /// Every node's beacons, into the lease table (kept for the node's lifetime).
     let beacons: BusSubscription?
+    /// Nodes' word that they leave, into the lease table, answered once recorded.
+    let leaves: BusSubscription?
 
     init(_ context: NodeContext) async throws {
         let configuration = context.configuration
@@ -32,6 +34,11 @@ struct CoordinatorAssembly {
         let bus = context.bus
         beacons = try? bus.subscribe(subject: LivenessSubject.allBeacons) { message in
             if let nodeID = LivenessSubject.nodeID(ofBeacon: message.subject) { leases.beat(nodeID) }
+        }
+        leaves = try? bus.subscribe(subject: LivenessSubject.allLeaves) { message in
+            guard let nodeID = LivenessSubject.nodeID(ofLeave: message.subject) else { return }
+            leases.leave(nodeID)
+            try? bus.respond(to: message, payload: ByteBuffer())
         }
         if beacons != nil {
             await state.setLiveness(CoordinatorState.Liveness(leases: leases) { nodeID in

@@ -53,6 +53,34 @@ struct LeaseTableTests {
         #expect(table.judge(localNodeID: "local") == .init(expired: ["relay-1"], suspects: []))
     }
 
+    /// A node's word that it leaves is taken at the next look, even while the coordinator's
+    /// own beacon is late: it is not probed, and it does not expire. A beacon its thread sent
+    /// as it stopped does not undo the word; a beacon later (a restart under the same id)
+    /// starts a new lease.
+    @Test func aNodeThatSaysItLeavesIsReportedAsLeftNotProbedOrExpired() {
+        let clock = UptimeClock()
+        let table = LeaseTable(settings: .init(), clock: { clock.nanoseconds.load(ordering: .relaxed) })
+        table.beat("local")
+        table.beat("ingest-1")
+        table.beat("ingest-2")
+        table.leave("ingest-1")
+        clock.advance(milliseconds: 100)
+        table.beat("ingest-1")  // the beacon thread's last, after the word
+        #expect(table.judge(localNodeID: "local") == .init(left: ["ingest-1"]))
+        clock.advance(milliseconds: 2000)
+        // The coordinator's own beacon is late: nobody is judged, but a word is a word.
+        #expect(table.judge(localNodeID: "local") == .init(left: ["ingest-1"]))
+        table.beat("local")
+        #expect(table.judge(localNodeID: "local") == .init(expired: ["ingest-2"], suspects: [], left: ["ingest-1"]))
+        // The coordinator's own word is not its own departure.
+        table.leave("local")
+        #expect(table.judge(localNodeID: "local").left == ["ingest-1"])
+        // Half a second after its word, a beacon is a new process: alive again.
+        table.beat("ingest-1")
+        #expect(table.judge(localNodeID: "local").left == [])
+        #expect(table.holdsLease("ingest-1"))
+    }
+
     @Test func theTableIsBounded() {
         var settings = LeaseTable.Settings()
         settings.maxNodes = 3
@@ -81,8 +109,9 @@ struct LeaseTableTests {
             fixture.clock.advance(by: 0.25)
             clock.advance(milliseconds: 250)
             leases.beat("transcode-1")
-            let gone = await fixture.state.judgeLeases()
-            try await fixture.state.sweep(gone: gone)
+            let departures = await fixture.state.judgeLeases()
+            #expect(departures.left.isEmpty)
+            try await fixture.state.sweep(gone: departures.gone)
         }
         let nodes = try await fixture.state.nodes()
         #expect(nodes.first { $0.id == "transcode-1" }?.state == "alive")

@@ -1,5 +1,6 @@
 import Cluster
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Coordinator
@@ -38,6 +39,46 @@ struct NodeLivenessTests {
         #expect(reply.instructions.isEmpty)
         #expect(try await fixture.state.nodes().first?.state == "alive")
         #expect(try await fixture.state.events().first?.kind == "node.revived")
+        try await fixture.close()
+    }
+
+    /// A node that says it leaves (the end of a drain, a signal) is recorded as left, not
+    /// dead: its streams end and its jobs move as for a death, at once, without a probe, and
+    /// it is alive again when it registers.
+    @Test func aNodeThatLeavesIsRecordedAsLeftNotDead() async throws {
+        let fixture = try await CoordinatorFixture()
+        let clock = LeaseTableTests.UptimeClock()
+        let leases = LeaseTable(settings: .init(), clock: { clock.nanoseconds.load(ordering: .relaxed) })
+        let probed = Mutex<[String]>([])
+        await fixture.state.setLiveness(.init(leases: leases) { nodeID in
+            probed.withLock { $0.append(nodeID) }
+            return true
+        })
+        try await fixture.register("ingest-1", .ingest)
+        try await fixture.register("ingest-2", .ingest)
+        try await fixture.state.streamStarted(StreamStart(app: "show", name: "cam", ingestNode: "ingest-1", facts: .sample))
+        leases.beat("ingest-1")
+        leases.beat("ingest-2")
+        leases.leave("ingest-1")
+        clock.advance(milliseconds: 50)
+        let departures = await fixture.state.judgeLeases()
+        #expect(departures == .init(gone: [], left: ["ingest-1"]))
+        try await fixture.state.sweep(gone: departures.gone, left: departures.left)
+
+        let nodes = try await fixture.state.nodes()
+        #expect(nodes.first { $0.id == "ingest-1" }?.state == "left")
+        #expect(nodes.first { $0.id == "ingest-2" }?.state == "alive")
+        #expect(try await fixture.state.liveStreams().isEmpty, "the stream of a node that left ends")
+        let events = try await fixture.state.events()
+        #expect(events.contains { $0.kind == "node.left" && $0.subject == "ingest-1" })
+        #expect(!events.contains { $0.kind == "node.dead" })
+        #expect(events.contains { $0.kind == "stream.ended" && $0.subject == "show/cam" && $0.detail == "ingest ingest-1 left" })
+        #expect(probed.withLock { $0 }.isEmpty)
+        #expect(await fixture.state.judgeLeases() == .init(), "a departure is taken once")
+
+        // It comes back (a restart under the same id): alive again.
+        try await fixture.register("ingest-1", .ingest)
+        #expect(try await fixture.state.nodes().first { $0.id == "ingest-1" }?.state == "alive")
         try await fixture.close()
     }
 

@@ -8,7 +8,7 @@ import Testing
 /// The store on a real SQLite file: schema, WAL, and what survives a reopen.
 struct CoordinatorStoreTests {
     /// Every migration, in the order a new file gets them.
-    static let migrations = ["v1-nodes-streams-renditions-keys-events", "v2-indexes-for-sweep-and-retention", "v3-edge-role", "v4-skipped-renditions", "v5-drain-handover", "v6-multitrack"]
+    static let migrations = ["v1-nodes-streams-renditions-keys-events", "v2-indexes-for-sweep-and-retention", "v3-edge-role", "v4-skipped-renditions", "v5-drain-handover", "v6-multitrack", "v7-left-nodes"]
 
     @Test func migrationsCreateTheTablesAndWALIsOn() async throws {
         let fixture = try await CoordinatorFixture()
@@ -141,6 +141,49 @@ struct CoordinatorStoreTests {
             try await store.write { db in
                 try db.execute(sql: "INSERT INTO streams (app, name, state, ingest_node, container, started_at) VALUES ('live', 'x', 'live', 'nobody', 'flv', '2026-01-01')")
             }
+        }
+        try await store.close()
+    }
+
+    /// A v6 file upgrades to nodes that may have left: its nodes keep their columns (a
+    /// draining one still drains), the streams and renditions that point at them survive,
+    /// and SQLite takes `left` and still refuses a state it does not know.
+    @Test func aV6FileUpgradesToNodesThatLeft() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("estuary-v7-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("estuary.sqlite").path
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try CoordinatorMigrations.migrator.migrate(queue, upTo: "v6-multitrack")
+            try await queue.write { db in
+                try db.execute(sql: "INSERT INTO nodes (id, role, advertise_host, state, load, registered_at, last_heartbeat_at, draining) VALUES ('transcode-1', 'transcode', 'h', 'alive', 2.5, '2026-01-01', '2026-01-02', 1)")
+                try db.execute(sql: "INSERT INTO nodes (id, role, advertise_host, state, registered_at, last_heartbeat_at) VALUES ('ingest-1', 'ingest', 'h', 'dead', '2026-01-01', '2026-01-01')")
+                try db.execute(sql: "INSERT INTO streams (app, name, state, ingest_node, container, started_at) VALUES ('live', 'cam', 'live', 'ingest-1', 'flv', '2026-01-01')")
+                try db.execute(sql: "INSERT INTO renditions (stream_id, rung, width, height, bit_rate, transcoder_node, state) VALUES (1, '360p', 640, 360, 800000, 'transcode-1', 'running')")
+            }
+            try queue.close()
+        }
+        let store = try await CoordinatorStore.open(at: path)
+        #expect(try await store.appliedMigrations() == Self.migrations)
+        let nodes = try await store.read { db in try NodeRecord.order(NodeRecord.Columns.id).fetchAll(db) }
+        #expect(nodes.map(\.id) == ["ingest-1", "transcode-1"])
+        #expect(nodes.map(\.state) == [.dead, .alive])
+        #expect(nodes.last?.draining == true)
+        #expect(nodes.last?.load == 2.5)
+        try await store.write { db in
+            try db.execute(sql: "UPDATE nodes SET state = 'left' WHERE id = 'transcode-1'")
+        }
+        let (streams, renditions) = try await store.read { db in
+            (try String.fetchAll(db, sql: "SELECT ingest_node FROM streams"), try String.fetchAll(db, sql: "SELECT transcoder_node FROM renditions"))
+        }
+        #expect(streams == ["ingest-1"])
+        #expect(renditions == ["transcode-1"])
+        await #expect(throws: DatabaseError.self) {
+            try await store.write { db in try db.execute(sql: "UPDATE nodes SET state = 'resting' WHERE id = 'ingest-1'") }
+        }
+        await #expect(throws: DatabaseError.self) {
+            try await store.write { db in try db.execute(sql: "DELETE FROM nodes WHERE id = 'transcode-1'") }
         }
         try await store.close()
     }

@@ -2,7 +2,7 @@ import Cluster
 import Foundation
 import GRDB
 
-/// A row of `nodes`: a node that registered once, alive or dead.
+/// A row of `nodes`: a node that registered once, alive, dead, or gone on its own word (left).
 struct NodeRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
     static let databaseTableName = "nodes"
 
@@ -18,7 +18,7 @@ struct NodeRecord: Codable, Sendable, Hashable, FetchableRecord, PersistableReco
     var draining = false
 
     enum NodeState: String, Codable, Sendable, Hashable {
-        case alive, dead
+        case alive, dead, left
     }
 
     enum CodingKeys: String, CodingKey {
