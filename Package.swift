@@ -350,6 +350,7 @@ let package = Package(
             dependencies: [
                 "Relay", "Media", "Cluster", "Session", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -1,3 +1,4 @@
+import NIOCore
 import Synchronization
 
 /// Bytes of HLS media held across every rendition of a node: the segments in the windows,
@@ -13,6 +14,10 @@ import Synchronization
 /// - Only a frame that would take the node past `limit` itself is refused: its rendition
 ///   abandons the open segment (`estuary_hls_segments_abandoned_total{reason="node_budget"}`)
 ///   and starts again, marked as a discontinuity, at a keyframe once there is room.
+/// - Its relief (`setRelief`, the `HLSService`) is asked for when the node crosses into
+///   pressure and when a frame is refused: ended streams' windows go first, then every live
+///   window is cut to three at once, not as each completes its next segment. One relief at
+///   a time, at most every `reliefInterval`.
 ///
 /// Lock-free: a rendition's segmenter charges each frame (a compare-and-swap on the node's
 /// count, an add on its own), its window gives back a segment's bytes as the segment leaves.
@@ -26,9 +31,37 @@ public final class HLSByteBudget: Sendable {
 
     private let used = Atomic<Int>(0)
 
+    /// The shortest time between two reliefs.
+    public static let reliefInterval = TimeAmount.milliseconds(250)
+    private let relief = Mutex<(@Sendable () async -> Void)?>(nil)
+    private let relieving = Atomic<Bool>(false)
+    /// When the last relief started (uptime nanoseconds; 0: never).
+    private let lastRelief = Atomic<UInt64>(0)
+
     public init(limit: Int) {
         self.limit = max(0, limit)
         self.pressureThreshold = self.limit - self.limit / 4
+    }
+
+    /// What gives bytes back when the node runs short, beyond what each rendition does on
+    /// its own (see the type's documentation).
+    public func setRelief(_ action: @escaping @Sendable () async -> Void) {
+        relief.withLock { $0 = action }
+    }
+
+    /// Starts the relief, unless one runs or one started within `reliefInterval`. Called on
+    /// a segmenter's event loop: the relief runs in a task of its own.
+    private func askForRelief() {
+        guard let action = relief.withLock({ $0 }) else { return }
+        let now = NIODeadline.now().uptimeNanoseconds
+        let last = lastRelief.load(ordering: .relaxed)
+        guard last == 0 || now &- last >= UInt64(Self.reliefInterval.nanoseconds) else { return }
+        guard !relieving.exchange(true, ordering: .acquiring) else { return }
+        lastRelief.store(now, ordering: .relaxed)
+        Task {
+            await action()
+            self.relieving.store(false, ordering: .releasing)
+        }
     }
 
     /// Bytes held now.
@@ -43,9 +76,15 @@ public final class HLSByteBudget: Sendable {
     fileprivate func reserve(_ bytes: Int) -> Bool {
         var current = used.load(ordering: .relaxed)
         while true {
-            guard current + bytes <= limit else { return false }
+            guard current + bytes <= limit else {
+                askForRelief()
+                return false
+            }
             let (exchanged, original) = used.compareExchange(expected: current, desired: current + bytes, ordering: .relaxed)
-            if exchanged { return true }
+            if exchanged {
+                if current <= pressureThreshold, current + bytes > pressureThreshold { askForRelief() }
+                return true
+            }
             current = original
         }
     }

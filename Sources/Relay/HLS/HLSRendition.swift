@@ -190,6 +190,32 @@ public actor HLSRendition {
         wakeWaiters()
     }
 
+    /// The node's HLS budget is short (`HLSService.relievePressure`): the window keeps the
+    /// shortest live window now. Returns the bytes given back.
+    func trimForPressure() -> Int {
+        let before = account.bytesHeld
+        trimWindow()
+        updateBitrates()
+        return max(0, before - account.bytesHeld)
+    }
+
+    /// The stream ended and the node's HLS budget needs its window
+    /// (`HLSService.relievePressure`): every segment goes, with what it was charged, and
+    /// requests still waiting are answered. Returns the bytes given back.
+    func discard() -> Int {
+        var given = 0
+        for segment in segments {
+            given += segment.charged
+            account.release(segment.charged)
+        }
+        segments.removeAll()
+        initSections.removeAll()
+        ended = true
+        HLSMetrics.bytesHeld(account.nodeBytesInUse)
+        wakeWaiters()
+        return given
+    }
+
     /// Drops the oldest complete segments past the window (the shortest live window while
     /// the node's HLS budget is under pressure, or `shortest` when given) or past the
     /// rendition's bytes.

@@ -366,6 +366,14 @@ enum HLSMetrics {
     }
 
     private static let bytesGauge = Gauge(label: "estuary_hls_bytes")
+    private static let endedDropped = Counter(label: "estuary_hls_ended_renditions_dropped_total")
+    private static let windowsTrimmed = Counter(label: "estuary_hls_windows_trimmed_total")
+
+    /// What a relief of the node's HLS budget did (`HLSService.relievePressure`).
+    static func relieved(endedRenditions: Int, trimmedWindows: Int) {
+        endedDropped.increment(by: endedRenditions)
+        windowsTrimmed.increment(by: trimmedWindows)
+    }
 
     /// The node's HLS bytes (`HLSByteBudget`), recorded as windows change.
     static func bytesHeld(_ bytes: Int) {

@@ -14,6 +14,9 @@ public actor HLSService {
     private let logger: Logger
     private var streams: [StreamPath: [String: HLSRendition]] = [:]
     private var attachedHubs: Set<ObjectIdentifier> = []
+    /// Renditions whose stream ended, kept for `endedRetention` unless the budget needs
+    /// their bytes first (`relievePressure`).
+    private var endedRenditions: [ObjectIdentifier: (path: StreamPath, name: String, target: HLSRendition)] = [:]
     /// Every rendition's bytes together (`HLSConfiguration.maxNodeBytes`).
     public nonisolated let budget: HLSByteBudget
 
@@ -22,6 +25,7 @@ public actor HLSService {
         self.group = group
         self.logger = logger
         self.budget = HLSByteBudget(limit: configuration.maxNodeBytes)
+        budget.setRelief { [weak self] in await self?.relievePressure() }
     }
 
     /// Starts segmenting `hub` as its rendition of its stream (a source is rendition `src`,
@@ -67,22 +71,57 @@ public actor HLSService {
             // The hub may be attached again from now on (a relay's mirror opened anew), and
             // must be before it is freed: a new hub at the same address would otherwise be
             // taken for this one and never segmented.
-            await self?.detached(hubID)
+            await self?.detached(hubID, ended: (path, rendition, target))
             active?.cancel()
             try? await Task.sleep(for: retention)
-            await self?.forget(path, rendition: rendition, target: target, hubID: hubID)
+            await self?.forget(path, rendition: rendition, target: target)
         }
         return true
     }
 
-    private func detached(_ hubID: ObjectIdentifier) {
+    private func detached(_ hubID: ObjectIdentifier, ended: (path: StreamPath, name: String, target: HLSRendition)) {
         attachedHubs.remove(hubID)
+        endedRenditions[ObjectIdentifier(ended.target)] = ended
     }
 
-    private func forget(_ path: StreamPath, rendition: String, target: HLSRendition, hubID: ObjectIdentifier) {
+    private func forget(_ path: StreamPath, rendition: String, target: HLSRendition) {
+        endedRenditions[ObjectIdentifier(target)] = nil
         guard streams[path]?[rendition] === target else { return }
         streams[path]?[rendition] = nil
         if streams[path]?.isEmpty == true { streams[path] = nil }
+    }
+
+    /// The node's HLS budget ran short (`HLSByteBudget.setRelief`): the windows of streams
+    /// that ended go at once rather than after their retention (their late viewers get 404
+    /// where they would have had the end of the stream), and, if that is not enough, every
+    /// live window is cut to three segments now rather than as each completes its next one,
+    /// the largest first.
+    func relievePressure() async {
+        let ended = Array(endedRenditions.values)
+        var freed = 0
+        for entry in ended {
+            forget(entry.path, rendition: entry.name, target: entry.target)
+            freed += await entry.target.discard()
+        }
+        var trimmed = 0
+        if budget.isUnderPressure {
+            var live: [(rendition: HLSRendition, bytes: Int)] = []
+            for rendition in streams.values.flatMap(\.values) {
+                live.append((rendition, rendition.account.bytesHeld))
+            }
+            for (rendition, _) in live.sorted(by: { $0.bytes > $1.bytes }) {
+                let given = await rendition.trimForPressure()
+                freed += given
+                if given > 0 { trimmed += 1 }
+            }
+        }
+        HLSMetrics.relieved(endedRenditions: ended.count, trimmedWindows: trimmed)
+        if !ended.isEmpty || trimmed > 0 {
+            logger.notice("HLS budget under pressure", metadata: [
+                "ended_renditions_dropped": "\(ended.count)", "windows_trimmed": "\(trimmed)", "bytes_freed": "\(freed)",
+                "bytes_held": "\(budget.inUse)", "limit": "\(budget.limit)",
+            ])
+        }
     }
 
     public func renditions(of path: StreamPath) -> [String: HLSRendition] {

@@ -1,6 +1,7 @@
 import Logging
 import Media
 import NIOCore
+import NIOPosix
 import TestSupport
 import Testing
 
@@ -123,5 +124,78 @@ import Testing
         #expect(charged > 0)
         #expect(account.bytesHeld == charged + segmenter.openSegmentBytes)
         #expect(budget.inUse == account.bytesHeld)
+    }
+}
+
+/// The budget's relief (`HLSService.relievePressure`): when the node crosses into pressure,
+/// the windows of streams that ended go at once instead of after their retention, and every
+/// live window is cut to three segments without waiting for its next one.
+@Suite struct HLSBudgetReliefTests {
+    @Test func crossingIntoPressureDropsEndedWindowsAndCutsLiveOnesToThree() async throws {
+        var configuration = HLSConfiguration()
+        configuration.maxNodeBytes = 4 << 20
+        configuration.windowSegments = 6
+        configuration.endedRetention = .seconds(60)
+        let group = MultiThreadedEventLoopGroup.singleton
+        let service = HLSService(configuration: configuration, group: group, logger: Logger(label: "HLSBudgetReliefTests"))
+        let budget = service.budget
+        let registry = StreamRegistry(serializers: [])
+
+        /// A stream of `gops` GOPs of 64 frames (2.1 s each), segmented by the service.
+        func publish(_ name: String, gops: Int) async throws -> (StreamHub, StreamHub.PublisherID, StreamPath) {
+            let path = try StreamPath(app: "live", name: name)
+            let (hub, publisher) = await registry.hubForPublishing(path)
+            _ = hub.attachPublisher(id: publisher, evict: {})
+            #expect(await service.attach(hub))
+            _ = hub.publish(try MediaFrame.classified(kind: .video, timestamp: 0, payload: ByteBuffer(bytes: HLSOpenSegmentTests.avcSequenceHeader)), publisher: publisher)
+            var timestamp: Int64 = 0
+            for _ in 0..<gops {
+                for index in 0..<64 {
+                    timestamp += 33
+                    _ = hub.publish(HLSOpenSegmentTests.videoFrame(keyframe: index == 0, timestamp: timestamp, size: 600), publisher: publisher)
+                }
+                _ = hub.flush(force: true)
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            return (hub, publisher, path)
+        }
+        func completeSegments(of path: StreamPath) async -> Int {
+            guard let rendition = await service.renditions(of: path)["src"] else { return -1 }
+            return await rendition.segments.filter { $0.duration != nil }.count
+        }
+
+        let (endedHub, _, endedPath) = try await publish("ended", gops: 8)
+        let (_, _, livePath) = try await publish("live", gops: 8)
+        for _ in 0..<200 {
+            let counts = (await completeSegments(of: endedPath), await completeSegments(of: livePath))
+            if counts == (6, 6) { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(await completeSegments(of: endedPath) == 6)
+        #expect(await completeSegments(of: livePath) == 6)
+        endedHub.end()
+        for _ in 0..<200 where await service.renditions(of: endedPath)["src"]?.ended != true {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let ended = try #require(await service.renditions(of: endedPath)["src"])
+        let live = try #require(await service.renditions(of: livePath)["src"])
+        let endedBytes = ended.account.bytesHeld
+        #expect(endedBytes > 0)
+        #expect(endedBytes < budget.limit / 4 - 1000, "the test's ended window must not lift the pressure alone")
+
+        // Something else takes the node to just under its limit, crossing three quarters.
+        let other = budget.account()
+        #expect(other.reserve(budget.limit - budget.inUse - 1000))
+        for _ in 0..<200 {
+            let relieved = (await completeSegments(of: livePath), await service.renditions(of: endedPath).isEmpty)
+            if relieved == (3, true) { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(await service.renditions(of: endedPath).isEmpty, "the ended stream's window was kept under pressure")
+        #expect(await ended.segments.isEmpty)
+        #expect(ended.account.bytesHeld == 0)
+        #expect(await completeSegments(of: livePath) == 3, "the live window was not cut to three")
+        #expect(budget.inUse == other.bytesHeld + live.account.bytesHeld, "what the node holds is the live rendition and the rest")
+        other.release(other.bytesHeld)
     }
 }
