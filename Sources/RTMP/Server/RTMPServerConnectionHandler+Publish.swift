@@ -351,12 +351,15 @@ extension RTMPServerConnectionHandler {
         switch publish[keyPath: kind.tracks][trackID] {
         case .open:
             return
-        case .opening(_, let refusals):
+        case .opening(let header, let refusals, let start):
             if ends {
                 publish[keyPath: kind.tracks][trackID] = refusals > 0 ? .refused(at: now, refusals: refusals) : nil
                 publish.keptTrackConfigurations[key] = nil
             } else if frame.isSequenceHeader {
                 publish[keyPath: kind.tracks][trackID] = .opening(sequenceHeader: frame, refusals: refusals)
+            } else if start != nil {
+                // A frame the track cannot have after its start: it starts at its next keyframe.
+                publish[keyPath: kind.tracks][trackID] = .opening(sequenceHeader: header, refusals: refusals)
             }
         case .refused(let at, let refusals):
             if ends {
@@ -367,7 +370,7 @@ extension RTMPServerConnectionHandler {
             let resumed = resumedConfiguration(kind, trackID, frame, publish: publish)
             // A new configuration during the back-off is the one to ask with when it ends.
             if frame.isSequenceHeader { publish.keep(frame, for: key) }
-            askForTrack(kind, trackID, resumed ?? frame, publish: publish, refused: (at, refusals))
+            askForTrack(kind, trackID, resumed ?? frame, publish: publish, refused: (at, refusals), start: resumed != nil ? frame : nil)
         case nil:
             if ends {
                 publish.keptTrackConfigurations[.init(kind: kind, id: trackID)] = nil
@@ -414,7 +417,11 @@ extension RTMPServerConnectionHandler {
     /// passed: a track whose rendition was still held (its publisher's previous connection,
     /// within the grace period) or unavailable opens once it is free, and the admission is
     /// not asked at the encoder's frame rate.
-    private func askForTrack(_ kind: TrackKind, _ trackID: UInt8, _ frame: MediaFrame, publish: PublishContext, refused: (at: NIODeadline, refusals: Int)? = nil) {
+    /// `start`: the frame that asked again, which the track starts with if it opens.
+    private func askForTrack(
+        _ kind: TrackKind, _ trackID: UInt8, _ frame: MediaFrame, publish: PublishContext, refused: (at: NIODeadline, refusals: Int)? = nil,
+        start: MediaFrame? = nil
+    ) {
         if let refused {
             guard frame.isSequenceHeader, now - refused.at >= Self.retryDelay(after: refused.refusals) else { return }
             publish[keyPath: kind.tracks][trackID] = nil
@@ -427,7 +434,7 @@ extension RTMPServerConnectionHandler {
             return
         }
         guard frame.isSequenceHeader, let context else { return }
-        publish[keyPath: kind.tracks][trackID] = .opening(sequenceHeader: frame, refusals: refused?.refusals ?? 0)
+        publish[keyPath: kind.tracks][trackID] = .opening(sequenceHeader: frame, refusals: refused?.refusals ?? 0, start: start)
         admission.publishTrack(of: publish.session, rendition: "\(kind.rendition)\(trackID)", on: context.eventLoop)
             .assumeIsolated().whenSuccess { answer in
                 self.resolveTrack(kind, trackID, answer, publish: publish)
@@ -448,7 +455,7 @@ extension RTMPServerConnectionHandler {
     /// sequence start is kept and it is asked for again on a later keyframe (audio: frame),
     /// after `retryDelay`.
     func resolveTrack(_ kind: TrackKind, _ trackID: UInt8, _ answer: PublishAnswer, publish: PublishContext) {
-        guard let current = machine.publishing, current === publish, case .opening(let header, let refusals) = publish[keyPath: kind.tracks][trackID] else {
+        guard let current = machine.publishing, current === publish, case .opening(let header, let refusals, let start) = publish[keyPath: kind.tracks][trackID] else {
             // The publisher left while we waited.
             if case .accepted(let session) = answer { session.end(.left) }
             return
@@ -466,6 +473,11 @@ extension RTMPServerConnectionHandler {
                 publishOnStreamTimeline(audio, to: session, publish: publish)
             }
             publishOnStreamTimeline(header, to: session, publish: publish)
+            // Asked for again by a keyframe: the track starts with it, not a GOP later.
+            if let start {
+                publish[keyPath: kind.tracks][trackID] = .open(session, started: true)
+                publishOnStreamTimeline(start, to: session, publish: publish)
+            }
             session.hub.flush(force: true)
             tracksChanged(publish)
         case .refused(let refusal):

@@ -92,7 +92,10 @@ final class RTMPServerConnectionHandler: ChannelInboundHandler {
             /// Asked of the admission; the track's latest sequence start waits for the answer
             /// (its coded frames until then are dropped: a player starts at a keyframe anyway).
             /// `refusals`: how often it was refused before (for the wait before the next ask).
-            case opening(sequenceHeader: MediaFrame, refusals: Int)
+            /// `start`: the frame that asked again after a refusal (a keyframe; audio: any
+            /// frame), which the track starts with when the answer opens it, unless another
+            /// frame of the track came meanwhile (then it starts at its next keyframe).
+            case opening(sequenceHeader: MediaFrame, refusals: Int, start: MediaFrame? = nil)
             /// `started` once a keyframe went in: frames before it (the track opened mid-GOP)
             /// would make a player's first picture undecodable.
             case open(PublishSession, started: Bool)

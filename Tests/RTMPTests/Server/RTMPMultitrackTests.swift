@@ -84,6 +84,8 @@ import Testing
     }()
     /// Track 1's keyframe (OneTrack, CodedFrames, CTS 0, one IDR NAL unit).
     static let keyframe: [UInt8] = [0x96, 0x01] + Array("avc1".utf8) + [0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x65]
+    /// Track 1's inter frame (OneTrack, CodedFrames, CTS 0, one non-IDR NAL unit).
+    static let interFrame: [UInt8] = [0xA6, 0x01] + Array("avc1".utf8) + [0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x41]
     /// Track 1's sequence end (OneTrack, SequenceEnd).
     static let sequenceEnd: [UInt8] = [0x96, 0x02] + Array("avc1".utf8) + [0x01]
 
@@ -125,9 +127,10 @@ import Testing
         #expect(admission.asked("track1") == 3)
         let hub = try #require(admission.trackHub("track1"), "the track never opened")
         #expect(hub.configurationRecords.video != nil, "the opened track's hub has no configuration")
-        // It started at its next keyframe, which reached its hub.
+        // It started with the keyframe that asked for it, not a GOP later; the next follows.
+        #expect(hub.statistics.videoFramesIn == 1, "the keyframe that asked for the track did not reach its hub")
         keyframe(after: 100)
-        #expect(hub.statistics.videoFramesIn >= 1)
+        #expect(hub.statistics.videoFramesIn == 2)
         #expect(admission.asked("track1") == 3)
         // The stream's metadata lists it.
         let metadata = try #require(admission.streamHub(try StreamPath(app: "live", name: "cam"))?.configurationRecords.metadata)
@@ -219,6 +222,69 @@ import Testing
         #expect(TrackIdInfoMaps.renditions(inMetadataBody: body) == ["track1"])
         let value = try #require(try DataMessage(from: body).metadata)
         #expect(value["title"]?.stringValue?.count == padding, "the publisher's metadata did not go with the maps")
+        connection.disconnect()
+    }
+
+    /// A track admission whose answers the test gives (a coordinator's, on another node):
+    /// publishes and plays are answered at once, track asks when `answerTracks` is called.
+    final class HeldTrackAdmission: SessionAdmission {
+        let inner: TrackAdmission
+        private let held = Mutex<[(promise: EventLoopPromise<PublishAnswer>, publisher: PublishSession, rendition: String)]>([])
+
+        init(_ inner: TrackAdmission) { self.inner = inner }
+
+        func publish(_ request: PublishRequest) async -> PublishAnswer { inner.publishImmediately(request) }
+        func play(_ request: PlayRequest) async -> PlayAnswer { inner.playImmediately(request) }
+        func publish(_ request: PublishRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PublishAnswer> {
+            eventLoop.makeSucceededFuture(inner.publishImmediately(request))
+        }
+        func play(_ request: PlayRequest, on eventLoop: any EventLoop) -> EventLoopFuture<PlayAnswer> {
+            eventLoop.makeSucceededFuture(inner.playImmediately(request))
+        }
+        func publishTrack(of publisher: PublishSession, rendition: String, on eventLoop: any EventLoop) -> EventLoopFuture<PublishAnswer> {
+            let promise = eventLoop.makePromise(of: PublishAnswer.self)
+            held.withLock { $0.append((promise, publisher, rendition)) }
+            return promise.futureResult
+        }
+
+        /// Answers every track ask waiting.
+        func answerTracks() {
+            for ask in held.withLock({ asks in defer { asks = [] }; return asks }) {
+                ask.promise.succeed(inner.publishTrackImmediately(of: ask.publisher, rendition: ask.rendition))
+            }
+        }
+    }
+
+    /// A refused track asked for again by a keyframe starts with that keyframe when the
+    /// answer opens it, however long the answer took, unless another frame of the track came
+    /// while it was asked for: then the track starts at its next keyframe, never mid-GOP.
+    @Test(arguments: [false, true])
+    func aTrackOpenedOnARetryStartsWithTheKeyframeThatAskedUnlessAFrameCameBetween(interFrameWhileAsking: Bool) throws {
+        let tracks = TrackAdmission(refusing: ["track1": 1])
+        let admission = HeldTrackAdmission(tracks)
+        let connection = try EmbeddedRTMPConnection(admission: admission, configuration: RTMPServerConfiguration())
+        connection.handshake()
+        connection.connect()
+        connection.createStream()
+        connection.publish("cam")
+        #expect(connection.statusCodes.last == "NetStream.Publish.Start")
+        Self.send(Self.sequenceStart, on: connection, at: 0)
+        admission.answerTracks()
+        #expect(tracks.asked("track1") == 1)
+        #expect(tracks.trackHub("track1") == nil, "refused once")
+
+        connection.advance(.milliseconds(1100))
+        Self.send(Self.keyframe, on: connection, at: 1100)
+        #expect(tracks.asked("track1") == 1, "asked before the answer was given")
+        if interFrameWhileAsking { Self.send(Self.interFrame, on: connection, at: 1133) }
+        admission.answerTracks()
+        #expect(tracks.asked("track1") == 2)
+        let hub = try #require(tracks.trackHub("track1"), "the track did not open on the second ask")
+        #expect(hub.statistics.videoFramesIn == (interFrameWhileAsking ? 0 : 1))
+        Self.send(Self.interFrame, on: connection, at: 1166)
+        #expect(hub.statistics.videoFramesIn == (interFrameWhileAsking ? 0 : 2), "an inter frame went in before the track's first keyframe")
+        Self.send(Self.keyframe, on: connection, at: 1200)
+        #expect(hub.statistics.videoFramesIn == (interFrameWhileAsking ? 1 : 3))
         connection.disconnect()
     }
 }
