@@ -1,6 +1,7 @@
 import Cluster
 import Distributed
 import Logging
+import NIOCore
 import ServiceLifecycle
 import Synchronization
 
@@ -33,8 +34,23 @@ struct CoordinatorLink: Service {
 
     final class Status: Sendable {
         private let answered = Atomic<Bool>(false)
+        /// When the coordinator last answered (uptime nanoseconds).
+        private let lastAnswer = Atomic<UInt64>(0)
         var hasAnswered: Bool { answered.load(ordering: .relaxed) }
-        func markAnswered() { answered.store(true, ordering: .relaxed) }
+        func markAnswered() {
+            answered.store(true, ordering: .relaxed)
+            lastAnswer.store(NIODeadline.now().uptimeNanoseconds, ordering: .relaxed)
+        }
+
+        /// Whether the coordinator answered within `within` (three heartbeats by default):
+        /// a call that would only wait out its timeout on a coordinator that is down is not
+        /// made (the publish claims of `ClusterPublisherPolicy`).
+        func answeredRecently(within: Duration = .seconds(3)) -> Bool {
+            let last = lastAnswer.load(ordering: .relaxed)
+            guard last > 0 else { return false }
+            let age = NIODeadline.now().uptimeNanoseconds &- last
+            return age <= UInt64(within.components.seconds) * 1_000_000_000 + UInt64(within.components.attoseconds / 1_000_000_000)
+        }
     }
 
     func run() async throws {

@@ -215,6 +215,58 @@ extension IntegrationTests {
             }
         }
 
+        /// Two publishers that start one stream on two ingests at the same moment, before
+        /// either ingest's publication answers on the bus: the bus question alone let both
+        /// in. Both raw RTMP clients are connected, and their `publish` commands are sent back
+        /// to back; of each pair exactly one is admitted, the coordinator's claim refusing
+        /// the other (or the bus, when the winner's publication was quicker).
+        @Test("Two publishers starting one stream on two ingests at the same moment: exactly one is admitted (the coordinator's publish claim, the one-publisher rule as a lock), eight times out of eight")
+        func simultaneousPublishersOnTwoIngests() async throws {
+            try await Scenario.run("cluster-simultaneous-publishers") { scenario in
+                let nats = try await NATSServerProcess.start(scenario)
+                let bus = ["--nats", nats.url]
+                let coordinator = try await scenario.startNode(NodeConfig(), label: "coordinator", arguments: ["--role", "coordinator", "--node-id", "coordinator", "--admin-token", ClusterFailoverTests.token] + bus)
+                let first = try await scenario.startNode(NodeConfig(), label: "ingest-1", arguments: ["--role", "ingest", "--node-id", "ingest-1"] + bus)
+                let second = try await scenario.startNode(NodeConfig(), label: "ingest-2", arguments: ["--role", "ingest", "--node-id", "ingest-2"] + bus)
+                // Both ingests have registered: the coordinator answers them.
+                let registered = await eventually(timeout: .seconds(10), interval: .milliseconds(200)) {
+                    let (_, nodes) = (try? await ClusterFailoverTests.admin(coordinator, "/api/v1/nodes")) ?? (0, [:])
+                    let alive = (nodes["nodes"] as? [[String: Any]] ?? []).filter { $0["state"] as? String == "alive" }.compactMap { $0["id"] as? String }
+                    return Set(alive).isSuperset(of: ["ingest-1", "ingest-2"])
+                }
+                try scenario.require(registered, "the ingests did not register with the coordinator")
+                var outcomes: [String] = []
+                for trial in 0..<8 {
+                    let name = "race\(trial)"
+                    var clients: [(RTMPRawClient, UInt32)] = []
+                    for node in trial % 2 == 0 ? [first, second] : [second, first] {
+                        let client = try await RTMPRawClient.connect(port: node.rtmpPort)
+                        scenario.track(client.connection)
+                        try await client.plainHandshake()
+                        try await client.connect(app: "live")
+                        clients.append((client, try await client.createStream()))
+                    }
+                    // Back to back: both commands are on the wire within a millisecond.
+                    let commands = clients.map { client, streamID in client.publishBytes(name: name, streamID: streamID) }
+                    for (index, (client, _)) in clients.enumerated() {
+                        scenario.check(await client.sendRaw(commands[index]), "the publish of \(name) could not be sent")
+                    }
+                    var codes: [String] = []
+                    for (client, _) in clients {
+                        codes.append(try await client.publishStatus())
+                    }
+                    outcomes.append("\(name): \(codes.joined(separator: " / "))")
+                    scenario.check(
+                        codes.sorted() == ["NetStream.Publish.BadName", "NetStream.Publish.Start"],
+                        "\(name), published on both ingests at once, got \(codes) (expected one Start and one BadName)"
+                    )
+                    for (client, _) in clients { await client.close() }
+                }
+                let claims = (try? await coordinator.metrics().sum("estuary_coordinator_publish_claims_refused_total")) ?? -1
+                scenario.note("outcomes: \(outcomes.joined(separator: "; ")); claims refused by the coordinator: \(claims)")
+            }
+        }
+
         /// What a relay's HTTP-FLV viewer of a stream whose publisher moved between ingests
         /// must have seen: open, video spanning `span` ms, never going back, no step of
         /// `maxStep` ms or more, and the relay re-basing nothing (one timeline reached it).

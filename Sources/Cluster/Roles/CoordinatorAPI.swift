@@ -32,6 +32,11 @@ public protocol CoordinatorAPI: DistributedActor where ActorSystem == NodeActorS
     distributed func lookup(app: String, name: String) async throws -> StreamLocation?
     /// Whether `key` is a valid, unrevoked stream key for `app/name`.
     distributed func verifyStreamKey(app: String, name: String, key: String) async throws -> Bool
+    /// The cluster's one-publisher rule as a lock: whether ingest `node` may admit a
+    /// publisher of `app/name` now, false while another ingest claimed it within the last
+    /// 3 s (two encoders that start the stream on two ingests at the same moment). Asked
+    /// after the rule's bus question has let the publisher through.
+    distributed func claimPublication(app: String, name: String, node: String) async throws -> Bool
 }
 
 /// Where the coordinator actor lives: its well-known name on the coordinator's node.

@@ -53,4 +53,8 @@ public distributed actor Coordinator: CoordinatorAPI {
     public distributed func verifyStreamKey(app: String, name: String, key: String) async throws -> Bool {
         try await state.verifyStreamKey(app: app, name: name, key: key)
     }
+
+    public distributed func claimPublication(app: String, name: String, node: String) async throws -> Bool {
+        await state.claimPublication(app: app, name: name, node: node) == nil
+    }
 }

@@ -7,6 +7,9 @@ enum CoordinatorMetrics {
     static let deadNodes = Counter(label: "estuary_coordinator_dead_nodes_total")
     /// Nodes that said they leave (a drain's end, a signal): not deaths.
     static let nodesLeft = Counter(label: "estuary_coordinator_nodes_left_total")
+    /// Publish claims refused: another ingest claimed the stream a moment before
+    /// (`PublishClaims`, two encoders starting one stream on two ingests at once).
+    static let claimsRefused = Counter(label: "estuary_coordinator_publish_claims_refused_total")
     /// Transcode jobs moved off dead transcoders.
     static let transcodeMoves = Counter(label: "estuary_coordinator_transcode_moves_total")
     /// Publishes refused for a wrong, revoked or missing stream key.

@@ -192,6 +192,7 @@ extension CoordinatorState {
             awaitingReconciliation.removeAll()
         }
         for nodeID in gone.union(left) { leases?.forget(nodeID) }
+        publishClaims.prune(now: time)
         CoordinatorMetrics.deadNodes.increment(by: died.count)
         CoordinatorMetrics.nodesLeft.increment(by: departed.count)
         CoordinatorMetrics.transcodeMoves.increment(by: moves.count)

@@ -2,6 +2,7 @@ import Cluster
 import Foundation
 import GRDB
 import Logging
+import Metrics
 import Media
 
 extension CoordinatorState {
@@ -170,5 +171,20 @@ extension CoordinatorState {
         guard StreamPath.isValidComponent(app), StreamPath.isValidComponent(name) else {
             throw CoordinatorError.invalidStreamPath(app: String(app.prefix(StreamPath.maxComponentLength)), name: String(name.prefix(StreamPath.maxComponentLength)))
         }
+    }
+
+    /// The cluster's one-publisher rule as a lock (`PublishClaims`): nil when ingest `node`
+    /// may admit a publisher of `app/name` now (it holds the claim for 3 s), else the ingest
+    /// that claimed it first.
+    public func claimPublication(app: String, name: String, node: String) -> String? {
+        let leases = liveness?.leases
+        let holder = publishClaims.claim(
+            StreamKey(app: app, name: name), by: node, now: now(), holdsLease: leases.map { leases in { leases.holdsLease($0) } }
+        )
+        if let holder {
+            CoordinatorMetrics.claimsRefused.increment()
+            logger.notice("Publish claim of \(app)/\(name) by \(node) refused: \(holder) claimed it a moment before")
+        }
+        return holder
     }
 }

@@ -42,6 +42,9 @@ public actor CoordinatorState {
     /// Refused keys not yet told by an event: at most one `key.refused` event per stream a
     /// minute, whatever rate strangers present made-up keys at.
     var refusedKeys = RefusedKeyAudit()
+    /// Ingests' claims to admit a publisher of a stream (`PublishClaims`): the cluster's
+    /// one-publisher rule as a lock.
+    var publishClaims = PublishClaims()
     /// When `run()` prunes history next (nil: at its first sweep).
     var nextPruneAt: Date?
     /// Nodes' leases from their beacons, and how to probe a suspect (`setLiveness`); nil

@@ -19,6 +19,8 @@ struct AdmissionPolicies: Sendable {
     /// An ingest's publications on a cluster's bus, asked for the cluster's one-publisher
     /// rule; nil on a node alone.
     let clusterPublications: BusPublications?
+    /// The cluster's one-publisher lock at the coordinator (`ClusterPublisherPolicy.claim`).
+    let clusterClaim: (@Sendable (StreamPath) async -> Bool?)?
     let nodeID: String
     let logger: Logger
 
@@ -38,7 +40,7 @@ struct AdmissionPolicies: Sendable {
         if let clusterPublications {
             // After the hook, which may rename the stream: the one-publisher rule is about
             // the name it is published under, as the local rule that comes after it is.
-            policies.append(ClusterPublisherPolicy(publications: clusterPublications))
+            policies.append(ClusterPublisherPolicy(publications: clusterPublications, claim: clusterClaim))
         }
         return policies
     }

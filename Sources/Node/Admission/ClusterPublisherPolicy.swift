@@ -1,5 +1,6 @@
 import Cluster
 import Ingest
+import Media
 import Session
 
 /// One publisher per stream across a cluster's ingests: a publisher of a stream that another
@@ -12,15 +13,32 @@ import Session
 /// after every other policy, hooks included (a hook may rename the stream, and only
 /// admissible publishers should ask); a stream nobody else answers for (new, or its ingest
 /// died) is let through.
+///
+/// What the bus lets through is then claimed at the coordinator (`claim`,
+/// `CoordinatorAPI.claimPublication`), which takes claims one at a time: of two encoders
+/// that start the stream on two ingests within the same moment, before either ingest's
+/// publication answers on the bus, one is refused. A coordinator that does not answer
+/// within `claimTimeout` lets the publisher through (live media never waits on it), as the
+/// bus rule alone did.
 struct ClusterPublisherPolicy: AdmissionPolicy {
     let publications: BusPublications
+    /// Claims the stream at the coordinator: true granted, false refused, nil unanswered.
+    let claim: (@Sendable (StreamPath) async -> Bool?)?
+
+    /// How long an admission waits for the coordinator's answer to a claim.
+    static let claimTimeout: Duration = .seconds(1)
+
+    init(publications: BusPublications, claim: (@Sendable (StreamPath) async -> Bool?)? = nil) {
+        self.publications = publications
+        self.claim = claim
+    }
 
     func check(_ request: PublishRequest) async -> PolicyRefusal? {
         let owner = PublishAdmission.owner(query: request.query, remoteAddress: request.remoteAddress)
-        guard let reply = await publications.checkPublisherElsewhere(request.path, owner: owner) else { return nil }
+        guard let reply = await publications.checkPublisherElsewhere(request.path, owner: owner) else { return await claimed(request) }
         switch reply.verdict {
         case .free:
-            return nil
+            return await claimed(request)
         case .busy:
             return PolicyRefusal(
                 .badName("\(request.path) is already being published"), metric: "published_elsewhere",
@@ -32,5 +50,14 @@ struct ClusterPublisherPolicy: AdmissionPolicy {
                 logged: "the stream belongs to another publisher on another ingest until its grace period ends"
             )
         }
+    }
+
+    /// The coordinator's word on a publisher the bus let through.
+    private func claimed(_ request: PublishRequest) async -> PolicyRefusal? {
+        guard let claim, await claim(request.path) == false else { return nil }
+        return PolicyRefusal(
+            .badName("\(request.path) is already being published"), metric: "published_elsewhere",
+            logged: "another ingest claimed the stream at the coordinator a moment before (two publishers starting at once)"
+        )
     }
 }

@@ -20,6 +20,8 @@ struct IngestAssembly {
     /// The publications on a cluster's bus, for the cluster's one-publisher rule
     /// (`ClusterPublisherPolicy`); nil on a node alone.
     let clusterPublications: BusPublications?
+    /// The cluster's one-publisher lock, claimed at the coordinator; nil on a node alone.
+    let clusterClaim: (@Sendable (StreamPath) async -> Bool?)?
 
     init(_ context: NodeContext) throws {
         let registry = context.registry
@@ -50,6 +52,24 @@ struct IngestAssembly {
         let drain = context.drain
         let publications = BusPublications(bus: context.bus, logger: logger, yielding: { drain.isDraining })
         clusterPublications = context.nats != nil ? publications : nil
+        let nodeID = context.configuration.nodeID
+        let claimLogger = logger
+        let coordinatorStatus = context.coordinatorStatus
+        let claim: @Sendable (StreamPath) async -> Bool? = { path in
+            // A coordinator that has not answered the heartbeats of the last 3 s is not
+            // asked: the publisher would only wait out the timeout before the bus rule
+            // alone let it through.
+            guard coordinatorStatus.answeredRecently() else { return nil }
+            do {
+                return try await NodeActorSystem.$callTimeout.withValue(ClusterPublisherPolicy.claimTimeout) {
+                    try await coordinator.claimPublication(app: path.app, name: path.name, node: nodeID)
+                }
+            } catch {
+                claimLogger.info("the coordinator did not answer a publish claim; the bus rule alone decides", metadata: ["stream": "\(path)", "error": "\(error)"])
+                return nil
+            }
+        }
+        clusterClaim = context.nats != nil ? claim : nil
         observers = [
             // Tracks go on the bus only where other nodes may read them: on a node alone,
             // its relay serves them from their hubs, and the bus would only cost encoding.

@@ -41,7 +41,7 @@ struct ListenerAssembly {
         let policies = AdmissionPolicies(
             drain: context.drain, keys: ingest?.keys, registry: ingest?.admission.registry,
             transcodes: TranscodeSlots(limit: configuration.maxTranscodes), expiry: expiry,
-            hookCaller: hookCaller, clusterPublications: ingest?.clusterPublications, nodeID: configuration.nodeID, logger: context.logger
+            hookCaller: hookCaller, clusterPublications: ingest?.clusterPublications, clusterClaim: ingest?.clusterClaim, nodeID: configuration.nodeID, logger: context.logger
         )
         let notifications = WebhookNotifications(hooks: hooks, notifier: HookNotifier(caller: hookCaller, logger: context.logger), nodeID: configuration.nodeID)
         admission = NodeAdmission(

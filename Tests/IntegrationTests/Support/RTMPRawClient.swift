@@ -205,6 +205,18 @@ final class RTMPRawClient {
         return Self.statusCode(status) ?? ""
     }
 
+    /// A publish command's bytes, to send with `sendRaw` when its moment matters (two
+    /// publishers at once); `publishStatus()` then reads its answer.
+    func publishBytes(name: String, streamID: UInt32) -> [UInt8] {
+        chunkBytes(CommandMessage(name: "publish", transactionID: takeTransactionID(), arguments: [.string(name), .string("live")]).message(chunkStreamID: 5, streamID: streamID))
+    }
+
+    /// The code of the first onStatus that comes.
+    func publishStatus() async throws -> String {
+        let status = try await self.waitForCommand(what: "publish onStatus") { Self.statusCode($0) != nil }
+        return Self.statusCode(status) ?? ""
+    }
+
     /// play → the first onStatus code that is not an informational reset/start prelude.
     func play(name: String, streamID: UInt32) async throws -> String {
         let command = CommandMessage(
