@@ -7,13 +7,21 @@ import ServiceLifecycle
 ///
 /// It is the group's first service, so the last to stop: the node beacons while its other
 /// services wind down, and at the end says it leaves, so the coordinator records a
-/// graceful exit as one (`node.left`) rather than as a death found by its probe.
+/// graceful exit as one (`node.left`) rather than as a death found by its probe. A group
+/// that is cancelled (a service failed) stops the beacon without a word.
 struct LivenessBeaconService: Service {
     let beacon: LivenessBeacon
 
     func run() async throws {
         beacon.start()
-        try? await gracefulShutdown()
+        do {
+            try await gracefulShutdown()
+        } catch {
+            // Cancelled: the group failed (a service threw), not a graceful exit. The node
+            // says nothing and is found gone, counted as a death.
+            beacon.stop()
+            return
+        }
         await beacon.leave()
     }
 }

@@ -43,4 +43,18 @@ import Testing
         }
         #expect(ContinuousClock.now - asked < .milliseconds(500), "an ended hub's responder made the asker wait")
     }
+
+    /// A hub that ended before its publication could follow it: the responder goes at once.
+    @Test func aHubThatEndedBeforeItsPublicationAnswersNothing() async throws {
+        let bus = LocalBus()
+        let path = try StreamPath(app: "live", name: "gone")
+        let hub = StreamHub(path: .source(path), serializers: [])
+        hub.end()
+        let publication = try BusPublication(hub: hub, bus: bus, logger: Logger(label: "test"), hasOwnClock: true)
+        defer { publication.cancel() }
+        let gopSubject = MediaBusGOP.subject(for: try MediaBusSubject(.source(path)))
+        await #expect(throws: BusError.noResponders(subject: gopSubject)) {
+            _ = try await bus.request(subject: gopSubject, payload: ByteBuffer(), timeout: .seconds(2))
+        }
+    }
 }

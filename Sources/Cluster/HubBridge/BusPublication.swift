@@ -96,6 +96,13 @@ public final class BusPublication: Sendable {
                 }
             }
         })
+        // A hub that ended before it could be followed says nothing any more either.
+        if subscription == nil {
+            gopResponder.withLockedValue { responder in
+                responder?.cancel()
+                responder = nil
+            }
+        }
     }
 
     /// Stops forwarding and answering.

@@ -60,21 +60,31 @@ public actor BusPublications {
         }
     }
 
+    /// What the cluster's one-publisher rule found on the bus (`checkPublisherElsewhere`).
+    public enum ElsewhereCheck: Sendable, Equatable {
+        /// A publisher of the stream is here: this node's hub decides, as on one node.
+        case decidedHere
+        /// No other node answered within the timeout (a new stream, an ingest that died;
+        /// with no responder NATS answers at once, and an ended hub's publication takes its
+        /// responder away when it ends), or its answer was not one (an older node's GOP).
+        case unanswered
+        /// The ingest whose publication of the stream is live answered.
+        case answered(MediaBusPublisherCheck.Reply)
+    }
+
     /// The cluster's one-publisher rule for a publisher of `path` with credentials `owner`,
     /// about to be admitted here: what another ingest that publishes the stream answers
-    /// (`MediaBusPublisherCheck`), or nil when a publisher of it is here (this node's hub
-    /// decides, as on one node) or no other node answers within `timeout` (a new stream,
-    /// or an ingest that died; with no responder NATS answers at once, and an ended hub's
-    /// publication takes its responder away when it ends).
-    public func checkPublisherElsewhere(_ path: StreamPath, owner: String, timeout: Duration = .milliseconds(500)) async -> MediaBusPublisherCheck.Reply? {
+    /// (`MediaBusPublisherCheck`).
+    public func checkPublisherElsewhere(_ path: StreamPath, owner: String, timeout: Duration = .milliseconds(500)) async -> ElsewhereCheck {
         let rendition = RenditionPath.source(path)
-        if let id = byPath[rendition], let entry = publications[id], !entry.hub.isEnded, entry.hub.hasPublisher { return nil }
+        if let id = byPath[rendition], let entry = publications[id], !entry.hub.isEnded, entry.hub.hasPublisher { return .decidedHere }
         guard let subject = try? MediaBusSubject(rendition),
               let reply = try? await bus.request(
                   subject: MediaBusPublisherCheck.subject(for: subject), payload: MediaBusPublisherCheck.encodeRequest(owner: owner, asker: checks.node), timeout: timeout
-              )
-        else { return nil }
-        return MediaBusPublisherCheck.decode(reply)
+              ),
+              let decoded = MediaBusPublisherCheck.decode(reply)
+        else { return .unanswered }
+        return .answered(decoded)
     }
 
     /// Live publications.

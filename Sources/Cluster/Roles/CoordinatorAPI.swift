@@ -35,8 +35,9 @@ public protocol CoordinatorAPI: DistributedActor where ActorSystem == NodeActorS
     /// The cluster's one-publisher rule as a lock: whether ingest `node` may admit a
     /// publisher of `app/name` now, false while another ingest claimed it within the last
     /// 3 s (two encoders that start the stream on two ingests at the same moment). Asked
-    /// after the rule's bus question has let the publisher through.
-    distributed func claimPublication(app: String, name: String, node: String) async throws -> Bool
+    /// after the rule's bus question has let the publisher through; `handedOver`: the ingest
+    /// that held the stream answered yes (gave it up), so the claim takes it over.
+    distributed func claimPublication(app: String, name: String, node: String, handedOver: Bool) async throws -> Bool
 }
 
 /// Where the coordinator actor lives: its well-known name on the coordinator's node.

@@ -54,7 +54,7 @@ public distributed actor Coordinator: CoordinatorAPI {
         try await state.verifyStreamKey(app: app, name: name, key: key)
     }
 
-    public distributed func claimPublication(app: String, name: String, node: String) async throws -> Bool {
-        await state.claimPublication(app: app, name: name, node: node) == nil
+    public distributed func claimPublication(app: String, name: String, node: String, handedOver: Bool) async throws -> Bool {
+        await state.claimPublication(app: app, name: name, node: node, handedOver: handedOver) == nil
     }
 }

@@ -51,8 +51,10 @@ extension CoordinatorState {
         // A NaN or negative load would break the ordering of placement.
         let load = load.isFinite ? max(0, load) : 0
         let instructions: [NodeInstruction]? = try await store.write { db in
-            guard var node = try NodeRecord.fetchOne(db, key: nodeID) else { return nil }
-            let revived = node.state != .alive
+            // A node that left registers when it comes back (a heartbeat it sent before its
+            // word, answered after, does not bring it back).
+            guard var node = try NodeRecord.fetchOne(db, key: nodeID), node.state != .left else { return nil }
+            let revived = node.state == .dead
             node.state = .alive
             node.load = load
             node.lastHeartbeatAt = time

@@ -175,11 +175,12 @@ extension CoordinatorState {
 
     /// The cluster's one-publisher rule as a lock (`PublishClaims`): nil when ingest `node`
     /// may admit a publisher of `app/name` now (it holds the claim for 3 s), else the ingest
-    /// that claimed it first.
-    public func claimPublication(app: String, name: String, node: String) -> String? {
+    /// that claimed it first. `handedOver`: the ingest that held the stream gave it up (it
+    /// answered the bus question yes), and the claim takes it over.
+    public func claimPublication(app: String, name: String, node: String, handedOver: Bool = false) -> String? {
         let leases = liveness?.leases
         let holder = publishClaims.claim(
-            StreamKey(app: app, name: name), by: node, now: now(), holdsLease: leases.map { leases in { leases.holdsLease($0) } }
+            StreamKey(app: app, name: name), by: node, now: now(), takingOver: handedOver, holdsLease: leases.map { leases in { leases.holdsLease($0) } }
         )
         if let holder {
             CoordinatorMetrics.claimsRefused.increment()

@@ -12,7 +12,9 @@ import Foundation
 /// question refuses others itself (a publisher is busy for 2 s after it attaches, whether
 /// or not it has sent anything). So it needs no release, and an ingest that admitted its
 /// publisher and died holds nobody up for long. A claim of a node whose lease is gone is
-/// void at once. The node that holds a claim may claim again (a retry there). At most
+/// void at once. The node that holds a claim may claim again (a retry there), and a claim
+/// that takes over (`takingOver`: the ingest that held the stream answered the bus
+/// question yes, its publisher closed) replaces whoever held it. At most
 /// `maxClaims` are held; past it, new claims are granted without being held (the bus rule
 /// alone, as without the lock), never refused for the table's sake.
 struct PublishClaims {
@@ -30,9 +32,9 @@ struct PublishClaims {
     /// `holdsLease` says whether a node is alive by its beacons (nil: no beacons, every
     /// holder counts).
     mutating func claim(
-        _ stream: CoordinatorState.StreamKey, by node: String, now: Date, holdsLease: ((String) -> Bool)? = nil
+        _ stream: CoordinatorState.StreamKey, by node: String, now: Date, takingOver: Bool = false, holdsLease: ((String) -> Bool)? = nil
     ) -> String? {
-        if let current = claims[stream], current.expires > now, current.node != node, holdsLease?(current.node) ?? true {
+        if !takingOver, let current = claims[stream], current.expires > now, current.node != node, holdsLease?(current.node) ?? true {
             return current.node
         }
         if claims[stream] == nil, claims.count >= Self.maxClaims {

@@ -20,7 +20,7 @@ struct AdmissionPolicies: Sendable {
     /// rule; nil on a node alone.
     let clusterPublications: BusPublications?
     /// The cluster's one-publisher lock at the coordinator (`ClusterPublisherPolicy.claim`).
-    let clusterClaim: (@Sendable (StreamPath) async -> Bool?)?
+    let clusterClaim: (@Sendable (StreamPath, _ handedOver: Bool) async -> Bool?)?
     let nodeID: String
     let logger: Logger
 

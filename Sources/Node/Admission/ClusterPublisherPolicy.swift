@@ -17,28 +17,37 @@ import Session
 /// What the bus lets through is then claimed at the coordinator (`claim`,
 /// `CoordinatorAPI.claimPublication`), which takes claims one at a time: of two encoders
 /// that start the stream on two ingests within the same moment, before either ingest's
-/// publication answers on the bus, one is refused. A coordinator that does not answer
-/// within `claimTimeout` lets the publisher through (live media never waits on it), as the
-/// bus rule alone did.
+/// publication answers on the bus, one is refused. Where the other ingest answered yes it
+/// has given the stream up already (its publisher closed, its hub handed over): that claim
+/// takes the stream over whoever held it, or the stream would be left with no publisher
+/// anywhere. A publisher this node's hub decides about claims nothing. A coordinator that
+/// does not answer within `claimTimeout` lets the publisher through (live media never waits
+/// on it), as the bus rule alone did.
 struct ClusterPublisherPolicy: AdmissionPolicy {
     let publications: BusPublications
-    /// Claims the stream at the coordinator: true granted, false refused, nil unanswered.
-    let claim: (@Sendable (StreamPath) async -> Bool?)?
+    /// Claims the stream at the coordinator (taking it over when the other ingest handed it
+    /// over): true granted, false refused, nil unanswered.
+    let claim: (@Sendable (StreamPath, _ handedOver: Bool) async -> Bool?)?
 
     /// How long an admission waits for the coordinator's answer to a claim.
     static let claimTimeout: Duration = .seconds(1)
 
-    init(publications: BusPublications, claim: (@Sendable (StreamPath) async -> Bool?)? = nil) {
+    init(publications: BusPublications, claim: (@Sendable (StreamPath, _ handedOver: Bool) async -> Bool?)? = nil) {
         self.publications = publications
         self.claim = claim
     }
 
     func check(_ request: PublishRequest) async -> PolicyRefusal? {
         let owner = PublishAdmission.owner(query: request.query, remoteAddress: request.remoteAddress)
-        guard let reply = await publications.checkPublisherElsewhere(request.path, owner: owner) else { return await claimed(request) }
+        let reply: MediaBusPublisherCheck.Reply
+        switch await publications.checkPublisherElsewhere(request.path, owner: owner) {
+        case .decidedHere: return nil
+        case .unanswered: return await claimed(request, handedOver: false)
+        case .answered(let answer): reply = answer
+        }
         switch reply.verdict {
         case .free:
-            return await claimed(request)
+            return await claimed(request, handedOver: true)
         case .busy:
             return PolicyRefusal(
                 .badName("\(request.path) is already being published"), metric: "published_elsewhere",
@@ -53,8 +62,8 @@ struct ClusterPublisherPolicy: AdmissionPolicy {
     }
 
     /// The coordinator's word on a publisher the bus let through.
-    private func claimed(_ request: PublishRequest) async -> PolicyRefusal? {
-        guard let claim, await claim(request.path) == false else { return nil }
+    private func claimed(_ request: PublishRequest, handedOver: Bool) async -> PolicyRefusal? {
+        guard let claim, await claim(request.path, handedOver) == false else { return nil }
         return PolicyRefusal(
             .badName("\(request.path) is already being published"), metric: "published_elsewhere",
             logged: "another ingest claimed the stream at the coordinator a moment before (two publishers starting at once)"

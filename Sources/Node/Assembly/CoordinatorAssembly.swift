@@ -35,7 +35,9 @@ struct CoordinatorAssembly {
         beacons = try? bus.subscribe(subject: LivenessSubject.allBeacons) { message in
             if let nodeID = LivenessSubject.nodeID(ofBeacon: message.subject) { leases.beat(nodeID) }
         }
-        leaves = try? bus.subscribe(subject: LivenessSubject.allLeaves) { message in
+        // Without beacons nobody is judged by the lease table: a leave is not taken (not
+        // answered), and the node is found gone by its silence.
+        leaves = beacons == nil ? nil : try? bus.subscribe(subject: LivenessSubject.allLeaves) { message in
             guard let nodeID = LivenessSubject.nodeID(ofLeave: message.subject) else { return }
             leases.leave(nodeID)
             try? bus.respond(to: message, payload: ByteBuffer())

@@ -21,7 +21,7 @@ struct IngestAssembly {
     /// (`ClusterPublisherPolicy`); nil on a node alone.
     let clusterPublications: BusPublications?
     /// The cluster's one-publisher lock, claimed at the coordinator; nil on a node alone.
-    let clusterClaim: (@Sendable (StreamPath) async -> Bool?)?
+    let clusterClaim: (@Sendable (StreamPath, _ handedOver: Bool) async -> Bool?)?
 
     init(_ context: NodeContext) throws {
         let registry = context.registry
@@ -55,14 +55,14 @@ struct IngestAssembly {
         let nodeID = context.configuration.nodeID
         let claimLogger = logger
         let coordinatorStatus = context.coordinatorStatus
-        let claim: @Sendable (StreamPath) async -> Bool? = { path in
+        let claim: @Sendable (StreamPath, Bool) async -> Bool? = { path, handedOver in
             // A coordinator that has not answered the heartbeats of the last 3 s is not
             // asked: the publisher would only wait out the timeout before the bus rule
             // alone let it through.
             guard coordinatorStatus.answeredRecently() else { return nil }
             do {
                 return try await NodeActorSystem.$callTimeout.withValue(ClusterPublisherPolicy.claimTimeout) {
-                    try await coordinator.claimPublication(app: path.app, name: path.name, node: nodeID)
+                    try await coordinator.claimPublication(app: path.app, name: path.name, node: nodeID, handedOver: handedOver)
                 }
             } catch {
                 claimLogger.info("the coordinator did not answer a publish claim; the bus rule alone decides", metadata: ["stream": "\(path)", "error": "\(error)"])

@@ -357,9 +357,11 @@ extension RTMPServerConnectionHandler {
                 publish.keptTrackConfigurations[key] = nil
             } else if frame.isSequenceHeader {
                 publish[keyPath: kind.tracks][trackID] = .opening(sequenceHeader: frame, refusals: refusals)
-            } else if start != nil {
-                // A frame the track cannot have after its start: it starts at its next keyframe.
-                publish[keyPath: kind.tracks][trackID] = .opening(sequenceHeader: header, refusals: refusals)
+            } else if start != nil || kind == .audio || frame.isKeyframe {
+                // The newest frame a track can start with (a keyframe; audio: any frame), or
+                // none after a frame that needs the ones before it: then its next keyframe.
+                let startable = kind == .audio || frame.isKeyframe
+                publish[keyPath: kind.tracks][trackID] = .opening(sequenceHeader: header, refusals: refusals, start: startable ? frame : nil)
             }
         case .refused(let at, let refusals):
             if ends {
@@ -375,7 +377,8 @@ extension RTMPServerConnectionHandler {
             if ends {
                 publish.keptTrackConfigurations[.init(kind: kind, id: trackID)] = nil
             } else {
-                askForTrack(kind, trackID, resumedConfiguration(kind, trackID, frame, publish: publish) ?? frame, publish: publish)
+                let resumed = resumedConfiguration(kind, trackID, frame, publish: publish)
+                askForTrack(kind, trackID, resumed ?? frame, publish: publish, start: resumed != nil ? frame : nil)
             }
         }
     }

@@ -15,9 +15,10 @@ import Synchronization
 ///   abandons the open segment (`estuary_hls_segments_abandoned_total{reason="node_budget"}`)
 ///   and starts again, marked as a discontinuity, at a keyframe once there is room.
 /// - Its relief (`setRelief`, the `HLSService`) is asked for when the node crosses into
-///   pressure and when a frame is refused: ended streams' windows go first, then every live
-///   window is cut to three at once, not as each completes its next segment. One relief at
-///   a time, at most every `reliefInterval`.
+///   pressure, when a frame is refused, and when a stream ends under pressure: while the
+///   node stays past three quarters, ended streams' windows go, then live windows are cut
+///   to three, the largest first, without waiting for their next segment. One relief at a
+///   time, at most every `reliefInterval`; a request meanwhile is not lost but runs after.
 ///
 /// Lock-free: a rendition's segmenter charges each frame (a compare-and-swap on the node's
 /// count, an add on its own), its window gives back a segment's bytes as the segment leaves.
@@ -34,7 +35,9 @@ public final class HLSByteBudget: Sendable {
     /// The shortest time between two reliefs.
     public static let reliefInterval = TimeAmount.milliseconds(250)
     private let relief = Mutex<(@Sendable () async -> Void)?>(nil)
+    /// A relief task runs (it runs again while `reliefPending` is set).
     private let relieving = Atomic<Bool>(false)
+    private let reliefPending = Atomic<Bool>(false)
     /// When the last relief started (uptime nanoseconds; 0: never).
     private let lastRelief = Atomic<UInt64>(0)
 
@@ -49,18 +52,29 @@ public final class HLSByteBudget: Sendable {
         relief.withLock { $0 = action }
     }
 
-    /// Starts the relief, unless one runs or one started within `reliefInterval`. Called on
-    /// a segmenter's event loop: the relief runs in a task of its own.
-    private func askForRelief() {
+    /// Asks for the relief: it runs in a task of its own (this is called on a segmenter's
+    /// event loop), at most every `reliefInterval`; a request while one runs, or within the
+    /// interval, makes it run once more when it may.
+    public func askForRelief() {
         guard let action = relief.withLock({ $0 }) else { return }
-        let now = NIODeadline.now().uptimeNanoseconds
-        let last = lastRelief.load(ordering: .relaxed)
-        guard last == 0 || now &- last >= UInt64(Self.reliefInterval.nanoseconds) else { return }
+        reliefPending.store(true, ordering: .releasing)
         guard !relieving.exchange(true, ordering: .acquiring) else { return }
-        lastRelief.store(now, ordering: .relaxed)
         Task {
-            await action()
-            self.relieving.store(false, ordering: .releasing)
+            repeat {
+                while reliefPending.exchange(false, ordering: .acquiring) {
+                    let interval = UInt64(Self.reliefInterval.nanoseconds)
+                    let last = lastRelief.load(ordering: .relaxed)
+                    let since = NIODeadline.now().uptimeNanoseconds &- last
+                    if last != 0, since < interval {
+                        try? await Task.sleep(for: .nanoseconds(Int64(interval - since)))
+                    }
+                    lastRelief.store(NIODeadline.now().uptimeNanoseconds, ordering: .relaxed)
+                    await action()
+                }
+                relieving.store(false, ordering: .releasing)
+                // A request between the last look and the flag's release: run again, unless
+                // another task already took it.
+            } while reliefPending.load(ordering: .acquiring) && !relieving.exchange(true, ordering: .acquiring)
         }
     }
 

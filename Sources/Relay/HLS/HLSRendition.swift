@@ -203,9 +203,8 @@ public actor HLSRendition {
     /// (`HLSService.relievePressure`): every segment goes, with what it was charged, and
     /// requests still waiting are answered. Returns the bytes given back.
     func discard() -> Int {
-        var given = 0
+        let before = account.bytesHeld
         for segment in segments {
-            given += segment.charged
             account.release(segment.charged)
         }
         segments.removeAll()
@@ -213,7 +212,7 @@ public actor HLSRendition {
         ended = true
         HLSMetrics.bytesHeld(account.nodeBytesInUse)
         wakeWaiters()
-        return given
+        return max(0, before - account.bytesHeld)
     }
 
     /// Drops the oldest complete segments past the window (the shortest live window while

@@ -287,11 +287,17 @@ public struct HLSRoutes: Sendable {
                 }
             }
         }
+        let segments = await rendition.segments
+        let ended = await rendition.ended
+        // Ended with nothing left (its window given to the node's HLS budget, or a stream
+        // that ended before its first segment): gone, not a playlist whose media sequence
+        // starts over.
+        if ended, segments.isEmpty { return Self.status(.notFound) }
         let text = HLSPlaylist.media(
             variant: variant,
-            segments: await rendition.segments,
+            segments: segments,
             discontinuitySequence: await rendition.discontinuitySequence,
-            ended: await rendition.ended,
+            ended: ended,
             configuration: rendition.configuration,
             reports: reports
         )

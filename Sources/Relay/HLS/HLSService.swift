@@ -17,6 +17,12 @@ public actor HLSService {
     /// Renditions whose stream ended, kept for `endedRetention` unless the budget needs
     /// their bytes first (`relievePressure`).
     private var endedRenditions: [ObjectIdentifier: (path: StreamPath, name: String, target: HLSRendition)] = [:]
+    /// What reliefs did since the last notice (logged at most once a minute).
+    private var reliefSummary = (dropped: 0, trimmed: 0, freed: 0, reliefs: 0)
+    private var lastReliefNotice: ContinuousClock.Instant?
+
+    /// Renditions whose stream ended and whose windows are kept (for tests).
+    var endedRenditionCount: Int { endedRenditions.count }
     /// Every rendition's bytes together (`HLSConfiguration.maxNodeBytes`).
     public nonisolated let budget: HLSByteBudget
 
@@ -82,6 +88,8 @@ public actor HLSService {
     private func detached(_ hubID: ObjectIdentifier, ended: (path: StreamPath, name: String, target: HLSRendition)) {
         attachedHubs.remove(hubID)
         endedRenditions[ObjectIdentifier(ended.target)] = ended
+        // Ended while the node is short: its window is the first to go.
+        if budget.isUnderPressure { budget.askForRelief() }
     }
 
     private func forget(_ path: StreamPath, rendition: String, target: HLSRendition) {
@@ -91,36 +99,50 @@ public actor HLSService {
         if streams[path]?.isEmpty == true { streams[path] = nil }
     }
 
-    /// The node's HLS budget ran short (`HLSByteBudget.setRelief`): the windows of streams
-    /// that ended go at once rather than after their retention (their late viewers get 404
-    /// where they would have had the end of the stream), and, if that is not enough, every
-    /// live window is cut to three segments now rather than as each completes its next one,
-    /// the largest first.
+    /// The node's HLS budget ran short (`HLSByteBudget.setRelief`). While it stays past three
+    /// quarters: the windows of streams that ended go, rather than after their retention
+    /// (their late players get 404 where they would have had the stream's end), then live
+    /// windows are cut to three segments now rather than as each completes its next one,
+    /// the largest first. Logged at most once a minute, with what the reliefs did since.
     func relievePressure() async {
-        let ended = Array(endedRenditions.values)
+        guard budget.isUnderPressure else { return }
+        var dropped = 0
         var freed = 0
-        for entry in ended {
+        for entry in Array(endedRenditions.values) {
+            guard budget.isUnderPressure else { break }
             forget(entry.path, rendition: entry.name, target: entry.target)
             freed += await entry.target.discard()
+            dropped += 1
         }
         var trimmed = 0
         if budget.isUnderPressure {
             var live: [(rendition: HLSRendition, bytes: Int)] = []
             for rendition in streams.values.flatMap(\.values) {
+                // One whose stream ended a moment ago, not yet listed as ended: not live.
+                guard await !rendition.ended else { continue }
                 live.append((rendition, rendition.account.bytesHeld))
             }
             for (rendition, _) in live.sorted(by: { $0.bytes > $1.bytes }) {
+                guard budget.isUnderPressure else { break }
                 let given = await rendition.trimForPressure()
                 freed += given
                 if given > 0 { trimmed += 1 }
             }
         }
-        HLSMetrics.relieved(endedRenditions: ended.count, trimmedWindows: trimmed)
-        if !ended.isEmpty || trimmed > 0 {
-            logger.notice("HLS budget under pressure", metadata: [
-                "ended_renditions_dropped": "\(ended.count)", "windows_trimmed": "\(trimmed)", "bytes_freed": "\(freed)",
+        HLSMetrics.relieved(endedRenditions: dropped, trimmedWindows: trimmed)
+        reliefSummary.dropped += dropped
+        reliefSummary.trimmed += trimmed
+        reliefSummary.freed += freed
+        reliefSummary.reliefs += 1
+        let now = ContinuousClock.now
+        if reliefSummary.dropped + reliefSummary.trimmed > 0, lastReliefNotice.map({ now - $0 >= .seconds(60) }) ?? true {
+            logger.notice("HLS budget under pressure: windows given back", metadata: [
+                "ended_renditions_dropped": "\(reliefSummary.dropped)", "windows_trimmed": "\(reliefSummary.trimmed)",
+                "bytes_freed": "\(reliefSummary.freed)", "reliefs": "\(reliefSummary.reliefs)",
                 "bytes_held": "\(budget.inUse)", "limit": "\(budget.limit)",
             ])
+            lastReliefNotice = now
+            reliefSummary = (0, 0, 0, 0)
         }
     }
 

@@ -75,6 +75,9 @@ struct NodeLivenessTests {
         #expect(events.contains { $0.kind == "stream.ended" && $0.subject == "show/cam" && $0.detail == "ingest ingest-1 left" })
         #expect(probed.withLock { $0 }.isEmpty)
         #expect(await fixture.state.judgeLeases() == .init(), "a departure is taken once")
+        // A heartbeat it sent before its word, answered after: it stays left, asked to register.
+        #expect(try await fixture.state.heartbeat(nodeID: "ingest-1", load: 0, streams: []).instructions == [.register])
+        #expect(try await fixture.state.nodes().first { $0.id == "ingest-1" }?.state == "left")
 
         // It comes back (a restart under the same id): alive again.
         try await fixture.register("ingest-1", .ingest)

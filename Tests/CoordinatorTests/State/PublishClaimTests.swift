@@ -18,8 +18,10 @@ struct PublishClaimTests {
         // The holder may claim again (a retry there); other streams are free.
         #expect(await state.claimPublication(app: "live", name: "cam", node: "ingest-1") == nil)
         #expect(await state.claimPublication(app: "live", name: "other", node: "ingest-2") == nil)
-        fixture.clock.advance(by: 2.9)
-        #expect(await state.claimPublication(app: "live", name: "cam", node: "ingest-2") == "ingest-1", "the holder's retry renewed its claim")
+        fixture.clock.advance(by: 1)
+        #expect(await state.claimPublication(app: "live", name: "cam", node: "ingest-1") == nil)
+        fixture.clock.advance(by: 2.5)
+        #expect(await state.claimPublication(app: "live", name: "cam", node: "ingest-2") == "ingest-1", "the holder's retry did not renew its claim")
         fixture.clock.advance(by: 3.1)
         #expect(await state.claimPublication(app: "live", name: "cam", node: "ingest-2") == nil, "a claim outlived its window")
         #expect(await state.claimPublication(app: "live", name: "cam", node: "ingest-1") == "ingest-2")
@@ -27,6 +29,20 @@ struct PublishClaimTests {
         fixture.clock.advance(by: 10)
         try await state.sweep()
         #expect(await state.publishClaims.count == 0)
+        try await fixture.close()
+    }
+
+    /// An ingest whose bus question was answered yes by the holder's ingest (its publisher
+    /// gone or idle, closed: the stream handed over) takes the claim over; without it the
+    /// stream would have no publisher anywhere until the claim ran out.
+    @Test func aClaimAfterTheHolderHandedTheStreamOverTakesItOver() async throws {
+        let fixture = try await CoordinatorFixture()
+        let state = fixture.state
+        #expect(await state.claimPublication(app: "live", name: "cam", node: "ingest-1") == nil)
+        fixture.clock.advance(by: 1)
+        #expect(await state.claimPublication(app: "live", name: "cam", node: "ingest-2") == "ingest-1")
+        #expect(await state.claimPublication(app: "live", name: "cam", node: "ingest-2", handedOver: true) == nil)
+        #expect(await state.claimPublication(app: "live", name: "cam", node: "ingest-1") == "ingest-2")
         try await fixture.close()
     }
 

@@ -255,11 +255,17 @@ import Testing
         }
     }
 
+    /// What the encoder sends while a track is asked for.
+    enum WhileAsking: CaseIterable, Sendable {
+        case nothing, interFrame, interFrameThenKeyframe
+    }
+
     /// A refused track asked for again by a keyframe starts with that keyframe when the
     /// answer opens it, however long the answer took, unless another frame of the track came
-    /// while it was asked for: then the track starts at its next keyframe, never mid-GOP.
-    @Test(arguments: [false, true])
-    func aTrackOpenedOnARetryStartsWithTheKeyframeThatAskedUnlessAFrameCameBetween(interFrameWhileAsking: Bool) throws {
+    /// while it was asked for: then with a later keyframe that came meanwhile, or at its next
+    /// keyframe, never mid-GOP.
+    @Test(arguments: WhileAsking.allCases)
+    func aTrackOpenedOnARetryStartsWithTheKeyframeThatAskedUnlessAFrameCameBetween(whileAsking: WhileAsking) throws {
         let tracks = TrackAdmission(refusing: ["track1": 1])
         let admission = HeldTrackAdmission(tracks)
         let connection = try EmbeddedRTMPConnection(admission: admission, configuration: RTMPServerConfiguration())
@@ -276,15 +282,17 @@ import Testing
         connection.advance(.milliseconds(1100))
         Self.send(Self.keyframe, on: connection, at: 1100)
         #expect(tracks.asked("track1") == 1, "asked before the answer was given")
-        if interFrameWhileAsking { Self.send(Self.interFrame, on: connection, at: 1133) }
+        if whileAsking != .nothing { Self.send(Self.interFrame, on: connection, at: 1133) }
+        if whileAsking == .interFrameThenKeyframe { Self.send(Self.keyframe, on: connection, at: 1150) }
         admission.answerTracks()
         #expect(tracks.asked("track1") == 2)
         let hub = try #require(tracks.trackHub("track1"), "the track did not open on the second ask")
-        #expect(hub.statistics.videoFramesIn == (interFrameWhileAsking ? 0 : 1))
+        let started = whileAsking != .interFrame
+        #expect(hub.statistics.videoFramesIn == (started ? 1 : 0))
         Self.send(Self.interFrame, on: connection, at: 1166)
-        #expect(hub.statistics.videoFramesIn == (interFrameWhileAsking ? 0 : 2), "an inter frame went in before the track's first keyframe")
+        #expect(hub.statistics.videoFramesIn == (started ? 2 : 0), "an inter frame went in before the track's first keyframe")
         Self.send(Self.keyframe, on: connection, at: 1200)
-        #expect(hub.statistics.videoFramesIn == (interFrameWhileAsking ? 1 : 3))
+        #expect(hub.statistics.videoFramesIn == (started ? 3 : 1))
         connection.disconnect()
     }
 }

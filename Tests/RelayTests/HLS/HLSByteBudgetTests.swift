@@ -166,7 +166,7 @@ import Testing
 
         let (endedHub, _, endedPath) = try await publish("ended", gops: 8)
         let (_, _, livePath) = try await publish("live", gops: 8)
-        for _ in 0..<200 {
+        for _ in 0..<1000 {
             let counts = (await completeSegments(of: endedPath), await completeSegments(of: livePath))
             if counts == (6, 6) { break }
             try await Task.sleep(for: .milliseconds(10))
@@ -174,7 +174,7 @@ import Testing
         #expect(await completeSegments(of: endedPath) == 6)
         #expect(await completeSegments(of: livePath) == 6)
         endedHub.end()
-        for _ in 0..<200 where await service.renditions(of: endedPath)["src"]?.ended != true {
+        for _ in 0..<1000 where await service.endedRenditionCount != 1 {
             try await Task.sleep(for: .milliseconds(10))
         }
         let ended = try #require(await service.renditions(of: endedPath)["src"])
@@ -186,7 +186,7 @@ import Testing
         // Something else takes the node to just under its limit, crossing three quarters.
         let other = budget.account()
         #expect(other.reserve(budget.limit - budget.inUse - 1000))
-        for _ in 0..<200 {
+        for _ in 0..<1000 {
             let relieved = (await completeSegments(of: livePath), await service.renditions(of: endedPath).isEmpty)
             if relieved == (3, true) { break }
             try await Task.sleep(for: .milliseconds(10))
@@ -196,6 +196,21 @@ import Testing
         #expect(ended.account.bytesHeld == 0)
         #expect(await completeSegments(of: livePath) == 3, "the live window was not cut to three")
         #expect(budget.inUse == other.bytesHeld + live.account.bytesHeld, "what the node holds is the live rendition and the rest")
+
+        // Still under pressure, nothing crosses again: a stream that ends now is relieved of
+        // its window all the same (asked when it ends), not kept for its retention.
+        #expect(budget.isUnderPressure)
+        let (secondHub, _, secondPath) = try await publish("second", gops: 5)
+        for _ in 0..<1000 where await completeSegments(of: secondPath) < 3 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(await completeSegments(of: secondPath) == 3, "under pressure a new rendition keeps three")
+        secondHub.end()
+        for _ in 0..<1000 where await !service.renditions(of: secondPath).isEmpty {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(await service.renditions(of: secondPath).isEmpty, "a stream that ended under pressure kept its window")
+        #expect(budget.inUse == other.bytesHeld + live.account.bytesHeld)
         other.release(other.bytesHeld)
     }
 }
