@@ -114,20 +114,11 @@ struct CoordinatorStoreTests {
     /// A file written before edges existed (v2) upgrades in place: its nodes and the streams
     /// that point at them survive, an edge can register, and the foreign keys still hold.
     @Test func aV2FileUpgradesToAcceptEdges() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("estuary-v3-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let (store, directory) = try await Self.upgraded(from: "v2-indexes-for-sweep-and-retention", rows: [
+            "INSERT INTO nodes (id, role, advertise_host, state, registered_at, last_heartbeat_at) VALUES ('ingest-1', 'ingest', 'h', 'alive', '2026-01-01', '2026-01-01')",
+            "INSERT INTO streams (app, name, state, ingest_node, container, started_at) VALUES ('live', 'cam', 'live', 'ingest-1', 'flv', '2026-01-01')",
+        ])
         defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("estuary.sqlite").path
-        do {
-            let queue = try DatabaseQueue(path: path)
-            try CoordinatorMigrations.migrator.migrate(queue, upTo: "v2-indexes-for-sweep-and-retention")
-            try await queue.write { db in
-                try db.execute(sql: "INSERT INTO nodes (id, role, advertise_host, state, registered_at, last_heartbeat_at) VALUES ('ingest-1', 'ingest', 'h', 'alive', '2026-01-01', '2026-01-01')")
-                try db.execute(sql: "INSERT INTO streams (app, name, state, ingest_node, container, started_at) VALUES ('live', 'cam', 'live', 'ingest-1', 'flv', '2026-01-01')")
-            }
-            try queue.close()
-        }
-        let store = try await CoordinatorStore.open(at: path)
         #expect(try await store.appliedMigrations() == Self.migrations)
         try await store.write { db in
             try db.execute(sql: "INSERT INTO nodes (id, role, advertise_host, state, registered_at, last_heartbeat_at) VALUES ('edge-1', 'edge', 'h', 'alive', '2026-01-01', '2026-01-01')")
@@ -149,22 +140,13 @@ struct CoordinatorStoreTests {
     /// draining one still drains), the streams and renditions that point at them survive,
     /// and SQLite takes `left` and still refuses a state it does not know.
     @Test func aV6FileUpgradesToNodesThatLeft() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("estuary-v7-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let (store, directory) = try await Self.upgraded(from: "v6-multitrack", rows: [
+            "INSERT INTO nodes (id, role, advertise_host, state, load, registered_at, last_heartbeat_at, draining) VALUES ('transcode-1', 'transcode', 'h', 'alive', 2.5, '2026-01-01', '2026-01-02', 1)",
+            "INSERT INTO nodes (id, role, advertise_host, state, registered_at, last_heartbeat_at) VALUES ('ingest-1', 'ingest', 'h', 'dead', '2026-01-01', '2026-01-01')",
+            "INSERT INTO streams (app, name, state, ingest_node, container, started_at) VALUES ('live', 'cam', 'live', 'ingest-1', 'flv', '2026-01-01')",
+            "INSERT INTO renditions (stream_id, rung, width, height, bit_rate, transcoder_node, state) VALUES (1, '360p', 640, 360, 800000, 'transcode-1', 'running')",
+        ])
         defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("estuary.sqlite").path
-        do {
-            let queue = try DatabaseQueue(path: path)
-            try CoordinatorMigrations.migrator.migrate(queue, upTo: "v6-multitrack")
-            try await queue.write { db in
-                try db.execute(sql: "INSERT INTO nodes (id, role, advertise_host, state, load, registered_at, last_heartbeat_at, draining) VALUES ('transcode-1', 'transcode', 'h', 'alive', 2.5, '2026-01-01', '2026-01-02', 1)")
-                try db.execute(sql: "INSERT INTO nodes (id, role, advertise_host, state, registered_at, last_heartbeat_at) VALUES ('ingest-1', 'ingest', 'h', 'dead', '2026-01-01', '2026-01-01')")
-                try db.execute(sql: "INSERT INTO streams (app, name, state, ingest_node, container, started_at) VALUES ('live', 'cam', 'live', 'ingest-1', 'flv', '2026-01-01')")
-                try db.execute(sql: "INSERT INTO renditions (stream_id, rung, width, height, bit_rate, transcoder_node, state) VALUES (1, '360p', 640, 360, 800000, 'transcode-1', 'running')")
-            }
-            try queue.close()
-        }
-        let store = try await CoordinatorStore.open(at: path)
         #expect(try await store.appliedMigrations() == Self.migrations)
         let nodes = try await store.read { db in try NodeRecord.order(NodeRecord.Columns.id).fetchAll(db) }
         #expect(nodes.map(\.id) == ["ingest-1", "transcode-1"])
@@ -186,5 +168,21 @@ struct CoordinatorStoreTests {
             try await store.write { db in try db.execute(sql: "DELETE FROM nodes WHERE id = 'transcode-1'") }
         }
         try await store.close()
+    }
+
+    /// A file in a directory of its own, migrated up to `migration` and given `rows`, then
+    /// opened as the coordinator opens it (every later migration applied). The caller
+    /// removes the directory.
+    static func upgraded(from migration: String, rows: [String]) async throws -> (CoordinatorStore, URL) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("estuary-upgrade-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("estuary.sqlite").path
+        let queue = try DatabaseQueue(path: path)
+        try CoordinatorMigrations.migrator.migrate(queue, upTo: migration)
+        try await queue.write { db in
+            for row in rows { try db.execute(sql: row) }
+        }
+        try queue.close()
+        return (try await CoordinatorStore.open(at: path), directory)
     }
 }
