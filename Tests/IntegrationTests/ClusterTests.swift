@@ -220,7 +220,7 @@ extension IntegrationTests {
         /// in. Both raw RTMP clients are connected, and their `publish` commands are sent back
         /// to back; of each pair exactly one is admitted, the coordinator's claim refusing
         /// the other (or the bus, when the winner's publication was quicker).
-        @Test("Two publishers starting one stream on two ingests at the same moment: exactly one is admitted (the coordinator's publish claim, the one-publisher rule as a lock), eight times out of eight")
+        @Test("Two publishers starting one stream on two ingests at the same moment: exactly one is admitted (the coordinator's publish claim, the one-publisher rule as a lock), eight times out of eight; an encoder that drops and comes back on the other ingest within the claim is admitted there")
         func simultaneousPublishersOnTwoIngests() async throws {
             try await Scenario.run("cluster-simultaneous-publishers") { scenario in
                 let nats = try await NATSServerProcess.start(scenario)
@@ -264,6 +264,20 @@ extension IntegrationTests {
                 }
                 let claims = (try? await coordinator.metrics().sum("estuary_coordinator_publish_claims_refused_total")) ?? -1
                 scenario.note("outcomes: \(outcomes.joined(separator: "; ")); claims refused by the coordinator: \(claims)")
+
+                // An encoder whose connection drops a moment after it started, and that comes
+                // back on the other ingest within its first ingest's claim: the first ingest
+                // hands the stream over (its answer is yes), and the claim goes with it.
+                let endedBefore = try await first.metrics().sum("estuary_sessions_ended_total", labels: ["kind": "publish"])
+                let (dropped, start) = try await RTMPRawClient.publishing(scenario, port: first.rtmpPort, app: "live", name: "moved")
+                try scenario.require(start == "NetStream.Publish.Start", "the first publish of live/moved got \(start)")
+                await dropped.close()
+                let gone = await eventually(timeout: .seconds(2), interval: .milliseconds(20)) {
+                    ((try? await first.metrics().sum("estuary_sessions_ended_total", labels: ["kind": "publish"])) ?? 0) > endedBefore
+                }
+                try scenario.require(gone, "the first ingest did not see its publisher of live/moved leave")
+                let (_, moved) = try await RTMPRawClient.publishing(scenario, port: second.rtmpPort, app: "live", name: "moved")
+                scenario.check(moved == "NetStream.Publish.Start", "the encoder back on the other ingest within the claim got \(moved)")
             }
         }
 
