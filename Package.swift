@@ -305,7 +305,10 @@ let package = Package(
         // without sockets.
         .testTarget(
             name: "SRTTests",
-            dependencies: ["SRT", "Media", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [
+                "SRT", "Media", "Session", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Metrics", package: "swift-metrics"), .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
             swiftSettings: strict
         ),
         // Webhook bodies, configuration lookup and the end hooks' bounded queue.

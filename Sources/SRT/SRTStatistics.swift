@@ -2,6 +2,7 @@ import CSRT
 import Media
 import Metrics
 import Session
+import Synchronization
 
 /// An SRT caller's link, sampled every second from libsrt (`srt_bstats`) onto its session's
 /// entry (`SessionTraffic.link`, the admin API's `link`) and, for a publisher, into
@@ -16,6 +17,11 @@ import Session
 ///
 /// A player's link is on its session's entry only: a stream has many players, and a series
 /// per player would be unbounded.
+///
+/// A stream's series are one set whoever publishes it: a publisher that takes the stream
+/// over from an idle one shares them (the metrics backend hands out the same series for the
+/// same label). Only the newest publisher's end removes them (`owners`): the one it took
+/// over, ending after it started, would otherwise remove the series the new one records to.
 final class SRTStatistics {
     enum Direction {
         /// A publisher: what the node received.
@@ -35,23 +41,33 @@ final class SRTStatistics {
     private let direction: Direction
     private let traffic: SessionTraffic
     private let metrics: StreamMetrics?
+    private let stream: String?
+    /// Each stream's newest publisher's statistics, which alone remove its series: at most
+    /// one entry per stream published over SRT now.
+    private static let owners = Mutex<[String: ObjectIdentifier]>([:])
     /// libsrt's totals at the last sample.
     private var counted = LinkStatistics(rttSeconds: 0, bitsPerSecond: 0, packetsLost: 0, packetsRetransmitted: 0, packetsDropped: 0)
     private var sampledAt = ContinuousClock.now
 
-    /// `stream`: the per-stream metrics' label (publishers); nil for none.
-    init(direction: Direction, traffic: SessionTraffic, stream: String?) {
+    /// `stream`: the per-stream metrics' label (publishers); nil for none. `factory`: where
+    /// they go (the global one but in tests).
+    init(direction: Direction, traffic: SessionTraffic, stream: String?, factory: any MetricsFactory = MetricsSystem.factory) {
         self.direction = direction
         self.traffic = traffic
+        self.stream = stream
         metrics = stream.map { stream in
             let dimensions = [("stream", stream)]
             return StreamMetrics(
-                rtt: Gauge(label: "estuary_srt_rtt_seconds", dimensions: dimensions),
-                rate: Gauge(label: "estuary_srt_receive_bits_per_second", dimensions: dimensions),
-                lost: Counter(label: "estuary_srt_packets_lost_total", dimensions: dimensions),
-                retransmitted: Counter(label: "estuary_srt_packets_retransmitted_total", dimensions: dimensions),
-                dropped: Counter(label: "estuary_srt_packets_dropped_total", dimensions: dimensions)
+                rtt: Gauge(label: "estuary_srt_rtt_seconds", dimensions: dimensions, factory: factory),
+                rate: Gauge(label: "estuary_srt_receive_bits_per_second", dimensions: dimensions, factory: factory),
+                lost: Counter(label: "estuary_srt_packets_lost_total", dimensions: dimensions, factory: factory),
+                retransmitted: Counter(label: "estuary_srt_packets_retransmitted_total", dimensions: dimensions, factory: factory),
+                dropped: Counter(label: "estuary_srt_packets_dropped_total", dimensions: dimensions, factory: factory)
             )
+        }
+        if let stream {
+            let id = ObjectIdentifier(self)
+            Self.owners.withLock { $0[stream] = id }
         }
     }
 
@@ -92,8 +108,17 @@ final class SRTStatistics {
         counted = link
     }
 
+    /// The session ended: its stream's series go, unless a newer publisher of the stream
+    /// records to them now.
     func finish() {
-        guard let metrics else { return }
+        guard let metrics, let stream else { return }
+        let id = ObjectIdentifier(self)
+        let newest = Self.owners.withLock { owners in
+            guard owners[stream] == id else { return false }
+            owners[stream] = nil
+            return true
+        }
+        guard newest else { return }
         metrics.rtt.destroy()
         metrics.rate.destroy()
         metrics.lost.destroy()
