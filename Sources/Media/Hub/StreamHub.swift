@@ -69,6 +69,9 @@ public final class StreamHub: Sendable {
         /// The stream went to a publisher on another node (`answerPublisherElsewhere`), and
         /// none has attached here since.
         var handedOver = false
+        /// When it went: for `publisherIdleTakeover` after, a publisher here is refused as
+        /// busy (the one elsewhere has just started), even one admitted before the handover.
+        var handedOverAt: NIODeadline?
         var metadata: HubPacket?
         var audioSequenceHeader: HubPacket?
         var videoSequenceHeader: HubPacket?
@@ -135,6 +138,13 @@ public final class StreamHub: Sendable {
             guard !state.ended else { return (.ended, nil) }
             var evicted: (@Sendable () -> Void)?
             var replaced = false
+            if state.handedOver, state.publisher == nil, let at = state.handedOverAt,
+               Duration.nanoseconds((now - at).nanoseconds) < configuration.publisherIdleTakeover {
+                // Another node's publisher took the stream a moment ago: it is that one's,
+                // busy as a publisher that has just attached (a reconnection admitted here
+                // before the handover, and attaching after it, would publish beside it).
+                return (.busy(idleFor: Duration.nanoseconds((now - at).nanoseconds)), nil)
+            }
             if let current = state.publisher {
                 let idle = now - current.lastActivity
                 let idleDuration = Duration.nanoseconds(idle.nanoseconds)
@@ -176,6 +186,7 @@ public final class StreamHub: Sendable {
             guard let current = state.publisher else {
                 guard owned else { return (.notOwner, nil) }
                 state.handedOver = true
+                state.handedOverAt = now
                 return (.attached(replacedIdle: false), nil)
             }
             let idleDuration = Duration.nanoseconds((now - current.lastActivity).nanoseconds)
@@ -188,6 +199,7 @@ public final class StreamHub: Sendable {
             state.publisher = nil
             state.statistics.hasPublisher = false
             state.handedOver = true
+            state.handedOverAt = now
             return (.attached(replacedIdle: true), current.evict)
         }
         evicted?()

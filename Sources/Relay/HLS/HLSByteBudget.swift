@@ -57,11 +57,13 @@ public final class HLSByteBudget: Sendable {
     /// interval, makes it run once more when it may.
     public func askForRelief() {
         guard let action = relief.withLock({ $0 }) else { return }
-        reliefPending.store(true, ordering: .releasing)
-        guard !relieving.exchange(true, ordering: .acquiring) else { return }
+        // Sequentially consistent: a request's store and its look at `relieving`, against the
+        // task's release of `relieving` and its look at the request, must not both miss.
+        reliefPending.store(true, ordering: .sequentiallyConsistent)
+        guard !relieving.exchange(true, ordering: .sequentiallyConsistent) else { return }
         Task {
             repeat {
-                while reliefPending.exchange(false, ordering: .acquiring) {
+                while reliefPending.exchange(false, ordering: .sequentiallyConsistent) {
                     let interval = UInt64(Self.reliefInterval.nanoseconds)
                     let last = lastRelief.load(ordering: .relaxed)
                     let since = NIODeadline.now().uptimeNanoseconds &- last
@@ -71,10 +73,10 @@ public final class HLSByteBudget: Sendable {
                     lastRelief.store(NIODeadline.now().uptimeNanoseconds, ordering: .relaxed)
                     await action()
                 }
-                relieving.store(false, ordering: .releasing)
+                relieving.store(false, ordering: .sequentiallyConsistent)
                 // A request between the last look and the flag's release: run again, unless
                 // another task already took it.
-            } while reliefPending.load(ordering: .acquiring) && !relieving.exchange(true, ordering: .acquiring)
+            } while reliefPending.load(ordering: .sequentiallyConsistent) && !relieving.exchange(true, ordering: .sequentiallyConsistent)
         }
     }
 

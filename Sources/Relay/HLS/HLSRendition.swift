@@ -250,6 +250,12 @@ public actor HLSRendition {
 
     // MARK: Reader side
 
+    /// What a media playlist is made of, read at one moment (a relief may discard the
+    /// window between separate reads).
+    public var playlistState: (segments: [Segment], discontinuitySequence: Int, ended: Bool) {
+        (segments, discontinuitySequence, ended)
+    }
+
     /// The newest media sequence number and part index (LAST-MSN / LAST-PART).
     public var lastPosition: (sequence: Int, part: Int)? {
         for segment in segments.reversed() where !segment.parts.isEmpty {

@@ -287,8 +287,7 @@ public struct HLSRoutes: Sendable {
                 }
             }
         }
-        let segments = await rendition.segments
-        let ended = await rendition.ended
+        let (segments, discontinuitySequence, ended) = await rendition.playlistState
         // Ended with nothing left (its window given to the node's HLS budget, or a stream
         // that ended before its first segment): gone, not a playlist whose media sequence
         // starts over.
@@ -296,7 +295,7 @@ public struct HLSRoutes: Sendable {
         let text = HLSPlaylist.media(
             variant: variant,
             segments: segments,
-            discontinuitySequence: await rendition.discontinuitySequence,
+            discontinuitySequence: discontinuitySequence,
             ended: ended,
             configuration: rendition.configuration,
             reports: reports

@@ -320,16 +320,21 @@ import Testing
         #expect(hub.answerPublisherElsewhere(isOwner: isB) == nil)
         #expect(hub.answerPublisherElsewhere(isOwner: isA) == nil)
 
-        // A publisher attaches here again: the hub answers again. A draining node yields its
-        // sending publisher to the owner's reconnection elsewhere, and to no one else.
-        #expect(hub.attachPublisher(id: 2, owner: "key:a", now: start + .seconds(4)) { evicted.withLockedValue { $0 += 1 } } == .attached(replacedIdle: false))
+        // A publisher here within the takeover time of the handover (one admitted before it,
+        // attaching after) is busy: the stream's publisher elsewhere has just started.
+        #expect(hub.attachPublisher(id: 2, owner: "key:a", now: start + .seconds(4)) {} == .busy(idleFor: .seconds(1)))
+        #expect(hub.isHandedOver)
+
+        // Later, a publisher attaches here again: the hub answers again. A draining node
+        // yields its sending publisher to the owner's reconnection elsewhere, and to no one else.
+        #expect(hub.attachPublisher(id: 2, owner: "key:a", now: start + .seconds(5)) { evicted.withLockedValue { $0 += 1 } } == .attached(replacedIdle: false))
         #expect(!hub.isHandedOver)
-        #expect(hub.answerPublisherElsewhere(isOwner: isB, yielding: true, now: start + .seconds(4)) == .busy(idleFor: .zero))
-        #expect(hub.answerPublisherElsewhere(isOwner: isA, yielding: true, now: start + .seconds(4)) == .attached(replacedIdle: true))
+        #expect(hub.answerPublisherElsewhere(isOwner: isB, yielding: true, now: start + .seconds(5)) == .busy(idleFor: .zero))
+        #expect(hub.answerPublisherElsewhere(isOwner: isA, yielding: true, now: start + .seconds(5)) == .attached(replacedIdle: true))
         #expect(evicted.withLockedValue { $0 } == 2)
 
         // In the grace period after a publisher left (not handed over): the owner's only.
-        #expect(hub.attachPublisher(id: 3, owner: "key:a", now: start + .seconds(5)) {} == .attached(replacedIdle: false))
+        #expect(hub.attachPublisher(id: 3, owner: "key:a", now: start + .seconds(8)) {} == .attached(replacedIdle: false))
         hub.detachPublisher(id: 3)
         #expect(hub.answerPublisherElsewhere(isOwner: isB) == .notOwner)
         #expect(hub.answerPublisherElsewhere(isOwner: isA) == .attached(replacedIdle: false))
