@@ -48,8 +48,7 @@ struct CoordinatorLink: Service {
         func answeredRecently(within: Duration = .seconds(3)) -> Bool {
             let last = lastAnswer.load(ordering: .relaxed)
             guard last > 0 else { return false }
-            let age = NIODeadline.now().uptimeNanoseconds &- last
-            return age <= UInt64(within.components.seconds) * 1_000_000_000 + UInt64(within.components.attoseconds / 1_000_000_000)
+            return .nanoseconds(Int64(clamping: NIODeadline.now().uptimeNanoseconds &- last)) <= within
         }
     }
 

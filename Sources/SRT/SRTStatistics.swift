@@ -31,6 +31,8 @@ final class SRTStatistics {
     }
 
     private struct StreamMetrics {
+        /// The series' label, and the key of `owners`.
+        let stream: String
         let rtt: Gauge
         let rate: Gauge
         let lost: Counter
@@ -41,7 +43,6 @@ final class SRTStatistics {
     private let direction: Direction
     private let traffic: SessionTraffic
     private let metrics: StreamMetrics?
-    private let stream: String?
     /// Each stream's newest publisher's statistics, which alone remove its series: at most
     /// one entry per stream published over SRT now.
     private static let owners = Mutex<[String: ObjectIdentifier]>([:])
@@ -54,10 +55,10 @@ final class SRTStatistics {
     init(direction: Direction, traffic: SessionTraffic, stream: String?, factory: any MetricsFactory = MetricsSystem.factory) {
         self.direction = direction
         self.traffic = traffic
-        self.stream = stream
         metrics = stream.map { stream in
             let dimensions = [("stream", stream)]
             return StreamMetrics(
+                stream: stream,
                 rtt: Gauge(label: "estuary_srt_rtt_seconds", dimensions: dimensions, factory: factory),
                 rate: Gauge(label: "estuary_srt_receive_bits_per_second", dimensions: dimensions, factory: factory),
                 lost: Counter(label: "estuary_srt_packets_lost_total", dimensions: dimensions, factory: factory),
@@ -111,11 +112,11 @@ final class SRTStatistics {
     /// The session ended: its stream's series go, unless a newer publisher of the stream
     /// records to them now.
     func finish() {
-        guard let metrics, let stream else { return }
+        guard let metrics else { return }
         let id = ObjectIdentifier(self)
         let newest = Self.owners.withLock { owners in
-            guard owners[stream] == id else { return false }
-            owners[stream] = nil
+            guard owners[metrics.stream] == id else { return false }
+            owners[metrics.stream] = nil
             return true
         }
         guard newest else { return }

@@ -90,25 +90,22 @@ public final class BusPublication: Sendable {
                 // by NATS at once ("no responders"), where a silent subscriber makes the
                 // asker wait its whole timeout (a publisher that starts the stream again
                 // on another ingest, `continueTimelineFromElsewhere`).
-                gopResponder.withLockedValue { responder in
-                    responder?.cancel()
-                    responder = nil
-                }
+                Self.cancel(gopResponder)
             }
         })
         // A hub that ended before it could be followed says nothing any more either.
-        if subscription == nil {
-            gopResponder.withLockedValue { responder in
-                responder?.cancel()
-                responder = nil
-            }
-        }
+        if subscription == nil { Self.cancel(gopResponder) }
     }
 
     /// Stops forwarding and answering.
     public func cancel() {
         subscription?.cancel()
-        gopResponder.withLockedValue { responder in
+        Self.cancel(gopResponder)
+    }
+
+    /// Cancels the GOP responder once, whoever gets there first (the end, or `cancel`).
+    private static func cancel(_ responder: NIOLockedValueBox<BusSubscription?>) {
+        responder.withLockedValue { responder in
             responder?.cancel()
             responder = nil
         }

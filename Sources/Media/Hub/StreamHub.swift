@@ -66,11 +66,10 @@ public final class StreamHub: Sendable {
         var discontinuityPending = false
         /// Who first published the stream; only the same owner may take it over or resume it.
         var owner: String?
-        /// The stream went to a publisher on another node (`answerPublisherElsewhere`), and
-        /// none has attached here since.
-        var handedOver = false
-        /// When it went: for `publisherIdleTakeover` after, a publisher here is refused as
-        /// busy (the one elsewhere has just started), even one admitted before the handover.
+        /// When the stream went to a publisher on another node (`answerPublisherElsewhere`),
+        /// if none has attached here since: for `publisherIdleTakeover` after, a publisher
+        /// here is refused as busy (the one elsewhere has just started), even one admitted
+        /// before the handover.
         var handedOverAt: NIODeadline?
         var metadata: HubPacket?
         var audioSequenceHeader: HubPacket?
@@ -138,12 +137,12 @@ public final class StreamHub: Sendable {
             guard !state.ended else { return (.ended, nil) }
             var evicted: (@Sendable () -> Void)?
             var replaced = false
-            if state.handedOver, state.publisher == nil, let at = state.handedOverAt,
-               Duration.nanoseconds((now - at).nanoseconds) < configuration.publisherIdleTakeover {
+            if state.publisher == nil, let at = state.handedOverAt {
+                let since = Duration.nanoseconds((now - at).nanoseconds)
                 // Another node's publisher took the stream a moment ago: it is that one's,
                 // busy as a publisher that has just attached (a reconnection admitted here
                 // before the handover, and attaching after it, would publish beside it).
-                return (.busy(idleFor: Duration.nanoseconds((now - at).nanoseconds)), nil)
+                if since < configuration.publisherIdleTakeover { return (.busy(idleFor: since), nil) }
             }
             if let current = state.publisher {
                 let idle = now - current.lastActivity
@@ -158,7 +157,7 @@ public final class StreamHub: Sendable {
                 return (.notOwner, nil)
             }
             if state.owner == nil { state.owner = owner }
-            state.handedOver = false
+            state.handedOverAt = nil
             if state.hadPublisher { state.normalizer.beginNewEpoch() }
             state.hadPublisher = true
             state.publisher = Publisher(id: id, lastActivity: now, evict: evict)
@@ -181,11 +180,10 @@ public final class StreamHub: Sendable {
     /// one: the node the stream went to answers for it.
     public func answerPublisherElsewhere(isOwner: (String) -> Bool, yielding: Bool = false, now: NIODeadline = .now()) -> AttachResult? {
         let (result, evicted) = state.withLockedValue { state -> (AttachResult?, (@Sendable () -> Void)?) in
-            guard !state.ended, !(state.handedOver && state.publisher == nil) else { return (nil, nil) }
+            guard !state.ended, !(state.handedOverAt != nil && state.publisher == nil) else { return (nil, nil) }
             let owned = state.owner.map(isOwner) ?? true
             guard let current = state.publisher else {
                 guard owned else { return (.notOwner, nil) }
-                state.handedOver = true
                 state.handedOverAt = now
                 return (.attached(replacedIdle: false), nil)
             }
@@ -198,7 +196,6 @@ public final class StreamHub: Sendable {
             // a local takeover's does.
             state.publisher = nil
             state.statistics.hasPublisher = false
-            state.handedOver = true
             state.handedOverAt = now
             return (.attached(replacedIdle: true), current.evict)
         }
@@ -208,7 +205,7 @@ public final class StreamHub: Sendable {
 
     /// Whether the stream went to a publisher on another node and none has attached here
     /// since: a publisher evicted so was taken over, not evicted.
-    public var isHandedOver: Bool { state.withLockedValue { $0.handedOver } }
+    public var isHandedOver: Bool { state.withLockedValue { $0.handedOverAt != nil } }
 
     /// Releases the stream if `id` is still its publisher. Viewers stay attached: a new
     /// publisher may continue the stream (see `StreamRegistry`'s grace period).
